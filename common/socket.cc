@@ -1,0 +1,281 @@
+#include "common/socket.h"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <ifaddrs.h>
+#include <net/if.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <thread>
+#include <vector>
+
+#include "common/log.h"
+#include "common/status.h"
+
+namespace weft {
+
+std::string SocketAddress::toString() const {
+  char host[INET6_ADDRSTRLEN] = "?";
+  if (storage.ss_family == AF_INET) {
+    auto* in = reinterpret_cast<const sockaddr_in*>(&storage);
+    inet_ntop(AF_INET, &in->sin_addr, host, sizeof(host));
+    return std::string(host) + ":" + std::to_string(ntohs(in->sin_port));
+  }
+  if (storage.ss_family == AF_INET6) {
+    auto* in6 = reinterpret_cast<const sockaddr_in6*>(&storage);
+    inet_ntop(AF_INET6, &in6->sin6_addr, host, sizeof(host));
+    return "[" + std::string(host) + "]:" + std::to_string(ntohs(in6->sin6_port));
+  }
+  return "<no address>";
+}
+
+int SocketAddress::port() const {
+  if (storage.ss_family == AF_INET) return ntohs(reinterpret_cast<const sockaddr_in*>(&storage)->sin_port);
+  if (storage.ss_family == AF_INET6) return ntohs(reinterpret_cast<const sockaddr_in6*>(&storage)->sin6_port);
+  return 0;
+}
+
+void SocketAddress::setPort(int port) {
+  if (storage.ss_family == AF_INET) reinterpret_cast<sockaddr_in*>(&storage)->sin_port = htons(port);
+  if (storage.ss_family == AF_INET6) reinterpret_cast<sockaddr_in6*>(&storage)->sin6_port = htons(port);
+}
+
+bool SocketAddress::isLoopback() const {
+  if (storage.ss_family == AF_INET)
+    return (ntohl(reinterpret_cast<const sockaddr_in*>(&storage)->sin_addr.s_addr) >> 24) == 127;
+  if (storage.ss_family == AF_INET6)
+    return IN6_IS_ADDR_LOOPBACK(&reinterpret_cast<const sockaddr_in6*>(&storage)->sin6_addr);
+  return false;
+}
+
+ncclResult_t parseSocketAddress(const std::string& text, const char* what, SocketAddress* out) {
+  std::string host = text;
+  std::string port = "0";
+  if (!text.empty() && text[0] == '[') {
+    size_t close = text.find(']');
+    if (close == std::string::npos) return fail(ncclInvalidArgument, "%s: malformed address '%s'", what, text.c_str());
+    host = text.substr(1, close - 1);
+    if (close + 1 < text.size()) {
+      if (text[close + 1] != ':') return fail(ncclInvalidArgument, "%s: malformed address '%s'", what, text.c_str());
+      port = text.substr(close + 2);
+    }
+  } else if (size_t colon = text.rfind(':'); colon != std::string::npos && text.find(':') == colon) {
+    host = text.substr(0, colon);
+    port = text.substr(colon + 1);
+  }
+  char* end = nullptr;
+  long portNumber = strtol(port.c_str(), &end, 10);
+  if (port.empty() || *end || portNumber < 0 || portNumber > 65535)
+    return fail(ncclInvalidArgument, "%s: bad port in '%s'", what, text.c_str());
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* result = nullptr;
+  int rc = getaddrinfo(host.c_str(), nullptr, &hints, &result);
+  if (rc != 0 || !result)
+    return fail(ncclInvalidArgument, "%s: cannot resolve host '%s': %s", what, host.c_str(), gai_strerror(rc));
+  memcpy(&out->storage, result->ai_addr, result->ai_addrlen);
+  out->length = result->ai_addrlen;
+  freeaddrinfo(result);
+  out->setPort(static_cast<int>(portNumber));
+  return ncclSuccess;
+}
+
+namespace {
+
+struct InterfaceFilter {
+  bool exclude = false;
+  bool exact = false;
+  std::vector<std::string> names;
+
+  bool matches(const char* name) const {
+    bool hit = false;
+    for (const auto& n : names)
+      if (exact ? n == name : strncmp(name, n.c_str(), n.size()) == 0) hit = true;
+    return exclude ? !hit : hit;
+  }
+};
+
+InterfaceFilter parseFilter(const std::string& text) {
+  InterfaceFilter filter;
+  size_t pos = 0;
+  if (pos < text.size() && text[pos] == '^') filter.exclude = true, ++pos;
+  if (pos < text.size() && text[pos] == '=') filter.exact = true, ++pos;
+  while (pos <= text.size()) {
+    size_t comma = text.find(',', pos);
+    if (comma == std::string::npos) comma = text.size();
+    if (comma > pos) filter.names.push_back(text.substr(pos, comma - pos));
+    pos = comma + 1;
+  }
+  return filter;
+}
+
+int familyFromEnv() {
+  const char* family = getenv("NCCL_SOCKET_FAMILY");
+  if (family && !strcmp(family, "AF_INET")) return AF_INET;
+  if (family && !strcmp(family, "AF_INET6")) return AF_INET6;
+  return AF_UNSPEC;
+}
+
+}  // namespace
+
+ncclResult_t findInterfaceAddress(SocketAddress* out, std::string* interfaceName) {
+  ifaddrs* list = nullptr;
+  if (getifaddrs(&list) != 0) return fail(ncclSystemError, "getifaddrs failed: %s", strerror(errno));
+  const char* ifname = getenv("NCCL_SOCKET_IFNAME");
+  int family = familyFromEnv();
+  // Without NCCL_SOCKET_IFNAME: any interface but docker and loopback, then loopback.
+  std::vector<InterfaceFilter> passes;
+  if (ifname && *ifname) {
+    passes.push_back(parseFilter(ifname));
+  } else {
+    passes.push_back(parseFilter("^docker,lo,virbr,ifb"));
+    passes.push_back(parseFilter("lo"));
+  }
+  for (const auto& filter : passes) {
+    // IPv4 first, as NCCL does, unless the family is forced.
+    for (int wanted : {AF_INET, AF_INET6}) {
+      if (family != AF_UNSPEC && family != wanted) continue;
+      for (ifaddrs* entry = list; entry; entry = entry->ifa_next) {
+        if (!entry->ifa_addr || entry->ifa_addr->sa_family != wanted) continue;
+        if (!(entry->ifa_flags & IFF_UP)) continue;
+        if (!filter.matches(entry->ifa_name)) continue;
+        if (wanted == AF_INET6 &&
+            IN6_IS_ADDR_LINKLOCAL(&reinterpret_cast<sockaddr_in6*>(entry->ifa_addr)->sin6_addr))
+          continue;
+        out->length = wanted == AF_INET ? sizeof(sockaddr_in) : sizeof(sockaddr_in6);
+        memcpy(&out->storage, entry->ifa_addr, out->length);
+        if (interfaceName) *interfaceName = entry->ifa_name;
+        freeifaddrs(list);
+        return ncclSuccess;
+      }
+    }
+  }
+  freeifaddrs(list);
+  return fail(ncclSystemError, "no usable network interface matches NCCL_SOCKET_IFNAME=%s", ifname ? ifname : "(unset)");
+}
+
+ncclResult_t listenSocket(const SocketAddress& address, int* fd, SocketAddress* bound) {
+  int s = socket(address.storage.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (s < 0) return fail(ncclSystemError, "socket() failed: %s", strerror(errno));
+  int one = 1;
+  setsockopt(s, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+  if (bind(s, reinterpret_cast<const sockaddr*>(&address.storage), address.length) != 0) {
+    int err = errno;
+    close(s);
+    return fail(ncclSystemError, "cannot bind %s: %s", address.toString().c_str(), strerror(err));
+  }
+  if (listen(s, 1024) != 0) {
+    int err = errno;
+    close(s);
+    return fail(ncclSystemError, "listen on %s failed: %s", address.toString().c_str(), strerror(err));
+  }
+  if (bound) {
+    bound->length = sizeof(bound->storage);
+    getsockname(s, reinterpret_cast<sockaddr*>(&bound->storage), &bound->length);
+  }
+  *fd = s;
+  return ncclSuccess;
+}
+
+ncclResult_t connectSocket(const SocketAddress& address, const Deadline& deadline, int* fd) {
+  int delayMs = 1;
+  for (;;) {
+    int s = socket(address.storage.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (s < 0) return fail(ncclSystemError, "socket() failed: %s", strerror(errno));
+    if (connect(s, reinterpret_cast<const sockaddr*>(&address.storage), address.length) == 0) {
+      setNoDelay(s);
+      *fd = s;
+      return ncclSuccess;
+    }
+    int err = errno;
+    close(s);
+    bool retry = err == ECONNREFUSED || err == ETIMEDOUT || err == EINTR || err == EAGAIN || err == ECONNRESET;
+    if (!retry || deadline.expired())
+      return fail(ncclRemoteError, "cannot connect to %s: %s%s", address.toString().c_str(), strerror(err),
+                  retry ? " (gave up at the WEFT_TIMEOUT deadline)" : "");
+    std::this_thread::sleep_for(std::chrono::milliseconds(delayMs));
+    delayMs = delayMs < 100 ? delayMs * 2 : 100;
+  }
+}
+
+ncclResult_t acceptSocket(int listenFd, const Deadline& deadline, int* fd, SocketAddress* peer) {
+  for (;;) {
+    pollfd p{listenFd, POLLIN, 0};
+    int ready = poll(&p, 1, deadline.millisecondsLeft(100));
+    if (ready > 0) {
+      SocketAddress from;
+      from.length = sizeof(from.storage);
+      int s = accept4(listenFd, reinterpret_cast<sockaddr*>(&from.storage), &from.length, SOCK_CLOEXEC);
+      if (s >= 0) {
+        setNoDelay(s);
+        *fd = s;
+        if (peer) *peer = from;
+        return ncclSuccess;
+      }
+      if (errno != EAGAIN && errno != EINTR && errno != ECONNABORTED)
+        return fail(ncclSystemError, "accept failed: %s", strerror(errno));
+    }
+    if (deadline.expired()) return fail(ncclRemoteError, "timed out waiting for a connection (WEFT_TIMEOUT)");
+  }
+}
+
+ncclResult_t sendAll(int fd, const void* data, size_t bytes, const Deadline& deadline) {
+  auto* p = static_cast<const char*>(data);
+  while (bytes > 0) {
+    ssize_t n = send(fd, p, bytes, MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (n > 0) {
+      p += n;
+      bytes -= n;
+      continue;
+    }
+    if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
+      return fail(ncclRemoteError, "send failed: %s (peer gone?)", strerror(errno));
+    pollfd pfd{fd, POLLOUT, 0};
+    poll(&pfd, 1, deadline.millisecondsLeft(100));
+    if (deadline.expired()) return fail(ncclRemoteError, "send timed out (WEFT_TIMEOUT)");
+  }
+  return ncclSuccess;
+}
+
+ncclResult_t recvAll(int fd, void* data, size_t bytes, const Deadline& deadline) {
+  auto* p = static_cast<char*>(data);
+  while (bytes > 0) {
+    ssize_t n = recv(fd, p, bytes, MSG_DONTWAIT);
+    if (n > 0) {
+      p += n;
+      bytes -= n;
+      continue;
+    }
+    if (n == 0) return fail(ncclRemoteError, "connection closed by peer");
+    if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
+      return fail(ncclRemoteError, "receive failed: %s", strerror(errno));
+    pollfd pfd{fd, POLLIN, 0};
+    poll(&pfd, 1, deadline.millisecondsLeft(100));
+    if (deadline.expired()) return fail(ncclRemoteError, "receive timed out (WEFT_TIMEOUT)");
+  }
+  return ncclSuccess;
+}
+
+void setNonBlocking(int fd, bool nonBlocking) {
+  int flags = fcntl(fd, F_GETFL, 0);
+  fcntl(fd, F_SETFL, nonBlocking ? flags | O_NONBLOCK : flags & ~O_NONBLOCK);
+}
+
+void setNoDelay(int fd) {
+  int one = 1;
+  setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+}
+
+void closeSocket(int& fd) {
+  if (fd >= 0) close(fd);
+  fd = -1;
+}
+
+}  // namespace weft

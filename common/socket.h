@@ -1,0 +1,49 @@
+// TCP socket helpers shared by the bootstrap and the TCP transport: addresses, interface
+// choice (NCCL_SOCKET_IFNAME), listening, connecting and whole-message I/O with deadlines.
+#pragma once
+
+#include <sys/socket.h>
+
+#include <cstddef>
+#include <string>
+
+#include "common/deadline.h"
+#include "nccl.h"
+
+namespace weft {
+
+struct SocketAddress {
+  sockaddr_storage storage{};
+  socklen_t length = 0;
+
+  std::string toString() const;  // "1.2.3.4:5" or "[::1]:5"
+  int port() const;
+  void setPort(int port);
+  bool isLoopback() const;
+};
+
+// Parses "host:port", "[v6]:port" or "host" (port 0); host may be a name. Fails with
+// ncclInvalidArgument naming `what` (the variable the text came from).
+ncclResult_t parseSocketAddress(const std::string& text, const char* what, SocketAddress* out);
+
+// The address of the interface NCCL would pick: NCCL_SOCKET_IFNAME ("eth,ib" prefixes,
+// "^docker" exclusion, "=eth0" exact) or else the first non-loopback, non-docker interface,
+// then loopback. NCCL_SOCKET_FAMILY=AF_INET/AF_INET6 restricts the family.
+ncclResult_t findInterfaceAddress(SocketAddress* out, std::string* interfaceName);
+
+// A listening socket on `address` (port 0: any); `bound` receives the actual address.
+ncclResult_t listenSocket(const SocketAddress& address, int* fd, SocketAddress* bound);
+// Connects, retrying refused connections (the listener may not be up yet) until `deadline`.
+ncclResult_t connectSocket(const SocketAddress& address, const Deadline& deadline, int* fd);
+// Accepts one connection, waiting until `deadline`.
+ncclResult_t acceptSocket(int listenFd, const Deadline& deadline, int* fd, SocketAddress* peer);
+
+// Whole-buffer send/receive with a deadline. A closed peer is ncclRemoteError.
+ncclResult_t sendAll(int fd, const void* data, size_t bytes, const Deadline& deadline);
+ncclResult_t recvAll(int fd, void* data, size_t bytes, const Deadline& deadline);
+
+void setNonBlocking(int fd, bool nonBlocking);
+void setNoDelay(int fd);
+void closeSocket(int& fd);
+
+}  // namespace weft

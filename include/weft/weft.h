@@ -1,0 +1,36 @@
+/* weft's native extensions to the NCCL API. */
+#ifndef WEFT_WEFT_H_
+#define WEFT_WEFT_H_
+
+#include "nccl.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define WEFT_VERSION_MAJOR 0
+#define WEFT_VERSION_MINOR 1
+#define WEFT_VERSION_PATCH 0
+
+/* weft's own version as MAJOR*10000 + MINOR*100 + PATCH (ncclGetVersion reports the NCCL
+ * API version weft implements, 2.28.9). */
+ncclResult_t weftGetVersion(int* version);
+const char* weftVersionString(void);
+
+/* Forms a communicator from the launch environment, trying in order:
+ *   weftrun / torchrun: RANK, WORLD_SIZE, (LOCAL_RANK), MASTER_ADDR, MASTER_PORT
+ *   Open MPI:           OMPI_COMM_WORLD_RANK, OMPI_COMM_WORLD_SIZE
+ *   PMI / PMIx:         PMI_RANK, PMI_SIZE / PMIX_RANK
+ *   Slurm:              SLURM_PROCID, SLURM_NTASKS
+ * The rendezvous address is NCCL_COMM_ID (host:port) if set, else MASTER_ADDR:MASTER_PORT
+ * (WEFT_BOOTSTRAP_PORT overrides the port, for launchers that use MASTER_PORT themselves).
+ * Rank 0 hosts the rendezvous. WEFT_SECRET (32 hex digits, set by weftrun) is the secret
+ * the ranks prove; without it one is derived from the job's identity. With none of these
+ * variables the communicator has a single rank. */
+ncclResult_t weftCommInitFromEnv(ncclComm_t* comm);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* WEFT_WEFT_H_ */
