@@ -1,0 +1,52 @@
+#include "algorithms/schedule.h"
+
+#include <cstdio>
+
+namespace weft {
+
+const char* stepKindName(StepKind kind) {
+  switch (kind) {
+    case StepKind::Send: return "send";
+    case StepKind::Recv: return "recv";
+    case StepKind::RecvReduce: return "recvReduce";
+    case StepKind::Copy: return "copy";
+    case StepKind::Divide: return "divide";
+  }
+  return "?";
+}
+
+namespace {
+const char* bufferName(BufferKind kind) {
+  switch (kind) {
+    case BufferKind::Send: return "send";
+    case BufferKind::Recv: return "recv";
+    case BufferKind::Scratch: return "scratch";
+  }
+  return "?";
+}
+
+std::string rangeText(const BufferRange& range) {
+  char text[96];
+  snprintf(text, sizeof(text), "%s[%zu,+%zu)", bufferName(range.buffer), range.offset, range.bytes);
+  return text;
+}
+}  // namespace
+
+std::string Schedule::toString() const {
+  std::string out;
+  for (size_t i = 0; i < steps.size(); ++i) {
+    const Step& s = steps[i];
+    char head[64];
+    snprintf(head, sizeof(head), "%3zu %-10s", i, stepKindName(s.kind));
+    out += head;
+    if (s.peer >= 0) out += " peer " + std::to_string(s.peer);
+    bool readsSrc = s.kind != StepKind::Recv;
+    bool writesDst = s.kind != StepKind::Send;
+    if (readsSrc) out += " " + rangeText(s.src);
+    if (writesDst) out += " -> " + rangeText(s.dst);
+    out += "\n";
+  }
+  return out;
+}
+
+}  // namespace weft

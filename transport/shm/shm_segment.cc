@@ -1,0 +1,97 @@
+#include "transport/shm/shm_segment.h"
+
+#include <fcntl.h>
+#include <linux/futex.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <string>
+
+#include "common/log.h"
+#include "common/status.h"
+
+namespace weft {
+
+ShmSegment::~ShmSegment() {
+  if (base_) munmap(base_, bytes_);
+  if (fd_ >= 0) close(fd_);
+}
+
+ncclResult_t ShmSegment::create(const ShmLayout& layout) {
+  if (layout.slots == 0 || layout.slots > 64 || layout.slotBytes == 0 || layout.slotBytes % 64)
+    return fail(ncclInvalidArgument, "shm: bad ring geometry (%u slots of %zu bytes; slots must be 1..64, bytes a multiple of 64)",
+                layout.slots, layout.slotBytes);
+  bytes_ = layout.totalBytes();
+  fd_ = memfd_create("weft-shm", MFD_CLOEXEC);
+  if (fd_ < 0) return fail(ncclSystemError, "shm: memfd_create failed: %s", strerror(errno));
+  if (ftruncate(fd_, static_cast<off_t>(bytes_)) != 0)
+    return fail(ncclSystemError, "shm: cannot size segment to %zu bytes: %s", bytes_, strerror(errno));
+  base_ = mmap(nullptr, bytes_, PROT_READ | PROT_WRITE, MAP_SHARED, fd_, 0);
+  if (base_ == MAP_FAILED) {
+    base_ = nullptr;
+    return fail(ncclSystemError, "shm: mmap of %zu bytes failed: %s", bytes_, strerror(errno));
+  }
+  auto* h = new (base_) ShmSegmentHeader();
+  h->pid = getpid();
+  h->localSize = layout.localSize;
+  h->slotBytes = layout.slotBytes;
+  h->slots = layout.slots;
+  for (int i = 0; i < layout.localSize; ++i) new (ring(i)) ShmRingHeader();
+  std::atomic_thread_fence(std::memory_order_release);
+  h->magic = kShmSegmentMagic;
+  return ncclSuccess;
+}
+
+ncclResult_t ShmSegment::open(int pid, int fd) {
+  std::string path = "/proc/" + std::to_string(pid) + "/fd/" + std::to_string(fd);
+  fd_ = ::open(path.c_str(), O_RDWR | O_CLOEXEC);
+  if (fd_ < 0) return fail(ncclSystemError, "shm: cannot open peer segment %s: %s", path.c_str(), strerror(errno));
+  off_t size = lseek(fd_, 0, SEEK_END);
+  if (size < static_cast<off_t>(sizeof(ShmSegmentHeader)))
+    return fail(ncclSystemError, "shm: peer segment %s is too small (%lld bytes)", path.c_str(), (long long)size);
+  bytes_ = static_cast<size_t>(size);
+  base_ = mmap(nullptr, bytes_, PROT_READ | PROT_WRITE, MAP_SHARED, fd_, 0);
+  if (base_ == MAP_FAILED) {
+    base_ = nullptr;
+    return fail(ncclSystemError, "shm: mmap of peer segment failed: %s", strerror(errno));
+  }
+  if (header()->magic != kShmSegmentMagic || layout().totalBytes() != bytes_)
+    return fail(ncclSystemError, "shm: peer segment %s is not a weft segment of the expected size", path.c_str());
+  return ncclSuccess;
+}
+
+ShmLayout ShmSegment::layout() const {
+  return ShmLayout{header()->slotBytes, header()->slots, header()->localSize};
+}
+
+ShmRingHeader* ShmSegment::ring(int senderLocal) const {
+  return reinterpret_cast<ShmRingHeader*>(static_cast<char*>(base_) + layout().ringOffset(senderLocal));
+}
+
+char* ShmSegment::slot(int senderLocal, uint64_t index) const {
+  return reinterpret_cast<char*>(ring(senderLocal)) + sizeof(ShmRingHeader) + index * header()->slotBytes;
+}
+
+void ShmSegment::prefaultRing(int senderLocal) const {
+  char* start = reinterpret_cast<char*>(ring(senderLocal));
+  size_t bytes = layout().ringBytes();
+#ifdef MADV_POPULATE_WRITE
+  if (madvise(start, bytes, MADV_POPULATE_WRITE) == 0) return;
+#endif
+  for (size_t offset = sizeof(ShmRingHeader); offset < bytes; offset += 4096)
+    reinterpret_cast<volatile char*>(start)[offset] = 0;
+}
+
+void futexWake(std::atomic<uint32_t>* word) {
+  syscall(SYS_futex, reinterpret_cast<uint32_t*>(word), FUTEX_WAKE, 1, nullptr, nullptr, 0);
+}
+
+void futexWait(std::atomic<uint32_t>* word, uint32_t expected, long timeoutMicros) {
+  timespec timeout{timeoutMicros / 1000000, (timeoutMicros % 1000000) * 1000};
+  syscall(SYS_futex, reinterpret_cast<uint32_t*>(word), FUTEX_WAIT, expected, &timeout, nullptr, 0);
+}
+
+}  // namespace weft

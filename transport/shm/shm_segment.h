@@ -1,0 +1,76 @@
+// A rank's shared-memory segment: a memfd that holds its doorbell and one receive ring per
+// local peer. Peers map it through /proc/<pid>/fd/<fd>, so no name is left in /dev/shm if a
+// process dies.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+
+#include "nccl.h"
+
+namespace weft {
+
+constexpr uint64_t kShmSegmentMagic = 0x7765667453484d31ull;  // "weftSHM1"
+
+// Cache-line separated so that the writer of one field never invalidates the reader of another.
+struct alignas(64) ShmRingHeader {
+  alignas(64) std::atomic<uint64_t> tail;  // messages published (written by the sender)
+  alignas(64) std::atomic<uint64_t> head;  // messages consumed (written by the receiver)
+  alignas(64) uint64_t sizes[64];          // byte size of each slot's message
+};
+
+struct alignas(4096) ShmSegmentHeader {
+  uint64_t magic;
+  int32_t pid;
+  int32_t localSize;
+  uint64_t slotBytes;
+  uint32_t slots;
+  alignas(64) std::atomic<uint32_t> doorbell;  // futex word: bumped to wake a sleeping owner
+  alignas(64) std::atomic<uint32_t> sleeping;  // owner is (about to be) asleep on the doorbell
+  alignas(64) std::atomic<uint32_t> aborted;   // owner aborted its communicator
+};
+
+struct ShmLayout {
+  size_t slotBytes;
+  uint32_t slots;
+  int localSize;
+
+  size_t ringBytes() const { return sizeof(ShmRingHeader) + slotBytes * slots; }
+  size_t totalBytes() const { return sizeof(ShmSegmentHeader) + ringBytes() * localSize; }
+  // The ring in which the rank with local index `senderLocal` sends to the segment's owner.
+  size_t ringOffset(int senderLocal) const { return sizeof(ShmSegmentHeader) + ringBytes() * senderLocal; }
+};
+
+class ShmSegment {
+ public:
+  ShmSegment() = default;
+  ~ShmSegment();
+  ShmSegment(const ShmSegment&) = delete;
+  ShmSegment& operator=(const ShmSegment&) = delete;
+
+  // Creates this rank's own segment (sparse: pages are faulted in ring by ring).
+  ncclResult_t create(const ShmLayout& layout);
+  // Maps a peer's segment, read from its header.
+  ncclResult_t open(int pid, int fd);
+
+  ShmSegmentHeader* header() const { return static_cast<ShmSegmentHeader*>(base_); }
+  ShmLayout layout() const;
+  ShmRingHeader* ring(int senderLocal) const;
+  char* slot(int senderLocal, uint64_t index) const;
+  // Faults in the pages of one ring in this mapping, once, outside any timed call.
+  void prefaultRing(int senderLocal) const;
+  int fd() const { return fd_; }
+
+ private:
+  void* base_ = nullptr;
+  size_t bytes_ = 0;
+  int fd_ = -1;
+};
+
+// Futex helpers on a shared (cross-process) word.
+void futexWake(std::atomic<uint32_t>* word);
+// Sleeps while *word == expected, at most timeoutMicros.
+void futexWait(std::atomic<uint32_t>* word, uint32_t expected, long timeoutMicros);
+
+}  // namespace weft

@@ -1,0 +1,240 @@
+#include "transport/tcp/tcp_transport.h"
+
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <vector>
+
+#include "common/env.h"
+#include "common/log.h"
+#include "common/status.h"
+
+namespace weft {
+
+namespace {
+
+constexpr uint32_t kFrameMagic = 0x77667446;  // "wftF"
+constexpr uint64_t kHelloMagic = 0x7765667454435031ull;  // "weftTCP1"
+
+struct FrameHeader {
+  uint32_t magic;
+  uint32_t bytes;
+};
+
+struct TcpHello {
+  uint64_t magic;
+  TcpToken token;
+  int32_t fromRank;
+  int32_t toRank;
+};
+
+// A ring of message slots in ordinary memory, allocated and faulted in once.
+struct SlotRing {
+  std::vector<char> storage;
+  std::vector<uint32_t> sizes;
+  size_t slotBytes = 0;
+  uint32_t slots = 0;
+  uint64_t head = 0;  // first slot not yet released
+  uint64_t tail = 0;  // first slot not yet filled
+
+  void init(size_t bytes, uint32_t count) {
+    slotBytes = bytes;
+    slots = count;
+    storage.assign(bytes * count, 0);  // assign touches every page
+    sizes.assign(count, 0);
+  }
+  char* slot(uint64_t index) { return storage.data() + (index % slots) * slotBytes; }
+  bool full() const { return tail - head >= slots; }
+  bool empty() const { return tail == head; }
+};
+
+class TcpConnection : public Connection {
+ public:
+  TcpConnection(int fd, int peerRank, size_t slotBytes, uint32_t slots) : fd_(fd), peerRank_(peerRank) {
+    setNonBlocking(fd_, true);
+    int buffer = 4 << 20;
+    setsockopt(fd_, SOL_SOCKET, SO_SNDBUF, &buffer, sizeof(buffer));
+    setsockopt(fd_, SOL_SOCKET, SO_RCVBUF, &buffer, sizeof(buffer));
+    send_.init(slotBytes, slots);
+    recv_.init(slotBytes, slots);
+  }
+  ~TcpConnection() override { closeSocket(fd_); }
+
+  const char* transportName() const override { return "TCP"; }
+  size_t maxMessageBytes() const override { return send_.slotBytes; }
+
+  void* sendBuffer(size_t bytes) override { return send_.full() ? nullptr : send_.slot(send_.tail); }
+
+  ncclResult_t sendCommit(size_t bytes) override {
+    send_.sizes[send_.tail % send_.slots] = static_cast<uint32_t>(bytes);
+    ++send_.tail;
+    return pumpSends();
+  }
+
+  ncclResult_t recvPeek(const void** data, size_t* bytes) override {
+    if (recv_.empty()) WEFT_CHECK(pumpReceives());
+    if (recv_.empty()) {
+      *data = nullptr;
+      // A peer that closed after its last message is fine; one we still wait on is not.
+      if (peerClosed_) return failed_ = fail(ncclRemoteError, "tcp: rank %d closed the connection", peerRank_);
+      return ncclSuccess;
+    }
+    *bytes = recv_.sizes[recv_.head % recv_.slots];
+    *data = recv_.slot(recv_.head);
+    return ncclSuccess;
+  }
+
+  void recvRelease() override { ++recv_.head; }
+
+  ncclResult_t progress() override {
+    WEFT_CHECK(pumpSends());
+    return pumpReceives();
+  }
+
+  ncclResult_t checkPeer() override { return failed_; }
+  int pollFd() const override { return fd_; }
+  bool hasPendingSends() const override { return !send_.empty(); }
+
+ private:
+  // Writes queued messages (header then payload) until the socket would block.
+  ncclResult_t pumpSends() {
+    while (!send_.empty()) {
+      uint32_t bytes = send_.sizes[send_.head % send_.slots];
+      FrameHeader header{kFrameMagic, bytes};
+      iovec parts[2];
+      size_t headerLeft = sendOffset_ < sizeof(header) ? sizeof(header) - sendOffset_ : 0;
+      int count = 0;
+      if (headerLeft) parts[count++] = {reinterpret_cast<char*>(&header) + sendOffset_, headerLeft};
+      size_t payloadDone = sendOffset_ > sizeof(header) ? sendOffset_ - sizeof(header) : 0;
+      if (bytes > payloadDone) parts[count++] = {send_.slot(send_.head) + payloadDone, bytes - payloadDone};
+      msghdr message{};
+      message.msg_iov = parts;
+      message.msg_iovlen = count;
+      ssize_t n = count ? sendmsg(fd_, &message, MSG_NOSIGNAL | MSG_DONTWAIT) : 0;
+      if (n < 0) {
+        if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) return ncclSuccess;
+        return failed_ = fail(ncclRemoteError, "tcp: send to rank %d failed: %s", peerRank_, strerror(errno));
+      }
+      sendOffset_ += n;
+      if (sendOffset_ == sizeof(header) + bytes) {
+        sendOffset_ = 0;
+        ++send_.head;
+      }
+    }
+    return ncclSuccess;
+  }
+
+  // Reads whole frames into free receive slots until the socket has no more data.
+  ncclResult_t pumpReceives() {
+    WEFT_CHECK(failed_);
+    while (!recv_.full() && !peerClosed_) {
+      char* slot = recv_.slot(recv_.tail);
+      ssize_t n;
+      if (recvOffset_ < sizeof(FrameHeader)) {
+        n = recv(fd_, reinterpret_cast<char*>(&recvHeader_) + recvOffset_, sizeof(FrameHeader) - recvOffset_,
+                 MSG_DONTWAIT);
+      } else {
+        size_t done = recvOffset_ - sizeof(FrameHeader);
+        n = recvHeader_.bytes > done ? recv(fd_, slot + done, recvHeader_.bytes - done, MSG_DONTWAIT) : 0;
+      }
+      if (n == 0 && !(recvOffset_ >= sizeof(FrameHeader) && recvHeader_.bytes == recvOffset_ - sizeof(FrameHeader))) {
+        peerClosed_ = true;
+        return ncclSuccess;
+      }
+      if (n < 0) {
+        if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) return ncclSuccess;
+        return failed_ = fail(ncclRemoteError, "tcp: receive from rank %d failed: %s", peerRank_, strerror(errno));
+      }
+      recvOffset_ += n;
+      if (recvOffset_ == sizeof(FrameHeader)) {
+        if (recvHeader_.magic != kFrameMagic || recvHeader_.bytes > recv_.slotBytes)
+          return failed_ = fail(ncclSystemError, "tcp: corrupt frame from rank %d (magic %08x, %u bytes)", peerRank_,
+                                recvHeader_.magic, recvHeader_.bytes);
+      }
+      if (recvOffset_ >= sizeof(FrameHeader) && recvOffset_ - sizeof(FrameHeader) == recvHeader_.bytes) {
+        recv_.sizes[recv_.tail % recv_.slots] = recvHeader_.bytes;
+        ++recv_.tail;
+        recvOffset_ = 0;
+      }
+    }
+    return ncclSuccess;
+  }
+
+  int fd_;
+  int peerRank_;
+  SlotRing send_;
+  SlotRing recv_;
+  size_t sendOffset_ = 0;
+  size_t recvOffset_ = 0;
+  FrameHeader recvHeader_{};
+  ncclResult_t failed_ = ncclSuccess;
+  bool peerClosed_ = false;
+};
+
+}  // namespace
+
+TcpTransport::~TcpTransport() {
+  closeSocket(listenFd_);
+  for (auto& [rank, fd] : acceptedByRank_) close(fd);
+}
+
+ncclResult_t TcpTransport::init(const SocketAddress& address, int rank, const TcpToken& token, double timeoutSeconds) {
+  rank_ = rank;
+  token_ = token;
+  timeoutSeconds_ = timeoutSeconds;
+  SocketAddress any = address;
+  any.setPort(0);
+  return listenSocket(any, &listenFd_, &bound_);
+}
+
+ncclResult_t TcpTransport::acceptFrom(int peerRank, int* fd) {
+  Deadline deadline = Deadline::after(timeoutSeconds_);
+  for (;;) {
+    if (auto it = acceptedByRank_.find(peerRank); it != acceptedByRank_.end()) {
+      *fd = it->second;
+      acceptedByRank_.erase(it);
+      return ncclSuccess;
+    }
+    int s = -1;
+    SocketAddress from;
+    ncclResult_t result = acceptSocket(listenFd_, deadline, &s, &from);
+    if (result != ncclSuccess)
+      return fail(ncclRemoteError, "tcp: rank %d never connected (waited %.0f s, WEFT_TIMEOUT)", peerRank, timeoutSeconds_);
+    TcpHello hello{};
+    // A stranger gets a short deadline for its hello so that it cannot stall the real peers.
+    if (recvAll(s, &hello, sizeof(hello), Deadline::after(timeoutSeconds_ < 5 ? timeoutSeconds_ : 5)) != ncclSuccess ||
+        hello.magic != kHelloMagic || memcmp(&hello.token, &token_, sizeof(token_)) != 0 || hello.toRank != rank_) {
+      WEFT_WARN("tcp: rejected a connection from %s: bad hello (wrong communicator token or not weft)",
+                from.toString().c_str());
+      close(s);
+      continue;
+    }
+    acceptedByRank_[hello.fromRank] = s;
+  }
+}
+
+ncclResult_t TcpTransport::connect(int peerRank, const SocketAddress& peerAddress, std::unique_ptr<Connection>* out) {
+  int fd = -1;
+  if (rank_ < peerRank) {
+    WEFT_CHECK(connectSocket(peerAddress, Deadline::after(timeoutSeconds_), &fd));
+    TcpHello hello{kHelloMagic, token_, rank_, peerRank};
+    ncclResult_t result = sendAll(fd, &hello, sizeof(hello), Deadline::after(timeoutSeconds_));
+    if (result != ncclSuccess) {
+      close(fd);
+      return result;
+    }
+  } else {
+    WEFT_CHECK(acceptFrom(peerRank, &fd));
+  }
+  size_t slotBytes = static_cast<size_t>(envInt("WEFT_TCP_SLOT_BYTES", 512 << 10));
+  uint32_t slots = static_cast<uint32_t>(envInt("WEFT_TCP_SLOTS", 8));
+  *out = std::make_unique<TcpConnection>(fd, peerRank, slotBytes, slots);
+  WEFT_INFO(kLogNet, "tcp: connected to rank %d at %s", peerRank, peerAddress.toString().c_str());
+  return ncclSuccess;
+}
+
+}  // namespace weft
