@@ -1,0 +1,82 @@
+// The communicator: what a rank knows after bootstrap (every rank's RankInfo, which ranks
+// share its host, the ring order), its transports and per-peer connections, its error state,
+// and the schedules it has prepared. `struct ncclComm` is the type behind ncclComm_t.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "nccl.h"
+#include "runtime/bootstrap.h"
+#include "runtime/executor.h"
+#include "transport/shm/shm_transport.h"
+#include "transport/tcp/tcp_transport.h"
+
+namespace weft {
+
+constexpr uint64_t kCommMagic = 0x7765667443304d4dull;  // "weftC0MM"
+
+// How each peer is reached, from the environment: WEFT_TRANSPORT=shm|tcp forces one for
+// every same-host peer (NCCL_SHM_DISABLE=1 means tcp); other hosts always use the network.
+enum class TransportChoice { Auto, Shm, Tcp };
+
+}  // namespace weft
+
+struct ncclComm {
+  uint64_t magic = weft::kCommMagic;
+  int rank = 0;
+  int nranks = 0;
+  int cudaDevice = -1;
+  ncclConfig_t config{};
+
+  std::vector<weft::RankInfo> ranks;
+  std::vector<int> localRanks;  // ranks on this host, ascending
+  int localRank = 0;
+  std::vector<int> ringOrder;  // node-major: a node's ranks adjacent, each boundary crossed once
+  uint64_t commToken[2]{};
+
+  weft::ShmTransport shm;
+  weft::TcpTransport tcp;
+  weft::TransportChoice transportChoice = weft::TransportChoice::Auto;
+  std::vector<std::unique_ptr<weft::Connection>> connections;  // by peer rank, null until used
+  std::vector<weft::Connection*> connectionTable;              // raw view for the executor
+  size_t sliceBytes = 0;
+
+  std::atomic<int> asyncError{ncclSuccess};
+  std::atomic<bool> aborted{false};
+  std::atomic<int> activeCalls{0};
+  std::mutex errorMutex;
+  std::string lastError;
+  uint64_t collectiveSequence = 0;
+
+  // The last prepared schedule, reused while calls keep the same shape (training loops do).
+  struct PlanCacheEntry {
+    uint64_t key = ~0ull;
+    weft::PreparedSchedule plan;
+  };
+  PlanCacheEntry planCache[4];
+  unsigned planCacheNext = 0;
+};
+
+namespace weft {
+
+// Bootstrap, transports and ring-neighbour connections for one rank.
+ncclResult_t createCommunicator(int nranks, const ncclUniqueId& id, int rank, const ncclConfig_t* config,
+                                ncclComm** out);
+void destroyCommunicator(ncclComm* comm);
+// Stops everything the communicator is doing; peers waiting on it get an error.
+void abortCommunicator(ncclComm* comm);
+
+// Connects to every rank in `peers` not yet connected (both ranks of each pair must ask).
+ncclResult_t connectPeers(ncclComm* comm, const std::vector<int>& peers);
+
+// ncclInvalidArgument unless `comm` is a live weft communicator; the stored error if it failed.
+ncclResult_t checkCommunicator(ncclComm* comm, const char* argumentName = "comm");
+// Records an asynchronous error (the communicator is unusable afterwards).
+void setCommunicatorError(ncclComm* comm, ncclResult_t result);
+
+}  // namespace weft

@@ -1,0 +1,83 @@
+// The executor: the one engine that runs schedules for real. It splits every step into
+// slices, lets a slice go as soon as the slice it depends on is done (so a ring forwards a
+// slice while the next one is still arriving), posts slices to the transports, reduces
+// straight out of receive slots, and turns any transport failure into an error.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "algorithms/schedule.h"
+#include "common/reduce.h"
+#include "nccl.h"
+#include "transport/transport.h"
+
+namespace weft {
+
+// A schedule with its hazards worked out once, reusable for every call with the same shape.
+struct PreparedSchedule {
+  struct Dependency {
+    uint32_t step;
+    bool sliceAligned;  // same bytes: slice k waits for the dependency's slice k only
+  };
+  Schedule schedule;
+  std::vector<std::vector<Dependency>> dependencies;  // per step
+  std::vector<uint32_t> sliceCounts;                  // per step
+  size_t sliceBytes = 0;
+};
+
+// `sendAliasesRecv`: the call is in place, so the Send and Recv buffers are the same memory.
+void prepareSchedule(Schedule schedule, bool sendAliasesRecv, size_t sliceBytes, PreparedSchedule* out);
+
+struct RunBuffers {
+  const char* send = nullptr;
+  char* recv = nullptr;
+  char* scratch = nullptr;
+};
+
+struct RunReduction {
+  ncclDataType_t type = ncclFloat32;
+  ReduceOp op = ReduceOp::Sum;
+};
+
+class CollectiveRun {
+ public:
+  // `connections` is indexed by peer rank; every peer the schedule names must be connected.
+  CollectiveRun(const PreparedSchedule* plan, Connection* const* connections, RunBuffers buffers,
+                RunReduction reduction, const char* name, uint64_t sequence);
+
+  // Does everything that can be done now without waiting; *progressed says whether anything
+  // moved. Returns an error when a transport failed or a peer broke the protocol.
+  ncclResult_t progress(bool* progressed);
+  bool done() const { return done_; }
+
+  // The connections this run talks through (for sleeping on their file descriptors).
+  const std::vector<Connection*>& connections() const { return peers_; }
+  // The connections the last progress() found it had to wait for (no message yet, or no room):
+  // only these peers' health matters; a peer that finished its part and left is no failure.
+  const std::vector<Connection*>& waitingOn() const { return waitingOn_; }
+  // "allreduce #12 step 3 (recvReduce from rank 2), slice 4/16": what the run is waiting for.
+  std::string describeWait() const;
+
+ private:
+  bool dependenciesReady(size_t step, uint32_t slice) const;
+  ncclResult_t advance(size_t step, bool* progressed);
+  void noteWait(Connection* c);
+  char* address(const BufferRange& range) const;
+
+  const PreparedSchedule* plan_;
+  Connection* const* connections_;
+  RunBuffers buffers_;
+  RunReduction reduction_;
+  size_t elementSize_;
+  const char* name_;
+  uint64_t sequence_;
+  std::vector<uint32_t> slicesDone_;
+  std::vector<Connection*> peers_;
+  std::vector<Connection*> waitingOn_;
+  size_t firstIncomplete_ = 0;
+  bool done_ = false;
+};
+
+}  // namespace weft

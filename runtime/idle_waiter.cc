@@ -1,0 +1,87 @@
+#include "runtime/idle_waiter.h"
+
+#include <poll.h>
+#include <sched.h>
+
+#include <thread>
+
+#include "common/status.h"
+#include "runtime/communicator.h"
+
+namespace weft {
+
+namespace {
+constexpr unsigned kSpinRounds = 256;
+constexpr unsigned kYieldRounds = kSpinRounds + 64;
+constexpr long kSleepMicros = 2000;  // also bounds how late an abort or a dead peer is noticed
+
+inline void cpuRelax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  asm volatile("yield");
+#endif
+}
+}  // namespace
+
+IdleWaiter::IdleWaiter(double timeoutSeconds) : timeoutSeconds_(timeoutSeconds), deadline_(Deadline::after(timeoutSeconds)) {}
+
+void IdleWaiter::madeProgress() {
+  if (idleRounds_ >= kSpinRounds) deadline_ = Deadline::after(timeoutSeconds_);
+  idleRounds_ = 0;
+}
+
+ncclResult_t IdleWaiter::checkHealth(const std::vector<CollectiveRun*>& active, const std::vector<ncclComm*>& comms) {
+  for (ncclComm* comm : comms)
+    if (comm->aborted.load(std::memory_order_acquire))
+      return fail(ncclInvalidUsage, "rank %d: the communicator was aborted while a collective was running", comm->rank);
+  for (CollectiveRun* run : active)
+    for (Connection* c : run->waitingOn()) WEFT_CHECK(c->checkPeer());
+  if (deadline_.expired()) {
+    std::string waiting = active.empty() ? std::string("nothing") : active.front()->describeWait();
+    return fail(ncclRemoteError, "rank %d: no progress for %.0f s (WEFT_TIMEOUT) in %s: that peer is dead or stuck",
+                comms.empty() ? -1 : comms.front()->rank, timeoutSeconds_, waiting.c_str());
+  }
+  return ncclSuccess;
+}
+
+ncclResult_t IdleWaiter::idle(const std::vector<CollectiveRun*>& active, const std::vector<ncclComm*>& comms,
+                              const std::function<ncclResult_t(bool*)>& tryProgress) {
+  ++idleRounds_;
+  if (idleRounds_ < kSpinRounds) {
+    for (int i = 0; i < 16; ++i) cpuRelax();
+    return ncclSuccess;
+  }
+  if (idleRounds_ == kSpinRounds) deadline_ = Deadline::after(timeoutSeconds_);
+  if (idleRounds_ < kYieldRounds) {
+    sched_yield();
+    return ncclSuccess;
+  }
+  WEFT_CHECK(checkHealth(active, comms));
+
+  // Sockets to watch, if any run talks TCP.
+  std::vector<pollfd> fds;
+  for (CollectiveRun* run : active)
+    for (Connection* c : run->connections())
+      if (c->pollFd() >= 0) fds.push_back({c->pollFd(), static_cast<short>(POLLIN | (c->hasPendingSends() ? POLLOUT : 0)), 0});
+  if (!fds.empty()) {
+    poll(fds.data(), fds.size(), 1);
+    return ncclSuccess;
+  }
+  if (comms.size() != 1) {  // one thread driving several ranks: no single doorbell to sleep on
+    std::this_thread::sleep_for(std::chrono::microseconds(50));
+    return ncclSuccess;
+  }
+  ShmSegmentHeader* own = comms.front()->shm.ownHeader();
+  uint32_t seen = own->doorbell.load(std::memory_order_acquire);
+  own->sleeping.store(1, std::memory_order_relaxed);
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  bool moved = false;
+  ncclResult_t result = tryProgress(&moved);
+  if (result == ncclSuccess && !moved) futexWait(&own->doorbell, seen, kSleepMicros);
+  own->sleeping.store(0, std::memory_order_relaxed);
+  if (moved) madeProgress();
+  return result;
+}
+
+}  // namespace weft
