@@ -7,7 +7,6 @@
 #include <atomic>
 #include <cerrno>
 #include <cstring>
-#include <fstream>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -262,25 +261,6 @@ ncclResult_t exchangeRankInfo(int rootFd, const UniqueIdContents& id, int nranks
   for (int r = 0; r < nranks; ++r)
     if (result->ranks[r].rank != r) return fail(ncclSystemError, "bootstrap: rank table entry %d is corrupt", r);
   return ncclSuccess;
-}
-
-uint64_t hostIdentityHash(char* nameOut, size_t nameBytes) {
-  std::string name;
-  if (auto forced = envString("WEFT_HOSTNAME")) {
-    name = *forced;
-  } else {
-    char host[256] = "";
-    gethostname(host, sizeof(host) - 1);
-    std::string bootId;
-    std::ifstream("/proc/sys/kernel/random/boot_id") >> bootId;
-    name = std::string(host);
-    snprintf(nameOut, nameBytes, "%s", host);
-    name += "/" + bootId;
-  }
-  if (nameOut[0] == 0) snprintf(nameOut, nameBytes, "%s", name.c_str());
-  uint64_t hash = 1469598103934665603ull;
-  for (char c : name) hash = (hash ^ static_cast<uint8_t>(c)) * 1099511628211ull;
-  return hash;
 }
 
 }  // namespace weft

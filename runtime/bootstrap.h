@@ -24,6 +24,9 @@ struct RankInfo {
   int32_t cudaDevice;
   uint32_t dataAddressLength;
   sockaddr_storage dataAddress;
+  // topology/rank_placement.h's record: host, CPU binding, NUMA node, GPU, NIC.
+  uint32_t placementBytes;
+  uint8_t placement[1024];
 };
 
 struct BootstrapResult {
@@ -40,8 +43,5 @@ ncclResult_t startBootstrapRoot(const SocketAddress& address, const BootstrapSec
 ncclResult_t connectToRoot(const UniqueIdContents& id, double timeoutSeconds, int* fd, SocketAddress* localAddress);
 ncclResult_t exchangeRankInfo(int rootFd, const UniqueIdContents& id, int nranks, const RankInfo& mine,
                               double timeoutSeconds, BootstrapResult* result);
-
-// Hostname + boot id (WEFT_HOSTNAME overrides, to simulate several hosts on one machine).
-uint64_t hostIdentityHash(char* nameOut, size_t nameBytes);
 
 }  // namespace weft

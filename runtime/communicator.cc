@@ -9,6 +9,8 @@
 #include "common/env.h"
 #include "common/log.h"
 #include "common/status.h"
+#include "topology/rank_layout.h"
+#include "topology/topology_loader.h"
 
 namespace weft {
 
@@ -26,16 +28,58 @@ TransportChoice transportChoiceFromEnv(ncclResult_t* result) {
   return TransportChoice::Auto;
 }
 
-// Node-major ring: hosts in order of their lowest rank, ranks ascending within a host.
-std::vector<int> nodeMajorRingOrder(const std::vector<RankInfo>& ranks) {
-  std::vector<uint64_t> hostOrder;
-  for (const auto& r : ranks)
-    if (std::find(hostOrder.begin(), hostOrder.end(), r.hostHash) == hostOrder.end()) hostOrder.push_back(r.hostHash);
-  std::vector<int> order;
-  for (uint64_t host : hostOrder)
-    for (const auto& r : ranks)
-      if (r.hostHash == host) order.push_back(r.rank);
-  return order;
+// The machine model is discovered once per process (hwloc takes milliseconds); every
+// communicator of the process reads the same one.
+ncclResult_t processTopology(const TopologyModel** out) {
+  static std::mutex mutex;
+  static std::unique_ptr<TopologyModel> model;
+  std::lock_guard<std::mutex> lock(mutex);
+  if (!model) {
+    auto loaded = std::make_unique<TopologyModel>();
+    WEFT_CHECK(loadTopology(loaded.get()));
+    model = std::move(loaded);
+  }
+  *out = model.get();
+  return ncclSuccess;
+}
+
+uint64_t hashText(const std::string& text) {
+  uint64_t hash = 1469598103934665603ull;
+  for (char c : text) hash = (hash ^ static_cast<uint8_t>(c)) * 1099511628211ull;
+  return hash;
+}
+
+ncclResult_t describePlacement(ncclComm* comm, RankInfo* mine) {
+  const TopologyModel* model = nullptr;
+  WEFT_CHECK(processTopology(&model));
+  RankPlacement placement = describeThisRank(*model, comm->cudaDevice);
+  std::vector<uint8_t> bytes = encodeRankPlacement(placement);
+  if (bytes.size() > sizeof(mine->placement))
+    return fail(ncclInternalError, "rank placement record of %zu bytes does not fit the bootstrap table (%zu)",
+                bytes.size(), sizeof(mine->placement));
+  memcpy(mine->placement, bytes.data(), bytes.size());
+  mine->placementBytes = static_cast<uint32_t>(bytes.size());
+  mine->hostHash = hashText(placement.hostId);
+  snprintf(mine->hostName, sizeof(mine->hostName), "%s", placement.hostId.c_str());
+  return ncclSuccess;
+}
+
+// Local ranks and the ring order come from the topology layer's rank layout.
+ncclResult_t applyRankLayout(ncclComm* comm) {
+  std::vector<RankPlacement> placements(comm->nranks);
+  for (int r = 0; r < comm->nranks; ++r) {
+    const RankInfo& info = comm->ranks[r];
+    if (info.placementBytes > sizeof(info.placement))
+      return fail(ncclSystemError, "bootstrap: rank %d sent a placement record of %u bytes", r, info.placementBytes);
+    WEFT_CHECK(decodeRankPlacement(info.placement, info.placementBytes, &placements[r]));
+  }
+  RankLayout layout = computeRankLayout(placements);
+  int node = layout.nodeOf[comm->rank];
+  comm->localRanks = layout.nodes[node];
+  comm->localRank = layout.localRank[comm->rank];
+  comm->ringOrder = layout.ringOrder;
+  WEFT_INFO(kLogInit | kLogGraph, "rank layout: %s", describeRankLayout(layout).c_str());
+  return ncclSuccess;
 }
 
 ncclResult_t validateConfig(const ncclConfig_t* config) {
@@ -70,8 +114,8 @@ ncclResult_t bootstrapCommunicator(ncclComm* comm, const ncclUniqueId& id) {
   RankInfo mine{};
   mine.rank = comm->rank;
   mine.pid = getpid();
-  mine.hostHash = hostIdentityHash(mine.hostName, sizeof(mine.hostName));
   mine.cudaDevice = comm->cudaDevice;
+  WEFT_CHECK(describePlacement(comm, &mine));
   // The shared-memory segment is sized for every rank (sparse) because local ranks are only
   // known once the table arrives; only rings actually used are ever faulted in.
   WEFT_CHECK(comm->shm.init(comm->rank, comm->nranks));
@@ -110,11 +154,7 @@ ncclResult_t createCommunicator(int nranks, const ncclUniqueId& id, int rank, co
   WEFT_CHECK(bootstrapCommunicator(comm.get(), id));
 
   const RankInfo& me = comm->ranks[rank];
-  for (const auto& r : comm->ranks)
-    if (r.hostHash == me.hostHash) comm->localRanks.push_back(r.rank);
-  comm->localRank = static_cast<int>(std::find(comm->localRanks.begin(), comm->localRanks.end(), rank) -
-                                     comm->localRanks.begin());
-  comm->ringOrder = nodeMajorRingOrder(comm->ranks);
+  WEFT_CHECK(applyRankLayout(comm.get()));
   comm->connections.resize(nranks);
   comm->connectionTable.assign(nranks, nullptr);
   size_t slotBytes = ShmTransport::layoutFromEnv(1).slotBytes;

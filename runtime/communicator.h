@@ -34,7 +34,7 @@ struct ncclComm {
   ncclConfig_t config{};
 
   std::vector<weft::RankInfo> ranks;
-  std::vector<int> localRanks;  // ranks on this host, ascending
+  std::vector<int> localRanks;  // ranks on this host, ascending (from topology's RankLayout)
   int localRank = 0;
   std::vector<int> ringOrder;  // node-major: a node's ranks adjacent, each boundary crossed once
   uint64_t commToken[2]{};

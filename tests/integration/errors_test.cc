@@ -1,0 +1,181 @@
+// Bad arguments get ncclInvalidArgument/ncclInvalidUsage and a message naming the argument;
+// a peer that never arrives or dies gets an error within WEFT_TIMEOUT, never a hang; a
+// stranger at the bootstrap port is rejected while the real ranks carry on.
+#include <gtest/gtest.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "common/socket.h"
+#include "nccl.h"
+#include "runtime/bootstrap.h"
+#include "runtime/unique_id.h"
+#include "tests/support/multiprocess.h"
+#include "tests/support/reference.h"
+
+using namespace weft;
+using namespace weft::testing;
+
+namespace {
+
+std::string lastError() { return ncclGetLastError(nullptr); }
+
+class SingleRank : public ::testing::Test {
+ protected:
+  void SetUp() override { ASSERT_EQ(ncclCommInitAll(&comm_, 1, nullptr), ncclSuccess) << lastError(); }
+  void TearDown() override { ncclCommDestroy(comm_); }
+  ncclComm_t comm_ = nullptr;
+  float buffer_[16] = {};
+};
+
+TEST_F(SingleRank, NullCommunicator) {
+  EXPECT_EQ(ncclAllReduce(buffer_, buffer_, 4, ncclFloat32, ncclSum, nullptr, nullptr), ncclInvalidArgument);
+  EXPECT_NE(lastError().find("comm"), std::string::npos) << lastError();
+}
+
+TEST_F(SingleRank, BadDatatype) {
+  EXPECT_EQ(ncclAllReduce(buffer_, buffer_, 4, static_cast<ncclDataType_t>(42), ncclSum, comm_, nullptr),
+            ncclInvalidArgument);
+  EXPECT_NE(lastError().find("datatype"), std::string::npos) << lastError();
+  EXPECT_EQ(ncclAllReduce(buffer_, buffer_, 4, static_cast<ncclDataType_t>(-1), ncclSum, comm_, nullptr),
+            ncclInvalidArgument);
+}
+
+TEST_F(SingleRank, BadOp) {
+  EXPECT_EQ(ncclAllReduce(buffer_, buffer_, 4, ncclFloat32, static_cast<ncclRedOp_t>(17), comm_, nullptr),
+            ncclInvalidArgument);
+  EXPECT_NE(lastError().find("op"), std::string::npos) << lastError();
+}
+
+TEST_F(SingleRank, NullBuffersWithCount) {
+  EXPECT_EQ(ncclAllReduce(nullptr, buffer_, 4, ncclFloat32, ncclSum, comm_, nullptr), ncclInvalidArgument);
+  EXPECT_NE(lastError().find("sendbuff"), std::string::npos) << lastError();
+  EXPECT_EQ(ncclAllReduce(buffer_, nullptr, 4, ncclFloat32, ncclSum, comm_, nullptr), ncclInvalidArgument);
+  EXPECT_NE(lastError().find("recvbuff"), std::string::npos) << lastError();
+  // Count 0 with NULL buffers is a valid no-op, as in NCCL.
+  EXPECT_EQ(ncclAllReduce(nullptr, nullptr, 0, ncclFloat32, ncclSum, comm_, nullptr), ncclSuccess);
+}
+
+TEST_F(SingleRank, CountThatOverflows) {
+  EXPECT_EQ(ncclAllReduce(buffer_, buffer_, SIZE_MAX / 2, ncclFloat64, ncclSum, comm_, nullptr), ncclInvalidArgument);
+  EXPECT_NE(lastError().find("count"), std::string::npos) << lastError();
+}
+
+TEST_F(SingleRank, CommunicatorStaysUsableAfterBadArguments) {
+  EXPECT_EQ(ncclAllReduce(buffer_, buffer_, 4, static_cast<ncclDataType_t>(42), ncclSum, comm_, nullptr),
+            ncclInvalidArgument);
+  buffer_[0] = 3;
+  EXPECT_EQ(ncclAllReduce(buffer_, buffer_, 4, ncclFloat32, ncclSum, comm_, nullptr), ncclSuccess);
+  EXPECT_EQ(buffer_[0], 3);
+}
+
+TEST(InitArguments, AreChecked) {
+  ncclUniqueId id;
+  ASSERT_EQ(ncclGetUniqueId(&id), ncclSuccess);
+  ncclComm_t comm;
+  EXPECT_EQ(ncclCommInitRank(nullptr, 2, id, 0), ncclInvalidArgument);
+  EXPECT_EQ(ncclCommInitRank(&comm, 0, id, 0), ncclInvalidArgument);
+  EXPECT_NE(lastError().find("nranks"), std::string::npos) << lastError();
+  EXPECT_EQ(ncclCommInitRank(&comm, 2, id, 2), ncclInvalidArgument);
+  EXPECT_NE(lastError().find("rank"), std::string::npos) << lastError();
+  ncclUniqueId garbage{};
+  EXPECT_EQ(ncclCommInitRank(&comm, 2, garbage, 0), ncclInvalidArgument);
+  EXPECT_NE(lastError().find("commId"), std::string::npos) << lastError();
+  ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+  config.magic = 0;
+  EXPECT_EQ(ncclCommInitRankConfig(&comm, 1, id, 0, &config), ncclInvalidArgument);
+  EXPECT_NE(lastError().find("config"), std::string::npos) << lastError();
+  EXPECT_EQ(ncclGetUniqueId(nullptr), ncclInvalidArgument);
+  EXPECT_EQ(ncclCommCount(nullptr, nullptr), ncclInvalidArgument);
+  EXPECT_EQ(ncclGroupEnd(), ncclInvalidUsage);
+}
+
+TEST(Timeout, PeerThatNeverArrives) {
+  auto outcomes = runRankProcesses(1, [](int, const ncclUniqueId& id) {
+    setenv("WEFT_TIMEOUT", "2", 1);
+    auto start = std::chrono::steady_clock::now();
+    ncclComm_t comm;
+    ncclResult_t result = ncclCommInitRank(&comm, 2, id, 0);  // rank 1 never comes
+    double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    if (result == ncclSuccess) return 1;
+    if (seconds > 10) return 2;
+    if (std::string(ncclGetLastError(nullptr)).find("WEFT_TIMEOUT") == std::string::npos) return 3;
+    return 0;
+  }, 30);
+  EXPECT_EQ(describeFailures(outcomes), "");
+}
+
+TEST(Timeout, PeerThatDiesMidJob) {
+  for (const char* transport : {"shm", "tcp"}) {
+    auto outcomes = runRankProcesses(2, [&](int rank, const ncclUniqueId& id) {
+      setenv("WEFT_TRANSPORT", transport, 1);
+      setenv("WEFT_TIMEOUT", "5", 1);
+      ncclComm_t comm;
+      if (ncclCommInitRank(&comm, 2, id, rank) != ncclSuccess) return 1;
+      if (rank == 1) _exit(0);  // dies without a word
+      std::vector<float> data(1 << 20, 1.0f);
+      auto start = std::chrono::steady_clock::now();
+      ncclResult_t result = ncclAllReduce(data.data(), data.data(), data.size(), ncclFloat32, ncclSum, comm, nullptr);
+      double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      if (result != ncclRemoteError) return 2;
+      if (seconds > 15) return 3;
+      // The failure sticks: the next call reports it instead of hanging.
+      ncclResult_t again = ncclAllReduce(data.data(), data.data(), 4, ncclFloat32, ncclSum, comm, nullptr);
+      if (again != ncclRemoteError) return 4;
+      ncclResult_t async = ncclSuccess;
+      ncclCommGetAsyncError(comm, &async);
+      if (async != ncclRemoteError) return 5;
+      ncclCommDestroy(comm);
+      return 0;
+    }, 60);
+    EXPECT_EQ(describeFailures(outcomes), "") << transport;
+  }
+}
+
+// A stranger connects to the bootstrap port: one sends garbage, one says nothing, one offers a
+// wrong secret. The root rejects them and the real ranks form their communicator.
+TEST(Intruder, RejectedWhileRealRanksCarryOn) {
+  ncclUniqueId id;
+  ASSERT_EQ(ncclGetUniqueId(&id), ncclSuccess);
+  UniqueIdContents contents;
+  ASSERT_EQ(decodeUniqueId(id, &contents), ncclSuccess);
+  Deadline deadline = Deadline::after(10);
+  int garbage = -1, silent = -1;
+  ASSERT_EQ(connectSocket(contents.root, deadline, &garbage), ncclSuccess);
+  ASSERT_EQ(connectSocket(contents.root, deadline, &silent), ncclSuccess);
+  std::string junk(300, 'x');
+  ASSERT_EQ(sendAll(garbage, junk.data(), junk.size(), deadline), ncclSuccess);
+
+  UniqueIdContents wrong = contents;
+  wrong.secret.bytes[0] ^= 1;
+  int impostor = -1;
+  SocketAddress local;
+  ASSERT_EQ(connectToRoot(wrong, 10, &impostor, &local), ncclSuccess);
+  RankInfo fake{};
+  BootstrapResult ignored;
+  std::thread impostorThread([&] {
+    EXPECT_NE(exchangeRankInfo(impostor, wrong, 2, fake, 10, &ignored), ncclSuccess);
+  });
+
+  auto outcomes = runRankProcesses(2, [&](int rank, const ncclUniqueId&) {
+    ncclComm_t comm;
+    if (ncclCommInitRank(&comm, 2, id, rank) != ncclSuccess) return 1;
+    std::vector<int64_t> data(100);
+    fillInput(data.data(), data.size(), rank, ncclInt64, ncclSum, 5);
+    if (ncclAllReduce(data.data(), data.data(), data.size(), ncclInt64, ncclSum, comm, nullptr) != ncclSuccess) return 2;
+    size_t wrong = countMismatches(data.data(), data.size(), 2, ncclInt64, ncclSum, 5, "intruder");
+    ncclCommDestroy(comm);
+    return wrong == 0 ? 0 : 3;
+  }, 60);
+  impostorThread.join();
+  EXPECT_EQ(describeFailures(outcomes), "");
+  close(garbage);
+  close(silent);
+  close(impostor);
+}
+
+}  // namespace

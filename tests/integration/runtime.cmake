@@ -1,0 +1,9 @@
+# Multi-process and multi-thread tests of the runtime through the NCCL API.
+add_library(weft_test_support STATIC support/multiprocess.cc support/reference.cc)
+target_link_libraries(weft_test_support PUBLIC weft_internal)
+target_include_directories(weft_test_support PUBLIC ${PROJECT_SOURCE_DIR})
+
+weft_test(allreduce_test SOURCES integration/allreduce_test.cc LIBS weft_test_support LABELS integration TIMEOUT 600)
+weft_test(init_threads_test SOURCES integration/init_threads_test.cc LIBS weft_test_support LABELS integration)
+weft_test(errors_test SOURCES integration/errors_test.cc LIBS weft_test_support LABELS integration)
+weft_test(fake_hosts_test SOURCES integration/fake_hosts_test.cc LIBS weft_test_support LABELS integration)

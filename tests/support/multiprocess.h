@@ -1,0 +1,25 @@
+// Runs a test body as N rank processes (fork), the way separate launches would, with a
+// deadline: a hung rank is killed and reported, never left to hang the test run.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "nccl.h"
+
+namespace weft::testing {
+
+struct RankOutcome {
+  int exitCode = -1;  // 0 success; 124 killed at the deadline; 128+n killed by signal n
+};
+
+// Forks `nranks` children; each runs body(rank, id) and exits with its return value. The
+// parent made `id` with ncclGetUniqueId, so it hosts the bootstrap root.
+std::vector<RankOutcome> runRankProcesses(int nranks, const std::function<int(int rank, const ncclUniqueId& id)>& body,
+                                          double timeoutSeconds = 120);
+
+// True when every rank exited 0; otherwise a text listing the failures for the assertion.
+std::string describeFailures(const std::vector<RankOutcome>& outcomes);
+
+}  // namespace weft::testing
