@@ -1,0 +1,130 @@
+// The ring all-reduce schedule for 1..64 ranks, run symbolically: every element of every
+// rank's result must hold every rank's contribution exactly once (and be divided once for avg),
+// in and out of place, for counts below, at and above the rank count.
+#include <gtest/gtest.h>
+
+#include <deque>
+#include <map>
+#include <numeric>
+#include <vector>
+
+#include "algorithms/ring_allreduce.h"
+
+using namespace weft;
+
+namespace {
+
+// An element's value, symbolically: how many times each rank's input went into it.
+using Contributions = std::vector<uint16_t>;
+
+struct SymbolicRank {
+  std::vector<Contributions> send, recv;
+  int divisions = 0;
+  size_t next = 0;  // next step to run
+};
+
+std::vector<Contributions>& bufferOf(SymbolicRank& r, BufferKind kind, bool inPlace) {
+  if (kind == BufferKind::Send && !inPlace) return r.send;
+  return r.recv;  // in place: send and recv are one buffer
+}
+
+void runRing(int n, size_t count, bool inPlace, bool average) {
+  std::vector<int> ring(n);
+  std::iota(ring.begin(), ring.end(), 0);
+  std::vector<Schedule> schedules;
+  std::vector<SymbolicRank> ranks(n);
+  for (int r = 0; r < n; ++r) {
+    schedules.push_back(buildRingAllReduce({count, 1, r, ring, average}));
+    Contributions own(n, 0);
+    own[r] = 1;
+    ranks[r].send.assign(count, own);
+    ranks[r].recv.assign(count, Contributions(n, 0));
+    if (inPlace) ranks[r].recv = ranks[r].send;
+  }
+  std::map<std::pair<int, int>, std::deque<std::vector<Contributions>>> wires;
+  bool moved = true;
+  while (moved) {
+    moved = false;
+    for (int r = 0; r < n; ++r) {
+      SymbolicRank& me = ranks[r];
+      while (me.next < schedules[r].steps.size()) {
+        const Step& s = schedules[r].steps[me.next];
+        auto slice = [&](const BufferRange& range) {
+          auto& buffer = bufferOf(me, range.buffer, inPlace);
+          return std::vector<Contributions>(buffer.begin() + range.offset, buffer.begin() + range.offset + range.bytes);
+        };
+        if (s.kind == StepKind::Send) {
+          wires[{r, s.peer}].push_back(slice(s.src));
+        } else if (s.kind == StepKind::Recv || s.kind == StepKind::RecvReduce) {
+          auto& wire = wires[{s.peer, r}];
+          if (wire.empty()) break;
+          auto message = wire.front();
+          wire.pop_front();
+          ASSERT_EQ(message.size(), s.dst.bytes) << "message size at rank " << r << " step " << me.next;
+          auto local = s.kind == StepKind::RecvReduce ? slice(s.src) : std::vector<Contributions>(message.size(), Contributions(n, 0));
+          auto& dst = bufferOf(me, s.dst.buffer, inPlace);
+          for (size_t i = 0; i < message.size(); ++i)
+            for (int k = 0; k < n; ++k) dst[s.dst.offset + i][k] = local[i][k] + message[i][k];
+        } else if (s.kind == StepKind::Copy) {
+          auto data = slice(s.src);
+          auto& dst = bufferOf(me, s.dst.buffer, inPlace);
+          std::copy(data.begin(), data.end(), dst.begin() + s.dst.offset);
+        } else if (s.kind == StepKind::Divide) {
+          me.divisions += s.src.bytes > 0 ? 1 : 0;
+          EXPECT_EQ(schedules[r].divisor, static_cast<uint64_t>(n));
+        }
+        ++me.next;
+        moved = true;
+      }
+    }
+  }
+  for (int r = 0; r < n; ++r) {
+    ASSERT_EQ(ranks[r].next, schedules[r].steps.size()) << "rank " << r << " stuck (deadlock) n=" << n;
+    for (size_t i = 0; i < count; ++i)
+      for (int k = 0; k < n; ++k)
+        ASSERT_EQ(ranks[r].recv[i][k], 1) << "n=" << n << " count=" << count << " rank " << r << " element " << i
+                                          << " has rank " << k << "'s input " << ranks[r].recv[i][k] << " times";
+  }
+  for (auto& [wire, queue] : wires) EXPECT_TRUE(queue.empty()) << "unconsumed message " << wire.first << "->" << wire.second;
+  if (average && n > 1) {
+    // Each rank divides the one chunk it owns; together they cover every non-empty chunk once.
+    int chunksWithData = 0;
+    for (int c = 0; c < n; ++c) chunksWithData += splitEvenly(count, n, c).end > splitEvenly(count, n, c).begin;
+    int divisions = 0;
+    for (auto& r : ranks) divisions += r.divisions;
+    EXPECT_EQ(divisions, chunksWithData);
+  }
+}
+
+TEST(RingAllReduceSchedule, EveryElementReducedExactlyOnceFor1To64Ranks) {
+  for (int n = 1; n <= 64; ++n)
+    for (size_t count : {size_t(0), size_t(1), size_t(n - 1 > 0 ? n - 1 : 0), size_t(n), size_t(3 * n + 1), size_t(97)})
+      for (bool inPlace : {false, true}) {
+        runRing(n, count, inPlace, n % 3 == 0);
+        if (::testing::Test::HasFatalFailure()) return;
+      }
+}
+
+TEST(RingAllReduceSchedule, SplitEvenlyCoversTheRange) {
+  for (int parts = 1; parts <= 17; ++parts)
+    for (size_t count : {0, 1, 5, 16, 17, 1000}) {
+      size_t expected = 0;
+      for (int c = 0; c < parts; ++c) {
+        ElementSpan span = splitEvenly(count, parts, c);
+        EXPECT_EQ(span.begin, expected);
+        EXPECT_LE(span.end - span.begin, count / parts + 1);
+        expected = span.end;
+      }
+      EXPECT_EQ(expected, count);
+    }
+}
+
+TEST(RingAllReduceSchedule, PrintsReadably) {
+  Schedule s = buildRingAllReduce({8, 4, 0, {0, 1}, false});
+  std::string text = s.toString();
+  EXPECT_NE(text.find("send"), std::string::npos);
+  EXPECT_NE(text.find("recvReduce"), std::string::npos);
+  EXPECT_NE(text.find("peer 1"), std::string::npos);
+}
+
+}  // namespace

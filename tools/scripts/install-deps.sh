@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Installs the Debian packages weft builds and tests with, when any is missing.
+# Debian 12, as root (or with sudo). The CUDA toolkit is not a Debian package: CUDA code is
+# built when nvcc is found (/usr/local/cuda), and skipped otherwise.
+set -euo pipefail
+
+packages=(
+  build-essential cmake ninja-build pkg-config
+  libhwloc-dev hwloc            # topology discovery; lstopo for the tests
+  libgtest-dev googletest       # tests
+  libbenchmark-dev              # kernel benchmarks
+  iproute2                      # network-namespace tests
+  python3                       # report and plot scripts
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  echo "installing: ${missing[*]}"
+  sudo=""
+  [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  export DEBIAN_FRONTEND=noninteractive
+  $sudo apt-get update -qq
+  $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
