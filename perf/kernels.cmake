@@ -1,0 +1,5 @@
+# Google Benchmark suite of the reduction kernels, with memcpy as the ceiling of the same run.
+if(benchmark_FOUND)
+  add_executable(bench_reduce ${CMAKE_CURRENT_LIST_DIR}/bench_reduce.cc)
+  target_link_libraries(bench_reduce PRIVATE weft_internal benchmark::benchmark)
+endif()
