@@ -13,8 +13,6 @@ using namespace weft;
   }                                                                                                       \
   WEFT_PROFILING_ALIAS(ncclResult_t, name, __VA_ARGS__)
 
-WEFT_NOT_YET(ncclMemAlloc, void** ptr, size_t size);
-WEFT_NOT_YET(ncclMemFree, void* ptr);
 WEFT_NOT_YET(ncclCommRevoke, ncclComm_t comm, int revokeFlags);
 WEFT_NOT_YET(ncclCommSplit, ncclComm_t comm, int color, int key, ncclComm_t* newcomm, ncclConfig_t* config);
 WEFT_NOT_YET(ncclCommShrink, ncclComm_t comm, int* excludeRanksList, int excludeRanksCount, ncclComm_t* newcomm,

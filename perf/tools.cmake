@@ -1,0 +1,25 @@
+# nccl-tests-compatible perf tools (included by perf/CMakeLists.txt).
+#
+# weft_perf_core: the harness' pure parts (flags, data, expected values, output format); it
+# uses only nccl.h's types, so its unit tests build without the library.
+# weft_perf_harness: the runner (communicator, timing, checks), linked to libweft.
+add_library(weft_perf_core STATIC
+  ${CMAKE_CURRENT_LIST_DIR}/perf_options.cc
+  ${CMAKE_CURRENT_LIST_DIR}/perf_data.cc
+  ${CMAKE_CURRENT_LIST_DIR}/perf_report.cc
+  ${CMAKE_CURRENT_LIST_DIR}/perf_coll.cc
+)
+target_include_directories(weft_perf_core PUBLIC ${PROJECT_SOURCE_DIR} ${PROJECT_SOURCE_DIR}/include)
+
+add_library(weft_perf_harness STATIC ${CMAKE_CURRENT_LIST_DIR}/perf_harness.cc)
+target_link_libraries(weft_perf_harness PUBLIC weft_perf_core weft)
+
+# weft_perf_tool(NAME SOURCE): one nccl-tests tool (NAME_perf) built from its small file.
+function(weft_perf_tool name source)
+  add_executable(${name} ${source})
+  target_link_libraries(${name} PRIVATE weft_perf_harness)
+  install(TARGETS ${name} RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+  set_property(GLOBAL APPEND PROPERTY WEFT_PERF_TOOLS ${name})
+endfunction()
+
+weft_perf_tool(all_reduce_perf ${CMAKE_CURRENT_LIST_DIR}/all_reduce_perf.cc)

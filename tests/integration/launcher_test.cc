@@ -1,0 +1,117 @@
+// weftrun's parts: argument parsing, rank environment, line prefixing.
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "tools/launcher/launch_env.h"
+#include "tools/launcher/launch_options.h"
+#include "tools/launcher/line_prefixer.h"
+
+namespace weft::launcher {
+namespace {
+
+LaunchParse parse(std::vector<const char*> args) {
+  args.insert(args.begin(), "weftrun");
+  return parseLaunchArgs(static_cast<int>(args.size()), args.data());
+}
+
+TEST(LaunchArgs, ParsesRanksTimeoutAndCommand) {
+  LaunchParse p = parse({"-n", "4", "--timeout", "30", "--", "prog", "-n", "7"});
+  ASSERT_EQ(p.kind, LaunchParse::kRun) << p.error;
+  EXPECT_EQ(p.options.nranks, 4);
+  EXPECT_DOUBLE_EQ(p.options.timeoutSec, 30);
+  EXPECT_TRUE(p.options.prefix);
+  EXPECT_EQ(p.options.command, (std::vector<std::string>{"prog", "-n", "7"}));
+
+  p = parse({"-n3", "prog", "--timeout", "1"});  // options stop at the command
+  ASSERT_EQ(p.kind, LaunchParse::kRun);
+  EXPECT_EQ(p.options.nranks, 3);
+  EXPECT_EQ(p.options.timeoutSec, 0);
+  EXPECT_EQ(p.options.command, (std::vector<std::string>{"prog", "--timeout", "1"}));
+
+  p = parse({"--nproc=2", "--timeout=0.5", "--no-prefix", "prog"});
+  ASSERT_EQ(p.kind, LaunchParse::kRun);
+  EXPECT_EQ(p.options.nranks, 2);
+  EXPECT_DOUBLE_EQ(p.options.timeoutSec, 0.5);
+  EXPECT_FALSE(p.options.prefix);
+}
+
+TEST(LaunchArgs, RejectsBadUsage) {
+  EXPECT_EQ(parse({}).kind, LaunchParse::kError);
+  EXPECT_EQ(parse({"prog"}).kind, LaunchParse::kError);
+  EXPECT_EQ(parse({"-n", "0", "prog"}).kind, LaunchParse::kError);
+  EXPECT_EQ(parse({"-n", "-1", "prog"}).kind, LaunchParse::kError);
+  EXPECT_EQ(parse({"-n", "2x", "prog"}).kind, LaunchParse::kError);
+  EXPECT_EQ(parse({"-n", "2"}).kind, LaunchParse::kError);
+  EXPECT_EQ(parse({"-n"}).kind, LaunchParse::kError);
+  EXPECT_EQ(parse({"-n", "2", "--timeout", "-1", "prog"}).kind, LaunchParse::kError);
+  EXPECT_EQ(parse({"-x", "-n", "2", "prog"}).kind, LaunchParse::kError);
+  EXPECT_EQ(parse({"-h"}).kind, LaunchParse::kHelp);
+  EXPECT_NE(parse({"-n", "2"}).error.find("no command"), std::string::npos);
+  EXPECT_NE(parse({"prog"}).error.find("-n"), std::string::npos);
+}
+
+TEST(LaunchEnv, SetsRankVariablesAndKeepsTheRest) {
+  JobEnv job;
+  job.worldSize = 3;
+  job.port = 29500;
+  job.secret = std::string(32, 'a');
+  std::vector<std::string> env = rankEnvironment({"PATH=/bin", "RANK=7", "HOME=/h", "MASTER_PORT=1"}, job, 2);
+  auto has = [&](const std::string& e) { return std::find(env.begin(), env.end(), e) != env.end(); };
+  EXPECT_TRUE(has("PATH=/bin"));
+  EXPECT_TRUE(has("HOME=/h"));
+  EXPECT_TRUE(has("RANK=2"));
+  EXPECT_FALSE(has("RANK=7"));
+  EXPECT_FALSE(has("MASTER_PORT=1"));
+  EXPECT_TRUE(has("WORLD_SIZE=3"));
+  EXPECT_TRUE(has("LOCAL_RANK=2"));
+  EXPECT_TRUE(has("LOCAL_WORLD_SIZE=3"));
+  EXPECT_TRUE(has("MASTER_ADDR=127.0.0.1"));
+  EXPECT_TRUE(has("MASTER_PORT=29500"));
+  EXPECT_TRUE(has("WEFT_SECRET=" + std::string(32, 'a')));
+  EXPECT_EQ(env.size(), 9u);
+}
+
+TEST(LaunchEnv, FreePortAndSecret) {
+  std::string error;
+  int port = findFreePort(&error);
+  EXPECT_GT(port, 0) << error;
+  std::string a = randomSecretHex(&error), b = randomSecretHex(&error);
+  EXPECT_EQ(a.size(), 32u);
+  EXPECT_EQ(a.find_first_not_of("0123456789abcdef"), std::string::npos);
+  EXPECT_NE(a, b);
+}
+
+TEST(LinePrefixer, EmitsOnlyWholePrefixedLines) {
+  std::vector<std::string> calls;
+  LinePrefixer p("[1] ", [&](std::string_view s) { calls.emplace_back(s); });
+  p.feed("hel", 3);
+  EXPECT_TRUE(calls.empty());
+  EXPECT_TRUE(p.hasPartialLine());
+  p.feed("lo\nwor", 6);
+  ASSERT_EQ(calls.size(), 1u);
+  EXPECT_EQ(calls[0], "[1] hello\n");
+  p.feed("ld\n\nx\n", 6);
+  ASSERT_EQ(calls.size(), 2u);
+  EXPECT_EQ(calls[1], "[1] world\n[1] \n[1] x\n");  // several lines: one sink call
+  p.feed("tail", 4);
+  p.finish();
+  ASSERT_EQ(calls.size(), 3u);
+  EXPECT_EQ(calls[2], "[1] tail\n");
+  p.finish();  // nothing pending: nothing emitted
+  EXPECT_EQ(calls.size(), 3u);
+}
+
+TEST(LinePrefixer, CutsOverlongLines) {
+  std::string out;
+  LinePrefixer p("> ", [&](std::string_view s) { out += s; }, 4);
+  p.feed("abcdefghij\n", 11);
+  p.feed("abcd", 4);
+  p.feed("\n", 1);
+  EXPECT_EQ(out, "> abcd\n> efgh\n> ij\n> abcd\n");
+}
+
+}  // namespace
+}  // namespace weft::launcher

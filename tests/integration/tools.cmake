@@ -1,0 +1,55 @@
+# Tests of the tools: weftrun (launcher) and the perf tools' harness.
+# These link only the tools' own libraries, not weft_internal, so they build and pass while the
+# library is still incomplete -- except the end-to-end perf runs at the bottom, which need it.
+
+# weft_tools_gtest(NAME LABEL SOURCES... LIBS ...): a GoogleTest executable for the tools.
+function(weft_tools_gtest name label)
+  cmake_parse_arguments(T "" "TIMEOUT" "SOURCES;LIBS" ${ARGN})
+  add_executable(${name} ${T_SOURCES})
+  target_link_libraries(${name} PRIVATE ${T_LIBS} GTest::gtest GTest::gtest_main)
+  target_include_directories(${name} PRIVATE ${PROJECT_SOURCE_DIR} ${PROJECT_SOURCE_DIR}/include)
+  if(NOT T_TIMEOUT)
+    set(T_TIMEOUT 120)
+  endif()
+  gtest_discover_tests(${name} PROPERTIES LABELS "${label}" TIMEOUT ${T_TIMEOUT} DISCOVERY_TIMEOUT 60)
+endfunction()
+
+if(TARGET weftrun)
+  add_executable(weftrun_test_helper ${CMAKE_CURRENT_LIST_DIR}/weftrun_test_helper.cc)
+
+  weft_tools_gtest(launcher_test unit SOURCES ${CMAKE_CURRENT_LIST_DIR}/launcher_test.cc LIBS weft_launcher)
+
+  weft_tools_gtest(weftrun_test integration SOURCES ${CMAKE_CURRENT_LIST_DIR}/weftrun_test.cc TIMEOUT 60)
+  target_compile_definitions(weftrun_test PRIVATE WEFTRUN_PATH="$<TARGET_FILE:weftrun>"
+                                                  HELPER_PATH="$<TARGET_FILE:weftrun_test_helper>")
+  add_dependencies(weftrun_test weftrun weftrun_test_helper)
+endif()
+
+if(TARGET weft_perf_core)
+  weft_tools_gtest(perf_harness_test unit SOURCES ${CMAKE_CURRENT_LIST_DIR}/perf_harness_test.cc
+                   LIBS weft_perf_core)
+endif()
+
+# End to end: the perf tools on the real library, under weftrun. #wrong must be 0 everywhere;
+# the tools exit non-zero on any wrong element, and "FAILED" marks a failed check in the log.
+if(TARGET all_reduce_perf AND TARGET weftrun)
+  set(perf_fail "FAILED;wrong results;Out of bounds values : [1-9]")
+  add_test(NAME perf.all_reduce_perf.np1
+           COMMAND $<TARGET_FILE:all_reduce_perf> -b 8 -e 64K -f 4 -n 5 -w 1 -c 1)
+  add_test(NAME perf.all_reduce_perf.np2
+           COMMAND $<TARGET_FILE:weftrun> -n 2 --timeout 240 $<TARGET_FILE:all_reduce_perf> -b 8 -e 1M -f 4 -c 1)
+  add_test(NAME perf.all_reduce_perf.np3_all_types_ops
+           COMMAND $<TARGET_FILE:weftrun> -n 3 --timeout 240 $<TARGET_FILE:all_reduce_perf>
+                   -b 8 -e 64K -f 8 -n 2 -w 1 -c 1 -d all -o all)
+  add_test(NAME perf.all_reduce_perf.np4_agg_blocking
+           COMMAND $<TARGET_FILE:weftrun> -n 4 --timeout 240 $<TARGET_FILE:all_reduce_perf>
+                   -b 1K -e 256K -f 16 -n 4 -w 1 -m 2 -z 1 -a 2 -c 1)
+  # Buffers from ncclMemAlloc (shared segments peers map).
+  add_test(NAME perf.all_reduce_perf.np2_memalloc
+           COMMAND $<TARGET_FILE:weftrun> -n 2 --timeout 240 $<TARGET_FILE:all_reduce_perf>
+                   -b 8 -e 1M -f 32 -n 4 -w 1 -R 1 -c 1)
+  set_tests_properties(perf.all_reduce_perf.np1 perf.all_reduce_perf.np2
+                       perf.all_reduce_perf.np3_all_types_ops perf.all_reduce_perf.np4_agg_blocking
+                       perf.all_reduce_perf.np2_memalloc
+                       PROPERTIES LABELS integration TIMEOUT 300 FAIL_REGULAR_EXPRESSION "${perf_fail}")
+endif()

@@ -1,0 +1,96 @@
+#include "tools/launcher/launch_env.h"
+
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <sys/random.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <map>
+
+extern char** environ;
+
+namespace weft::launcher {
+
+int findFreePort(std::string* error) {
+  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) {
+    if (error) *error = std::string("socket: ") + std::strerror(errno);
+    return 0;
+  }
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_ANY);
+  addr.sin_port = 0;
+  socklen_t len = sizeof(addr);
+  if (bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 ||
+      getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
+    if (error) *error = std::string("bind: ") + std::strerror(errno);
+    close(fd);
+    return 0;
+  }
+  close(fd);
+  return ntohs(addr.sin_port);
+}
+
+std::string randomSecretHex(std::string* error) {
+  unsigned char bytes[16];
+  size_t got = 0;
+  int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
+  if (fd >= 0) {
+    while (got < sizeof(bytes)) {
+      ssize_t n = read(fd, bytes + got, sizeof(bytes) - got);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) break;
+      got += static_cast<size_t>(n);
+    }
+    close(fd);
+  }
+  while (got < sizeof(bytes)) {  // no /dev/urandom (e.g. a bare chroot): ask the kernel directly
+    ssize_t n = getrandom(bytes + got, sizeof(bytes) - got, 0);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      if (error) *error = std::string("cannot read random bytes: ") + std::strerror(errno);
+      return {};
+    }
+    got += static_cast<size_t>(n);
+  }
+  static const char kHex[] = "0123456789abcdef";
+  std::string hex;
+  for (unsigned char b : bytes) {
+    hex += kHex[b >> 4];
+    hex += kHex[b & 15];
+  }
+  return hex;
+}
+
+std::vector<std::string> rankEnvironment(const std::vector<std::string>& base, const JobEnv& job,
+                                         int rank) {
+  const std::map<std::string, std::string> set = {
+      {"RANK", std::to_string(rank)},
+      {"WORLD_SIZE", std::to_string(job.worldSize)},
+      {"LOCAL_RANK", std::to_string(rank)},
+      {"LOCAL_WORLD_SIZE", std::to_string(job.worldSize)},
+      {"MASTER_ADDR", job.masterAddr},
+      {"MASTER_PORT", std::to_string(job.port)},
+      {"WEFT_SECRET", job.secret},
+  };
+  std::vector<std::string> env;
+  env.reserve(base.size() + set.size());
+  for (const std::string& entry : base) {
+    std::string name = entry.substr(0, entry.find('='));
+    if (set.count(name) == 0) env.push_back(entry);
+  }
+  for (const auto& [name, value] : set) env.push_back(name + "=" + value);
+  return env;
+}
+
+std::vector<std::string> currentEnvironment() {
+  std::vector<std::string> env;
+  for (char** e = environ; e && *e; ++e) env.emplace_back(*e);
+  return env;
+}
+
+}  // namespace weft::launcher

@@ -1,0 +1,44 @@
+// weftrun: starts N local ranks of a program with the environment weftCommInitFromEnv reads.
+//   weftrun -n N [--timeout SECONDS] [--no-prefix] [--] CMD ARGS...
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "tools/launcher/launch_env.h"
+#include "tools/launcher/launch_options.h"
+#include "tools/launcher/process_group.h"
+
+using namespace weft::launcher;
+
+int main(int argc, char** argv) {
+  std::string prog = "weftrun";
+  LaunchParse parsed = parseLaunchArgs(argc, argv);
+  if (parsed.kind == LaunchParse::kHelp) {
+    std::fputs(launchUsage(prog).c_str(), stdout);
+    return 0;
+  }
+  if (parsed.kind == LaunchParse::kError) {
+    std::fprintf(stderr, "weftrun: %s\n%s", parsed.error.c_str(), launchUsage(prog).c_str());
+    return 2;
+  }
+  const LaunchOptions& options = parsed.options;
+
+  std::string error;
+  JobEnv job;
+  job.worldSize = options.nranks;
+  job.port = findFreePort(&error);
+  if (job.port == 0) {
+    std::fprintf(stderr, "weftrun: cannot find a free TCP port: %s\n", error.c_str());
+    return 1;
+  }
+  job.secret = randomSecretHex(&error);
+  if (job.secret.empty()) {
+    std::fprintf(stderr, "weftrun: %s\n", error.c_str());
+    return 1;
+  }
+  std::vector<std::string> base = currentEnvironment();
+  std::vector<std::vector<std::string>> envs;
+  for (int r = 0; r < options.nranks; ++r) envs.push_back(rankEnvironment(base, job, r));
+  std::fflush(nullptr);
+  return runProcessGroup(options, envs);
+}

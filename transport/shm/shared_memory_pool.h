@@ -1,0 +1,47 @@
+// ncclMemAlloc's host memory: every allocation is its own memfd mapping, faulted in once at
+// allocation time, so that ranks on the same host can map each other's buffers (through
+// /proc/<pid>/fd/<fd>) and collectives can read peers' data directly instead of through a
+// bounce buffer. A process-wide registry answers "is this pointer such a buffer, and where".
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+
+#include "nccl.h"
+
+namespace weft {
+
+// Where a shared buffer lives, as another process on the host needs to know it.
+struct SharedBufferLocation {
+  int32_t pid = 0;
+  int32_t fd = -1;
+  uint64_t serial = 0;  // distinguishes a reused fd number from the allocation it replaced
+  uint64_t bytes = 0;   // size of the whole allocation
+  uint64_t offset = 0;  // of the queried pointer within it
+};
+
+ncclResult_t sharedAlloc(void** ptr, size_t bytes);
+ncclResult_t sharedFree(void* ptr);
+// True (and `out` filled) when [ptr, ptr + bytes) lies inside one shared allocation.
+bool findSharedBuffer(const void* ptr, size_t bytes, SharedBufferLocation* out);
+
+// Maps other processes' shared allocations, once each, for as long as the cache lives.
+class PeerBufferMapper {
+ public:
+  ~PeerBufferMapper();
+  // The address of `location` (its offset included) in this process, or nullptr on failure.
+  ncclResult_t map(const SharedBufferLocation& location, char** out);
+
+ private:
+  struct Mapping {
+    void* base;
+    size_t bytes;
+  };
+  std::mutex mutex_;
+  std::map<std::tuple<int32_t, int32_t, uint64_t>, Mapping> mappings_;
+};
+
+}  // namespace weft
