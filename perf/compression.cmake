@@ -1,0 +1,6 @@
+# Google Benchmark suite of the codecs (compression/): GB/s of encode/decode on 64 MiB of
+# float32 beside memcpy measured in the same run; top-k beside std::nth_element.
+if(benchmark_FOUND)
+  add_executable(bench_compression ${CMAKE_CURRENT_LIST_DIR}/bench_compression.cc)
+  target_link_libraries(bench_compression PRIVATE weft_internal benchmark::benchmark)
+endif()
