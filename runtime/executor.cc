@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "common/dtype.h"
+#include "common/streaming_copy.h"
 #include "common/status.h"
 
 namespace weft {
@@ -14,6 +15,9 @@ bool reads(const Step& step) { return step.kind != StepKind::Recv; }
 bool writes(const Step& step) { return step.kind != StepKind::Send; }
 bool usesPeer(const Step& step) { return step.peer >= 0; }
 bool sendsToPeer(const Step& step) { return step.kind == StepKind::Send; }
+
+// A received range this large will not be read back from cache: write it with streaming stores.
+constexpr size_t kStreamingRangeBytes = 4 << 20;
 
 BufferRange normalized(BufferRange range, bool sendAliasesRecv) {
   if (sendAliasesRecv && range.buffer == BufferKind::Send) range.buffer = BufferKind::Recv;
@@ -126,7 +130,9 @@ ncclResult_t CollectiveRun::advance(size_t i, bool* progressed) {
                       "%s #%llu: rank %d sent %zu bytes where %zu were expected at step %zu: the ranks disagree on "
                       "the count, datatype or collective",
                       name_, static_cast<unsigned long long>(sequence_), step.peer, got, bytes, i);
-        if (step.kind == StepKind::Recv)
+        if (step.kind == StepKind::Recv && step.dst.bytes >= kStreamingRangeBytes)
+          streamingCopy(address(step.dst) + offset, data, bytes);  // the last write: keep it out of cache
+        else if (step.kind == StepKind::Recv)
           memcpy(address(step.dst) + offset, data, bytes);
         else
           reduceBuffers(address(step.dst) + offset, address(step.src) + offset, data, bytes / elementSize_,
