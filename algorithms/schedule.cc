@@ -11,6 +11,9 @@ const char* stepKindName(StepKind kind) {
     case StepKind::RecvReduce: return "recvReduce";
     case StepKind::Copy: return "copy";
     case StepKind::Divide: return "divide";
+    case StepKind::Reduce: return "reduce";
+    case StepKind::Notify: return "notify";
+    case StepKind::WaitNotify: return "waitNotify";
   }
   return "?";
 }
@@ -26,8 +29,11 @@ const char* bufferName(BufferKind kind) {
 }
 
 std::string rangeText(const BufferRange& range) {
-  char text[96];
-  snprintf(text, sizeof(text), "%s[%zu,+%zu)", bufferName(range.buffer), range.offset, range.bytes);
+  char text[112];
+  if (range.owner >= 0)
+    snprintf(text, sizeof(text), "rank%d.%s[%zu,+%zu)", range.owner, bufferName(range.buffer), range.offset, range.bytes);
+  else
+    snprintf(text, sizeof(text), "%s[%zu,+%zu)", bufferName(range.buffer), range.offset, range.bytes);
   return text;
 }
 }  // namespace
@@ -40,9 +46,10 @@ std::string Schedule::toString() const {
     snprintf(head, sizeof(head), "%3zu %-10s", i, stepKindName(s.kind));
     out += head;
     if (s.peer >= 0) out += " peer " + std::to_string(s.peer);
-    bool readsSrc = s.kind != StepKind::Recv;
-    bool writesDst = s.kind != StepKind::Send;
+    bool readsSrc = s.kind != StepKind::Recv && !isFence(s.kind);
+    bool writesDst = s.kind != StepKind::Send && !isFence(s.kind);
     if (readsSrc) out += " " + rangeText(s.src);
+    if (s.kind == StepKind::Reduce) out += " + " + rangeText(s.src2);
     if (writesDst) out += " -> " + rangeText(s.dst);
     out += "\n";
   }

@@ -17,10 +17,13 @@ struct BufferRange {
   BufferKind buffer = BufferKind::Send;
   size_t offset = 0;  // bytes
   size_t bytes = 0;
+  // -1: this rank's buffer; otherwise the rank whose buffer this is, read directly (same-host
+  // peers whose buffers are shared, e.g. from ncclMemAlloc).
+  int owner = -1;
 
   bool overlaps(const BufferRange& other) const {
-    return buffer == other.buffer && bytes && other.bytes && offset < other.offset + other.bytes &&
-           other.offset < offset + bytes;
+    return buffer == other.buffer && owner == other.owner && bytes && other.bytes &&
+           offset < other.offset + other.bytes && other.offset < offset + bytes;
   }
   bool operator==(const BufferRange&) const = default;
 };
@@ -31,6 +34,9 @@ enum class StepKind : uint8_t {
   RecvReduce,  // dst = src op (message from peer)
   Copy,        // dst = src
   Divide,      // dst = src / divisor (the final step of an average)
+  Reduce,      // dst = src op src2 (either source may be a peer's buffer)
+  Notify,      // tell peer: everything before this step is done (an empty message)
+  WaitNotify,  // wait for peer's Notify; nothing after this step starts before it
 };
 
 struct Step {
@@ -38,7 +44,11 @@ struct Step {
   int peer = -1;
   BufferRange src;
   BufferRange dst;
+  BufferRange src2;  // Reduce only
 };
+
+// Notify and WaitNotify order whole steps rather than bytes.
+inline bool isFence(StepKind kind) { return kind == StepKind::Notify || kind == StepKind::WaitNotify; }
 
 struct Schedule {
   std::vector<Step> steps;

@@ -3,12 +3,14 @@
 #include <algorithm>
 #include <deque>
 
+#include "algorithms/direct_allreduce.h"
 #include "algorithms/ring_allreduce.h"
 #include "common/dtype.h"
 #include "common/env.h"
 #include "common/log.h"
 #include "common/status.h"
 #include "runtime/communicator.h"
+#include "runtime/direct_path.h"
 #include "runtime/idle_waiter.h"
 
 namespace weft {
@@ -31,8 +33,8 @@ ReduceOp toReduceOp(ncclRedOp_t op) {
   }
 }
 
-uint64_t planKey(const CollectiveCall& call) {
-  uint64_t key = call.count;
+uint64_t planKey(const CollectiveCall& call, bool direct) {
+  uint64_t key = call.count * 2 + (direct ? 1 : 0);
   key = key * 31 + static_cast<uint64_t>(call.datatype);
   key = key * 31 + static_cast<uint64_t>(call.op == ncclAvg);
   key = key * 31 + static_cast<uint64_t>(call.kind);
@@ -40,10 +42,12 @@ uint64_t planKey(const CollectiveCall& call) {
   return key;
 }
 
-Schedule buildSchedule(const CollectiveCall& call) {
+Schedule buildSchedule(const CollectiveCall& call, bool direct) {
   ncclComm* comm = call.comm;
   switch (call.kind) {
     case CollectiveKind::AllReduce: {
+      if (direct)
+        return buildDirectAllReduce({call.count, dataTypeSize(call.datatype), comm->rank, comm->nranks, call.op == ncclAvg});
       RingAllReduceParams params;
       params.count = call.count;
       params.elementSize = dataTypeSize(call.datatype);
@@ -57,17 +61,18 @@ Schedule buildSchedule(const CollectiveCall& call) {
 }
 
 // The prepared schedule for `call`, from the communicator's small cache when the shape repeats.
-const PreparedSchedule* planFor(const CollectiveCall& call) {
+const PreparedSchedule* planFor(const CollectiveCall& call, bool direct) {
   ncclComm* comm = call.comm;
-  uint64_t key = planKey(call);
+  uint64_t key = planKey(call, direct);
   for (auto& entry : comm->planCache)
     if (entry.key == key) return &entry.plan;
   auto& entry = comm->planCache[comm->planCacheNext++ % 4];
   entry.key = ~0ull;
-  prepareSchedule(buildSchedule(call), call.sendbuff == call.recvbuff, comm->sliceBytes, &entry.plan);
+  prepareSchedule(buildSchedule(call, direct), call.sendbuff == call.recvbuff, comm->sliceBytes, &entry.plan);
   entry.key = key;
-  WEFT_INFO(kLogTune | kLogColl, "%s: %zu x %s op %s -> algorithm RING, %zu steps, slices of %zu bytes",
+  WEFT_INFO(kLogTune | kLogColl, "%s: %zu x %s op %s -> algorithm %s, %zu steps, slices of %zu bytes",
             collectiveName(call.kind), call.count, dataTypeName(call.datatype), redOpName(call.op),
+            direct ? "DIRECT (shared buffers)" : "RING",
             entry.plan.schedule.steps.size(), entry.plan.sliceBytes);
   return &entry.plan;
 }
@@ -85,24 +90,44 @@ struct CommQueue {
   ncclComm* comm;
   std::deque<const CollectiveCall*> pending;
   std::unique_ptr<CollectiveRun> running;
+  const CollectiveCall* handshakeFor = nullptr;  // the running run is this call's descriptor exchange
 };
 
-ncclResult_t startNext(CommQueue& queue) {
-  queue.running.reset();
-  if (queue.pending.empty()) return ncclSuccess;
-  const CollectiveCall& call = *queue.pending.front();
-  queue.pending.pop_front();
+ncclResult_t startRun(CommQueue& queue, const CollectiveCall& call, const PreparedSchedule* plan,
+                      const RunBuffers& buffers, const char* name) {
   ncclComm* comm = call.comm;
-  const PreparedSchedule* plan = planFor(call);
   WEFT_CHECK(connectPeers(comm, peersOf(plan->schedule)));
-  RunBuffers buffers{static_cast<const char*>(call.sendbuff), static_cast<char*>(call.recvbuff), nullptr};
   uint64_t sequence = comm->collectiveSequence++;
   WEFT_TRACE(kLogColl, "%s #%llu count %zu datatype %d op %d sendbuff %p recvbuff %p", collectiveName(call.kind),
              (unsigned long long)sequence, call.count, call.datatype, call.op, call.sendbuff, call.recvbuff);
   queue.running = std::make_unique<CollectiveRun>(plan, comm->connectionTable.data(), buffers,
-                                                  RunReduction{call.datatype, toReduceOp(call.op)},
-                                                  collectiveName(call.kind), sequence);
+                                                  RunReduction{call.datatype, toReduceOp(call.op)}, name, sequence);
   return ncclSuccess;
+}
+
+// Starts the queue's next call (or the direct-path handshake that decides how to run it).
+ncclResult_t startNext(CommQueue& queue) {
+  queue.running.reset();
+  if (queue.handshakeFor) {
+    const CollectiveCall& call = *queue.handshakeFor;
+    queue.handshakeFor = nullptr;
+    bool direct = false;
+    RunBuffers buffers;
+    WEFT_CHECK(concludeDirectHandshake(call, &direct, &buffers));
+    return startRun(queue, call, planFor(call, direct), buffers, collectiveName(call.kind));
+  }
+  if (queue.pending.empty()) return ncclSuccess;
+  const CollectiveCall& call = *queue.pending.front();
+  queue.pending.pop_front();
+  if (directPathEligible(call)) {
+    const PreparedSchedule* plan = nullptr;
+    RunBuffers buffers;
+    WEFT_CHECK(beginDirectHandshake(call, &plan, &buffers));
+    queue.handshakeFor = &call;
+    return startRun(queue, call, plan, buffers, "DirectHandshake");
+  }
+  RunBuffers buffers{static_cast<const char*>(call.sendbuff), static_cast<char*>(call.recvbuff), nullptr};
+  return startRun(queue, call, planFor(call, false), buffers, collectiveName(call.kind));
 }
 
 }  // namespace
@@ -112,7 +137,7 @@ ncclResult_t runCollectives(const std::vector<CollectiveCall>& calls) {
   for (const auto& call : calls) {
     auto it = std::find_if(queues.begin(), queues.end(), [&](const CommQueue& q) { return q.comm == call.comm; });
     if (it == queues.end()) {
-      queues.push_back({call.comm, {}, nullptr});
+      queues.push_back({call.comm, {}, nullptr, nullptr});
       it = queues.end() - 1;
     }
     it->pending.push_back(&call);

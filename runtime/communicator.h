@@ -12,6 +12,7 @@
 
 #include "nccl.h"
 #include "runtime/bootstrap.h"
+#include "runtime/direct_path.h"
 #include "runtime/executor.h"
 #include "transport/shm/shm_transport.h"
 #include "transport/tcp/tcp_transport.h"
@@ -60,6 +61,14 @@ struct ncclComm {
   };
   PlanCacheEntry planCache[4];
   unsigned planCacheNext = 0;
+
+  // Direct all-reduce on shared buffers (runtime/direct_path.h): the descriptor table every
+  // rank fills before a large call, the exchange's plan, and the peers' buffers mapped here.
+  std::vector<weft::DirectDescriptor> directDescriptors;
+  weft::PreparedSchedule directHandshakePlan;
+  weft::PeerBufferMapper peerBuffers;
+  std::vector<char*> peerSendBuffers;
+  std::vector<char*> peerRecvBuffers;
 };
 
 namespace weft {

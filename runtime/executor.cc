@@ -11,10 +11,10 @@ namespace weft {
 
 namespace {
 
-bool reads(const Step& step) { return step.kind != StepKind::Recv; }
-bool writes(const Step& step) { return step.kind != StepKind::Send; }
+bool reads(const Step& step) { return step.kind != StepKind::Recv && !isFence(step.kind); }
+bool writes(const Step& step) { return step.kind != StepKind::Send && !isFence(step.kind); }
 bool usesPeer(const Step& step) { return step.peer >= 0; }
-bool sendsToPeer(const Step& step) { return step.kind == StepKind::Send; }
+bool sendsToPeer(const Step& step) { return step.kind == StepKind::Send || step.kind == StepKind::Notify; }
 
 // A received range this large will not be read back from cache: write it with streaming stores.
 constexpr size_t kStreamingRangeBytes = 4 << 20;
@@ -32,28 +32,40 @@ void prepareSchedule(Schedule schedule, bool sendAliasesRecv, size_t sliceBytes,
   const auto& steps = out->schedule.steps;
   out->dependencies.assign(steps.size(), {});
   out->sliceCounts.resize(steps.size());
+  int lastFence = -1;
   for (size_t i = 0; i < steps.size(); ++i) {
     const Step& s = steps[i];
     size_t bytes = s.kind == StepKind::Recv ? s.dst.bytes : s.src.bytes;
-    out->sliceCounts[i] = static_cast<uint32_t>((bytes + sliceBytes - 1) / sliceBytes);
+    out->sliceCounts[i] = isFence(s.kind) ? 1 : static_cast<uint32_t>((bytes + sliceBytes - 1) / sliceBytes);
+    if (isFence(s.kind)) {
+      // A fence waits for everything before it; everything after it waits for it.
+      for (size_t j = 0; j < i; ++j) out->dependencies[i].push_back({static_cast<uint32_t>(j), false});
+      lastFence = static_cast<int>(i);
+      continue;
+    }
+    if (lastFence >= 0) out->dependencies[i].push_back({static_cast<uint32_t>(lastFence), false});
     BufferRange src = normalized(s.src, sendAliasesRecv);
+    BufferRange src2 = normalized(s.src2, sendAliasesRecv);
     BufferRange dst = normalized(s.dst, sendAliasesRecv);
     bool channelSeen = false;
-    for (size_t j = i; j-- > 0;) {
+    for (size_t j = i; j-- > static_cast<size_t>(lastFence + 1);) {
       const Step& t = steps[j];
       BufferRange tSrc = normalized(t.src, sendAliasesRecv);
+      BufferRange tSrc2 = normalized(t.src2, sendAliasesRecv);
       BufferRange tDst = normalized(t.dst, sendAliasesRecv);
-      bool raw = reads(s) && writes(t) && src.overlaps(tDst);
+      bool raw = reads(s) && writes(t) && (src.overlaps(tDst) || (s.kind == StepKind::Reduce && src2.overlaps(tDst)));
       bool waw = writes(s) && writes(t) && dst.overlaps(tDst);
-      bool war = writes(s) && reads(t) && dst.overlaps(tSrc);
-      // Messages on one channel (peer, direction) must leave and arrive in schedule order.
-      bool channel = !channelSeen && usesPeer(s) && t.peer == s.peer && sendsToPeer(s) == sendsToPeer(t);
+      bool war = writes(s) && reads(t) && (dst.overlaps(tSrc) || (t.kind == StepKind::Reduce && dst.overlaps(tSrc2)));
+      // Messages on one channel (peer, direction) must leave and arrive in schedule order. Only
+      // a step that moves a message counts: an empty one is done at once, whatever came before.
+      bool channel = !channelSeen && usesPeer(s) && t.peer == s.peer && sendsToPeer(s) == sendsToPeer(t) &&
+                     out->sliceCounts[j] > 0;
       if (channel) channelSeen = true;
       if (!(raw || waw || war || channel)) continue;
       bool aligned = !channel;
-      if (raw) aligned &= src == tDst;
+      if (raw) aligned &= src == tDst && (s.kind != StepKind::Reduce || !src2.overlaps(tDst) || src2 == tDst);
       if (waw) aligned &= dst == tDst;
-      if (war) aligned &= dst == tSrc;
+      if (war) aligned &= dst == tSrc && (t.kind != StepKind::Reduce || !dst.overlaps(tSrc2) || dst == tSrc2);
       out->dependencies[i].push_back({static_cast<uint32_t>(j), aligned});
     }
   }
@@ -78,6 +90,10 @@ CollectiveRun::CollectiveRun(const PreparedSchedule* plan, Connection* const* co
 }
 
 char* CollectiveRun::address(const BufferRange& range) const {
+  if (range.owner >= 0) {
+    char* base = range.buffer == BufferKind::Send ? buffers_.peerSend[range.owner] : buffers_.peerRecv[range.owner];
+    return base + range.offset;
+  }
   switch (range.buffer) {
     case BufferKind::Send: return const_cast<char*>(buffers_.send) + range.offset;
     case BufferKind::Recv: return buffers_.recv + range.offset;
@@ -148,7 +164,38 @@ ncclResult_t CollectiveRun::advance(size_t i, bool* progressed) {
           *progressed = true;
           return ncclSuccess;
         }
-        memcpy(to + offset, from + offset, bytes);
+        if (step.dst.bytes >= kStreamingRangeBytes)
+          streamingCopy(to + offset, from + offset, bytes);
+        else
+          memcpy(to + offset, from + offset, bytes);
+        break;
+      }
+      case StepKind::Reduce:
+        reduceBuffers(address(step.dst) + offset, address(step.src) + offset, address(step.src2) + offset,
+                      bytes / elementSize_, reduction_.type, reduction_.op);
+        break;
+      case StepKind::Notify: {
+        Connection* c = connections_[step.peer];
+        if (!c->sendBuffer(0)) {
+          noteWait(c);
+          return ncclSuccess;
+        }
+        WEFT_CHECK(c->sendCommit(0));
+        break;
+      }
+      case StepKind::WaitNotify: {
+        Connection* c = connections_[step.peer];
+        const void* data = nullptr;
+        size_t got = 0;
+        WEFT_CHECK(c->recvPeek(&data, &got));
+        if (!data) {
+          noteWait(c);
+          return ncclSuccess;
+        }
+        if (got != 0)
+          return fail(ncclInvalidUsage, "%s #%llu: rank %d sent %zu bytes where a barrier was expected at step %zu",
+                      name_, static_cast<unsigned long long>(sequence_), step.peer, got, i);
+        c->recvRelease();
         break;
       }
       case StepKind::Divide:

@@ -34,6 +34,9 @@ struct RunBuffers {
   const char* send = nullptr;
   char* recv = nullptr;
   char* scratch = nullptr;
+  // Peers' buffers mapped into this process, indexed by rank (direct schedules only).
+  char* const* peerSend = nullptr;
+  char* const* peerRecv = nullptr;
 };
 
 struct RunReduction {

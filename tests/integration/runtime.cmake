@@ -7,3 +7,4 @@ weft_test(allreduce_test SOURCES integration/allreduce_test.cc LIBS weft_test_su
 weft_test(init_threads_test SOURCES integration/init_threads_test.cc LIBS weft_test_support LABELS integration)
 weft_test(errors_test SOURCES integration/errors_test.cc LIBS weft_test_support LABELS integration)
 weft_test(fake_hosts_test SOURCES integration/fake_hosts_test.cc LIBS weft_test_support LABELS integration)
+weft_test(memalloc_allreduce_test SOURCES integration/memalloc_allreduce_test.cc LIBS weft_test_support LABELS integration)
