@@ -11,6 +11,7 @@ const char* stepKindName(StepKind kind) {
     case StepKind::RecvReduce: return "recvReduce";
     case StepKind::Copy: return "copy";
     case StepKind::Divide: return "divide";
+    case StepKind::Scale: return "scale";
     case StepKind::Reduce: return "reduce";
     case StepKind::Notify: return "notify";
     case StepKind::WaitNotify: return "waitNotify";

@@ -34,6 +34,7 @@ enum class StepKind : uint8_t {
   RecvReduce,  // dst = src op (message from peer)
   Copy,        // dst = src
   Divide,      // dst = src / divisor (the final step of an average)
+  Scale,       // dst = src * the call's scalar (ncclRedOpCreatePreMulSum: inputs are scaled first)
   Reduce,      // dst = src op src2 (either source may be a peer's buffer)
   Notify,      // tell peer: everything before this step is done (an empty message)
   WaitNotify,  // wait for peer's Notify; nothing after this step starts before it

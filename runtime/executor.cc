@@ -170,6 +170,10 @@ ncclResult_t CollectiveRun::advance(size_t i, bool* progressed) {
           memcpy(to + offset, from + offset, bytes);
         break;
       }
+      case StepKind::Scale:
+        scaleBuffer(address(step.dst) + offset, address(step.src) + offset, bytes / elementSize_, reduction_.type,
+                    reduction_.scalar);
+        break;
       case StepKind::Reduce:
         reduceBuffers(address(step.dst) + offset, address(step.src) + offset, address(step.src2) + offset,
                       bytes / elementSize_, reduction_.type, reduction_.op);

@@ -42,6 +42,7 @@ struct RunBuffers {
 struct RunReduction {
   ncclDataType_t type = ncclFloat32;
   ReduceOp op = ReduceOp::Sum;
+  const void* scalar = nullptr;  // one value of `type`, for Scale steps (PreMulSum)
 };
 
 class CollectiveRun {
