@@ -3,6 +3,9 @@
 #include <poll.h>
 #include <sched.h>
 
+#include <unistd.h>
+
+#include <algorithm>
 #include <thread>
 
 #include "common/status.h"
@@ -11,9 +14,19 @@
 namespace weft {
 
 namespace {
-constexpr unsigned kSpinRounds = 256;
-constexpr unsigned kYieldRounds = kSpinRounds + 64;
+// A peer is usually a few microseconds away (it is reducing the slice we wait for): spin that
+// long, then give the core away, then sleep. When ranks outnumber cores, spinning only steals
+// the core the peer needs, so the spin phase is skipped.
+constexpr auto kSpinTime = std::chrono::microseconds(30);
+constexpr auto kYieldTime = std::chrono::microseconds(300);
 constexpr long kSleepMicros = 2000;  // also bounds how late an abort or a dead peer is noticed
+
+bool ranksOutnumberCores(const std::vector<ncclComm*>& comms) {
+  static const long cores = sysconf(_SC_NPROCESSORS_ONLN);
+  size_t local = 0;
+  for (ncclComm* comm : comms) local = std::max(local, comm->localRanks.size());
+  return static_cast<long>(local) > cores;
+}
 
 inline void cpuRelax() {
 #if defined(__x86_64__) || defined(__i386__)
@@ -27,7 +40,7 @@ inline void cpuRelax() {
 IdleWaiter::IdleWaiter(double timeoutSeconds) : timeoutSeconds_(timeoutSeconds), deadline_(Deadline::after(timeoutSeconds)) {}
 
 void IdleWaiter::madeProgress() {
-  if (idleRounds_ >= kSpinRounds) deadline_ = Deadline::after(timeoutSeconds_);
+  if (idleRounds_ > 0) deadline_ = Deadline::after(timeoutSeconds_);
   idleRounds_ = 0;
 }
 
@@ -47,13 +60,16 @@ ncclResult_t IdleWaiter::checkHealth(const std::vector<CollectiveRun*>& active, 
 
 ncclResult_t IdleWaiter::idle(const std::vector<CollectiveRun*>& active, const std::vector<ncclComm*>& comms,
                               const std::function<ncclResult_t(bool*)>& tryProgress) {
-  ++idleRounds_;
-  if (idleRounds_ < kSpinRounds) {
+  if (idleRounds_++ == 0) {
+    idleSince_ = std::chrono::steady_clock::now();
+    spin_ = !ranksOutnumberCores(comms);
+  }
+  auto idleFor = std::chrono::steady_clock::now() - idleSince_;
+  if (spin_ && idleFor < kSpinTime) {
     for (int i = 0; i < 16; ++i) cpuRelax();
     return ncclSuccess;
   }
-  if (idleRounds_ == kSpinRounds) deadline_ = Deadline::after(timeoutSeconds_);
-  if (idleRounds_ < kYieldRounds) {
+  if (idleFor < kYieldTime) {
     sched_yield();
     return ncclSuccess;
   }

@@ -4,6 +4,7 @@
 // aborts and dead peers, and says what it was waiting for when it gives up.
 #pragma once
 
+#include <chrono>
 #include <functional>
 #include <vector>
 
@@ -29,6 +30,8 @@ class IdleWaiter {
   double timeoutSeconds_;
   Deadline deadline_;
   unsigned idleRounds_ = 0;
+  std::chrono::steady_clock::time_point idleSince_;
+  bool spin_ = true;
 };
 
 }  // namespace weft
