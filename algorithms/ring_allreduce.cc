@@ -23,8 +23,15 @@ Schedule buildRingAllReduce(const RingAllReduceParams& p) {
   };
   auto whole = [&](BufferKind buffer) { return BufferRange{buffer, 0, p.count * p.elementSize}; };
 
+  // The local input: the user's send buffer, or its scaled copy in Recv (the send buffer is
+  // never written).
+  BufferKind input = BufferKind::Send;
+  if (p.preScale) {
+    schedule.steps.push_back({StepKind::Scale, -1, whole(BufferKind::Send), whole(BufferKind::Recv)});
+    input = BufferKind::Recv;
+  }
   if (n == 1) {
-    schedule.steps.push_back({StepKind::Copy, -1, whole(BufferKind::Send), whole(BufferKind::Recv)});
+    if (!p.preScale) schedule.steps.push_back({StepKind::Copy, -1, whole(BufferKind::Send), whole(BufferKind::Recv)});
     return schedule;
   }
   const int next = p.ringOrder[(position + 1) % n];
@@ -33,9 +40,9 @@ Schedule buildRingAllReduce(const RingAllReduceParams& p) {
   // Reduce-scatter: at step s, send chunk (pos - s) and fold chunk (pos - s - 1) from prev
   // into this rank's partial sum. Chunks are numbered by ring position.
   for (int s = 0; s < n - 1; ++s) {
-    BufferKind from = s == 0 ? BufferKind::Send : BufferKind::Recv;
+    BufferKind from = s == 0 ? input : BufferKind::Recv;
     schedule.steps.push_back({StepKind::Send, next, chunkRange(from, position - s), {}});
-    schedule.steps.push_back({StepKind::RecvReduce, prev, chunkRange(BufferKind::Send, position - s - 1),
+    schedule.steps.push_back({StepKind::RecvReduce, prev, chunkRange(input, position - s - 1),
                               chunkRange(BufferKind::Recv, position - s - 1)});
   }
   // This rank now owns the fully reduced chunk (pos + 1).

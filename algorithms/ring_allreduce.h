@@ -16,6 +16,7 @@ struct RingAllReduceParams {
   int rank = 0;            // this rank's position is found in ringOrder
   std::vector<int> ringOrder;  // ranks in ring order (a permutation of 0..n-1)
   bool average = false;    // end with a Divide by n on the owned chunk
+  bool preScale = false;   // PreMulSum: scale the whole input into Recv first and reduce from there
 };
 
 Schedule buildRingAllReduce(const RingAllReduceParams& params);
