@@ -23,27 +23,4 @@ WEFT_NOT_YET(ncclCommRegister, const ncclComm_t comm, void* buff, size_t size, v
 WEFT_NOT_YET(ncclCommDeregister, const ncclComm_t comm, void* handle);
 WEFT_NOT_YET(ncclCommWindowRegister, ncclComm_t comm, void* buff, size_t size, ncclWindow_t* win, int winFlags);
 WEFT_NOT_YET(ncclCommWindowDeregister, ncclComm_t comm, ncclWindow_t win);
-WEFT_NOT_YET(ncclRedOpCreatePreMulSum, ncclRedOp_t* op, void* scalar, ncclDataType_t datatype,
-             ncclScalarResidence_t residence, ncclComm_t comm);
-WEFT_NOT_YET(ncclRedOpDestroy, ncclRedOp_t op, ncclComm_t comm);
-WEFT_NOT_YET(ncclReduce, const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype, ncclRedOp_t op,
-             int root, ncclComm_t comm, cudaStream_t stream);
-WEFT_NOT_YET(ncclBcast, void* buff, size_t count, ncclDataType_t datatype, int root, ncclComm_t comm,
-             cudaStream_t stream);
-WEFT_NOT_YET(ncclBroadcast, const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype, int root,
-             ncclComm_t comm, cudaStream_t stream);
-WEFT_NOT_YET(ncclReduceScatter, const void* sendbuff, void* recvbuff, size_t recvcount, ncclDataType_t datatype,
-             ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream);
-WEFT_NOT_YET(ncclAllGather, const void* sendbuff, void* recvbuff, size_t sendcount, ncclDataType_t datatype,
-             ncclComm_t comm, cudaStream_t stream);
-WEFT_NOT_YET(ncclAlltoAll, const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
-             ncclComm_t comm, cudaStream_t stream);
-WEFT_NOT_YET(ncclGather, const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype, int root,
-             ncclComm_t comm, cudaStream_t stream);
-WEFT_NOT_YET(ncclScatter, const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype, int root,
-             ncclComm_t comm, cudaStream_t stream);
-WEFT_NOT_YET(ncclSend, const void* sendbuff, size_t count, ncclDataType_t datatype, int peer, ncclComm_t comm,
-             cudaStream_t stream);
-WEFT_NOT_YET(ncclRecv, void* recvbuff, size_t count, ncclDataType_t datatype, int peer, ncclComm_t comm,
-             cudaStream_t stream);
 WEFT_NOT_YET(ncclGroupSimulateEnd, ncclSimInfo_t* simInfo);

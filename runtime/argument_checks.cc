@@ -14,13 +14,6 @@ ncclResult_t checkDataType(ncclDataType_t datatype, const char* function) {
   return ncclSuccess;
 }
 
-ncclResult_t checkReductionOp(ncclRedOp_t op, const char* function) {
-  if (static_cast<int>(op) < 0 || static_cast<int>(op) >= ncclNumOps)
-    return fail(ncclInvalidArgument, "%s: op=%d is not a valid ncclRedOp_t (sum, prod, max, min, avg)", function,
-                static_cast<int>(op));
-  return ncclSuccess;
-}
-
 ncclResult_t checkCount(size_t count, ncclDataType_t datatype, size_t multiplier, const char* argument,
                         const char* function) {
   size_t elementSize = dataTypeSize(datatype);

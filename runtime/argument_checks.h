@@ -9,7 +9,6 @@
 namespace weft {
 
 ncclResult_t checkDataType(ncclDataType_t datatype, const char* function);
-ncclResult_t checkReductionOp(ncclRedOp_t op, const char* function);
 // `count` elements of `datatype` must fit in size_t bytes (times `multiplier`, e.g. nranks).
 ncclResult_t checkCount(size_t count, ncclDataType_t datatype, size_t multiplier, const char* argument,
                         const char* function);

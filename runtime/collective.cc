@@ -2,62 +2,46 @@
 
 #include <algorithm>
 #include <deque>
+#include <memory>
 
-#include "algorithms/direct_allreduce.h"
-#include "algorithms/ring_allreduce.h"
 #include "common/dtype.h"
 #include "common/env.h"
 #include "common/log.h"
 #include "common/status.h"
+#include "runtime/call_schedule.h"
 #include "runtime/communicator.h"
 #include "runtime/direct_path.h"
 #include "runtime/idle_waiter.h"
+#include "runtime/reduction_ops.h"
 
 namespace weft {
 
 const char* collectiveName(CollectiveKind kind) {
   switch (kind) {
     case CollectiveKind::AllReduce: return "AllReduce";
+    case CollectiveKind::Broadcast: return "Broadcast";
+    case CollectiveKind::Reduce: return "Reduce";
+    case CollectiveKind::AllGather: return "AllGather";
+    case CollectiveKind::ReduceScatter: return "ReduceScatter";
+    case CollectiveKind::AllToAll: return "AlltoAll";
+    case CollectiveKind::Gather: return "Gather";
+    case CollectiveKind::Scatter: return "Scatter";
+    case CollectiveKind::Send: return "Send";
+    case CollectiveKind::Recv: return "Recv";
   }
   return "?";
 }
 
 namespace {
 
-ReduceOp toReduceOp(ncclRedOp_t op) {
-  switch (op) {
-    case ncclProd: return ReduceOp::Prod;
-    case ncclMax: return ReduceOp::Max;
-    case ncclMin: return ReduceOp::Min;
-    default: return ReduceOp::Sum;  // sum, and avg (sum, then divide)
-  }
-}
-
 uint64_t planKey(const CollectiveCall& call, bool direct) {
   uint64_t key = call.count * 2 + (direct ? 1 : 0);
   key = key * 31 + static_cast<uint64_t>(call.datatype);
-  key = key * 31 + static_cast<uint64_t>(call.op == ncclAvg);
+  key = key * 31 + static_cast<uint64_t>(call.op == ncclAvg) + 2 * static_cast<uint64_t>(call.op >= ncclNumOps);
   key = key * 31 + static_cast<uint64_t>(call.kind);
-  key = key * 2 + (call.sendbuff == call.recvbuff ? 1 : 0);
+  key = key * 1031 + static_cast<uint64_t>(call.root + 1);
+  key = key * 2 + (callIsInPlace(call) ? 1 : 0);
   return key;
-}
-
-Schedule buildSchedule(const CollectiveCall& call, bool direct) {
-  ncclComm* comm = call.comm;
-  switch (call.kind) {
-    case CollectiveKind::AllReduce: {
-      if (direct)
-        return buildDirectAllReduce({call.count, dataTypeSize(call.datatype), comm->rank, comm->nranks, call.op == ncclAvg});
-      RingAllReduceParams params;
-      params.count = call.count;
-      params.elementSize = dataTypeSize(call.datatype);
-      params.rank = comm->rank;
-      params.ringOrder = comm->ringOrder;
-      params.average = call.op == ncclAvg;
-      return buildRingAllReduce(params);
-    }
-  }
-  return {};
 }
 
 // The prepared schedule for `call`, from the communicator's small cache when the shape repeats.
@@ -68,12 +52,13 @@ const PreparedSchedule* planFor(const CollectiveCall& call, bool direct) {
     if (entry.key == key) return &entry.plan;
   auto& entry = comm->planCache[comm->planCacheNext++ % 4];
   entry.key = ~0ull;
-  prepareSchedule(buildSchedule(call, direct), call.sendbuff == call.recvbuff, comm->sliceBytes, &entry.plan);
+  const char* algorithm = "?";
+  Schedule schedule = scheduleForCall(call, direct, &algorithm);
+  prepareSchedule(std::move(schedule), sendAliasesRecv(call), comm->sliceBytes, &entry.plan);
   entry.key = key;
-  WEFT_INFO(kLogTune | kLogColl, "%s: %zu x %s op %s -> algorithm %s, %zu steps, slices of %zu bytes",
-            collectiveName(call.kind), call.count, dataTypeName(call.datatype), redOpName(call.op),
-            direct ? "DIRECT (shared buffers)" : "RING",
-            entry.plan.schedule.steps.size(), entry.plan.sliceBytes);
+  WEFT_INFO(kLogTune | kLogColl, "%s: %zu x %s op %s root %d -> algorithm %s, %zu steps, slices of %zu bytes",
+            collectiveName(call.kind), call.count, dataTypeName(call.datatype), redOpName(call.op), call.root,
+            algorithm, entry.plan.schedule.steps.size(), entry.plan.sliceBytes);
   return &entry.plan;
 }
 
@@ -85,27 +70,48 @@ std::vector<int> peersOf(const Schedule& schedule) {
   return peers;
 }
 
-// The calls of one communicator, run one after another in call order.
-struct CommQueue {
-  ncclComm* comm;
-  std::deque<const CollectiveCall*> pending;
-  std::unique_ptr<CollectiveRun> running;
-  const CollectiveCall* handshakeFor = nullptr;  // the running run is this call's descriptor exchange
+// One unit of work of a communicator's queue: a collective, or all of a group's sends and
+// receives on that communicator together.
+struct WorkItem {
+  const CollectiveCall* call;
+  std::vector<const CollectiveCall*> pointToPoint;
 };
 
-ncclResult_t startRun(CommQueue& queue, const CollectiveCall& call, const PreparedSchedule* plan,
-                      const RunBuffers& buffers, const char* name) {
+// The work of one communicator, run one item after another in call order.
+struct CommQueue {
+  ncclComm* comm;
+  std::deque<WorkItem> pending;
+  std::unique_ptr<CollectiveRun> running;
+  const CollectiveCall* handshakeFor = nullptr;  // the running run is this call's descriptor exchange
+  std::unique_ptr<PreparedSchedule> ownedPlan;   // a plan not in the cache (send/recv groups)
+};
+
+char* scratchFor(ncclComm* comm, size_t bytes) {
+  // Grown, never shrunk; resize() zero-fills, so the pages are faulted in here, once.
+  if (comm->scratch.size() < bytes) comm->scratch.resize(bytes);
+  return comm->scratch.data();
+}
+
+ncclResult_t startRun(CommQueue& queue, const CollectiveCall& call, const PreparedSchedule* plan, RunBuffers buffers,
+                      const char* name) {
   ncclComm* comm = call.comm;
   WEFT_CHECK(connectPeers(comm, peersOf(plan->schedule)));
+  if (plan->schedule.scratchBytes) buffers.scratch = scratchFor(comm, plan->schedule.scratchBytes);
+  RunReduction reduction;
+  WEFT_CHECK(resolveReduction(comm, call.op, call.datatype, &reduction));
   uint64_t sequence = comm->collectiveSequence++;
-  WEFT_TRACE(kLogColl, "%s #%llu count %zu datatype %d op %d sendbuff %p recvbuff %p", collectiveName(call.kind),
-             (unsigned long long)sequence, call.count, call.datatype, call.op, call.sendbuff, call.recvbuff);
-  queue.running = std::make_unique<CollectiveRun>(plan, comm->connectionTable.data(), buffers,
-                                                  RunReduction{call.datatype, toReduceOp(call.op)}, name, sequence);
+  WEFT_TRACE(kLogColl, "%s #%llu count %zu datatype %d op %d root %d peer %d sendbuff %p recvbuff %p", name,
+             (unsigned long long)sequence, call.count, call.datatype, call.op, call.root, call.peer, call.sendbuff,
+             call.recvbuff);
+  queue.running = std::make_unique<CollectiveRun>(plan, comm->connectionTable.data(), buffers, reduction, name, sequence);
   return ncclSuccess;
 }
 
-// Starts the queue's next call (or the direct-path handshake that decides how to run it).
+RunBuffers userBuffers(const CollectiveCall& call) {
+  return RunBuffers{static_cast<const char*>(call.sendbuff), static_cast<char*>(call.recvbuff), nullptr};
+}
+
+// Starts the queue's next item (or the direct-path handshake that decides how to run it).
 ncclResult_t startNext(CommQueue& queue) {
   queue.running.reset();
   if (queue.handshakeFor) {
@@ -117,31 +123,56 @@ ncclResult_t startNext(CommQueue& queue) {
     return startRun(queue, call, planFor(call, direct), buffers, collectiveName(call.kind));
   }
   if (queue.pending.empty()) return ncclSuccess;
-  const CollectiveCall& call = *queue.pending.front();
+  WorkItem item = std::move(queue.pending.front());
   queue.pending.pop_front();
-  if (directPathEligible(call)) {
+  if (!item.pointToPoint.empty()) {
+    Schedule schedule;
+    WEFT_CHECK(scheduleForPointToPoint(item.pointToPoint, &schedule));
+    queue.ownedPlan = std::make_unique<PreparedSchedule>();
+    prepareSchedule(std::move(schedule), false, queue.comm->sliceBytes, queue.ownedPlan.get());
+    // Ranges are absolute addresses (see scheduleForPointToPoint): null bases.
+    return startRun(queue, *item.pointToPoint.front(), queue.ownedPlan.get(), RunBuffers{}, "SendRecv");
+  }
+  const CollectiveCall& call = *item.call;
+  if (directPathEligible(call) && call.op < ncclNumOps) {
     const PreparedSchedule* plan = nullptr;
     RunBuffers buffers;
     WEFT_CHECK(beginDirectHandshake(call, &plan, &buffers));
     queue.handshakeFor = &call;
     return startRun(queue, call, plan, buffers, "DirectHandshake");
   }
-  RunBuffers buffers{static_cast<const char*>(call.sendbuff), static_cast<char*>(call.recvbuff), nullptr};
-  return startRun(queue, call, planFor(call, false), buffers, collectiveName(call.kind));
+  return startRun(queue, call, planFor(call, false), userBuffers(call), collectiveName(call.kind));
+}
+
+// Groups the calls by communicator; each communicator's sends and receives become one item,
+// placed where its first one was called.
+std::vector<CommQueue> queuesFor(const std::vector<CollectiveCall>& calls) {
+  std::vector<CommQueue> queues;
+  for (const auto& call : calls) {
+    auto it = std::find_if(queues.begin(), queues.end(), [&](const CommQueue& q) { return q.comm == call.comm; });
+    if (it == queues.end()) {
+      queues.push_back(CommQueue{call.comm, {}, nullptr, nullptr, nullptr});
+      it = queues.end() - 1;
+    }
+    if (isPointToPoint(call.kind)) {
+      auto p2p = std::find_if(it->pending.begin(), it->pending.end(),
+                              [](const WorkItem& w) { return !w.pointToPoint.empty(); });
+      if (p2p == it->pending.end()) {
+        it->pending.push_back(WorkItem{nullptr, {&call}});
+      } else {
+        p2p->pointToPoint.push_back(&call);
+      }
+    } else {
+      it->pending.push_back(WorkItem{&call, {}});
+    }
+  }
+  return queues;
 }
 
 }  // namespace
 
 ncclResult_t runCollectives(const std::vector<CollectiveCall>& calls) {
-  std::vector<CommQueue> queues;
-  for (const auto& call : calls) {
-    auto it = std::find_if(queues.begin(), queues.end(), [&](const CommQueue& q) { return q.comm == call.comm; });
-    if (it == queues.end()) {
-      queues.push_back({call.comm, {}, nullptr, nullptr});
-      it = queues.end() - 1;
-    }
-    it->pending.push_back(&call);
-  }
+  std::vector<CommQueue> queues = queuesFor(calls);
   std::vector<ncclComm*> comms;
   for (auto& q : queues) {
     comms.push_back(q.comm);
@@ -160,7 +191,7 @@ ncclResult_t runCollectives(const std::vector<CollectiveCall>& calls) {
   IdleWaiter waiter(timeoutSeconds());
   std::vector<CollectiveRun*> active;
   ncclComm* culprit = nullptr;
-  // One pass over every running collective; starts each queue's next call as one finishes.
+  // One pass over every running collective; starts each queue's next item as one finishes.
   auto progressAll = [&](bool* progressed) -> ncclResult_t {
     for (auto& q : queues) {
       while (q.running) {

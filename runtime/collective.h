@@ -1,5 +1,5 @@
-// One collective call as the runtime sees it after argument checks, and the function that
-// runs a batch of them (a single call, or everything queued in a group) to completion.
+// One collective or point-to-point call as the runtime sees it after argument checks, and the
+// function that runs a batch of them (a single call, or everything queued in a group).
 #pragma once
 
 #include <cstddef>
@@ -9,22 +9,26 @@
 
 namespace weft {
 
-enum class CollectiveKind { AllReduce };
+enum class CollectiveKind { AllReduce, Broadcast, Reduce, AllGather, ReduceScatter, AllToAll, Gather, Scatter, Send, Recv };
 
 struct CollectiveCall {
   CollectiveKind kind = CollectiveKind::AllReduce;
   ncclComm* comm = nullptr;
   const void* sendbuff = nullptr;
   void* recvbuff = nullptr;
-  size_t count = 0;
+  size_t count = 0;  // NCCL's count argument for this kind (per rank for all-gather, recvcount for reduce-scatter)
   ncclDataType_t datatype = ncclFloat32;
   ncclRedOp_t op = ncclSum;
+  int root = -1;  // broadcast, reduce, gather, scatter
+  int peer = -1;  // send, recv
 };
 
 const char* collectiveName(CollectiveKind kind);
+inline bool isPointToPoint(CollectiveKind kind) { return kind == CollectiveKind::Send || kind == CollectiveKind::Recv; }
 
-// Runs the calls; calls on one communicator run in order, calls on different communicators
-// progress together (so one thread can drive every rank of ncclCommInitAll).
+// Runs the calls; calls on one communicator run in order (its sends and receives fused into
+// one schedule, so they may be posted in any order), calls on different communicators progress
+// together (so one thread can drive every rank of ncclCommInitAll).
 ncclResult_t runCollectives(const std::vector<CollectiveCall>& calls);
 
 }  // namespace weft

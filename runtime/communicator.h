@@ -14,6 +14,7 @@
 #include "runtime/bootstrap.h"
 #include "runtime/direct_path.h"
 #include "runtime/executor.h"
+#include "runtime/reduction_ops.h"
 #include "transport/shm/shm_transport.h"
 #include "transport/tcp/tcp_transport.h"
 
@@ -61,6 +62,8 @@ struct ncclComm {
   };
   PlanCacheEntry planCache[4];
   unsigned planCacheNext = 0;
+  std::vector<char> scratch;  // schedules' Scratch buffer: grown when needed, never per call
+  std::vector<weft::PreMulSumOp> preMulSumOps;
 
   // Direct all-reduce on shared buffers (runtime/direct_path.h): the descriptor table every
   // rank fills before a large call, the exchange's plan, and the peers' buffers mapped here.

@@ -90,16 +90,18 @@ CollectiveRun::CollectiveRun(const PreparedSchedule* plan, Connection* const* co
 }
 
 char* CollectiveRun::address(const BufferRange& range) const {
+  const char* base = nullptr;
   if (range.owner >= 0) {
-    char* base = range.buffer == BufferKind::Send ? buffers_.peerSend[range.owner] : buffers_.peerRecv[range.owner];
-    return base + range.offset;
+    base = range.buffer == BufferKind::Send ? buffers_.peerSend[range.owner] : buffers_.peerRecv[range.owner];
+  } else {
+    switch (range.buffer) {
+      case BufferKind::Send: base = buffers_.send; break;
+      case BufferKind::Recv: base = buffers_.recv; break;
+      case BufferKind::Scratch: base = buffers_.scratch; break;
+    }
   }
-  switch (range.buffer) {
-    case BufferKind::Send: return const_cast<char*>(buffers_.send) + range.offset;
-    case BufferKind::Recv: return buffers_.recv + range.offset;
-    case BufferKind::Scratch: return buffers_.scratch + range.offset;
-  }
-  return nullptr;
+  // Integer arithmetic: a null base with absolute offsets (send/recv groups) stays well defined.
+  return reinterpret_cast<char*>(reinterpret_cast<uintptr_t>(base) + range.offset);
 }
 
 bool CollectiveRun::dependenciesReady(size_t step, uint32_t slice) const {

@@ -1,0 +1,26 @@
+// From a call to its schedule: NCCL's in-place rules for each collective, the algorithm for
+// it, and the builder's parameters. Point-to-point calls of one group become one schedule.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "algorithms/schedule.h"
+#include "runtime/collective.h"
+
+namespace weft {
+
+// In place as NCCL defines it for the call's kind (same pointer, or the rank's block of the
+// larger buffer for all-gather, reduce-scatter, gather and scatter).
+bool callIsInPlace(const CollectiveCall& call);
+// True when the schedule names BufferKind::Send for memory that is also Recv (same pointer).
+bool sendAliasesRecv(const CollectiveCall& call);
+
+// The schedule for one collective; `direct` picks the shared-buffer all-reduce.
+Schedule scheduleForCall(const CollectiveCall& call, bool direct, const char** algorithm);
+
+// One schedule for a group's sends and receives on one communicator. Steps address user
+// memory directly: ranges are absolute addresses over null Send/Recv bases.
+ncclResult_t scheduleForPointToPoint(const std::vector<const CollectiveCall*>& calls, Schedule* schedule);
+
+}  // namespace weft

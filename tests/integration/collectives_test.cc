@@ -1,0 +1,301 @@
+// Every collective across rank processes: types x ops x placement x counts, checked against
+// references computed independently from the deterministic inputs (tests/support/reference.h).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <functional>
+#include <random>
+#include <vector>
+
+#include "common/dtype.h"
+#include "common/numeric.h"
+#include "nccl.h"
+#include "tests/support/multiprocess.h"
+#include "tests/support/reference.h"
+
+using namespace weft;
+using namespace weft::testing;
+
+namespace {
+
+const ncclDataType_t kAllTypes[] = {ncclInt8,    ncclUint8,   ncclInt32,   ncclUint32,     ncclInt64,     ncclUint64,
+                                    ncclFloat16, ncclFloat32, ncclFloat64, ncclBfloat16, ncclFloat8e4m3, ncclFloat8e5m2};
+const ncclRedOp_t kAllOps[] = {ncclSum, ncclProd, ncclMax, ncclMin, ncclAvg};
+
+struct Checker {
+  int rank;
+  const char* what;
+  size_t failures = 0;
+
+  // Compares `count` elements against expected(i); prints the first mismatches.
+  void expect(const void* actual, size_t count, ncclDataType_t type, const std::function<double(size_t)>& expected,
+              int toleranceRanks, size_t scenario) {
+    size_t size = dataTypeSize(type);
+    for (size_t i = 0; i < count; ++i) {
+      double want = expected(i);
+      double got = toDouble(static_cast<const char*>(actual) + i * size, type);
+      if (std::fabs(got - want) > tolerance(want, toleranceRanks, type)) {
+        if (failures < 3)
+          fprintf(stderr, "rank %d %s %s #%zu: element %zu is %g, expected %g\n", rank, what, dataTypeName(type),
+                  scenario, i, got, want);
+        ++failures;
+      }
+    }
+  }
+};
+
+std::vector<char> inputOf(int rank, size_t count, ncclDataType_t type, ncclRedOp_t op, unsigned seed) {
+  std::vector<char> buffer(count * dataTypeSize(type) + 8);
+  fillInput(buffer.data(), count, rank, type, op, seed);
+  return buffer;
+}
+
+// One rank's run of every collective for the given counts; returns the number of wrong elements
+// (or a code > 1000 when a call failed).
+size_t collectiveGrid(int rank, int n, const ncclUniqueId& id, const std::vector<size_t>& counts, bool allOps) {
+  ncclComm_t comm;
+  if (ncclCommInitRank(&comm, n, id, rank) != ncclSuccess) return 1001;
+  unsigned seed = 100;
+  size_t scenario = 0;
+  auto call = [&](ncclResult_t r, const char* name) {
+    if (r != ncclSuccess) {
+      fprintf(stderr, "rank %d: %s failed: %s\n", rank, name, ncclGetLastError(comm));
+      return false;
+    }
+    return true;
+  };
+  size_t wrong = 0;
+  for (ncclDataType_t type : kAllTypes)
+    for (size_t count : counts)
+      for (bool inPlace : {false, true}) {
+        const size_t es = dataTypeSize(type);
+        const int root = static_cast<int>(++scenario % n);
+        ++seed;
+        // Broadcast
+        {
+          Checker c{rank, "broadcast"};
+          std::vector<char> buf = inputOf(rank, count, type, ncclSum, seed), out(count * es + 8);
+          void* dst = inPlace ? buf.data() : out.data();
+          if (!call(ncclBroadcast(buf.data(), dst, count, type, root, comm, nullptr), "ncclBroadcast")) return 1002;
+          c.expect(dst, count, type, [&](size_t i) { return inputValue(root, i, type, ncclSum, seed); }, 1, scenario);
+          wrong += c.failures;
+        }
+        // Reduce, every op
+        for (ncclRedOp_t op : kAllOps) {
+          if (!allOps && op != ncclSum && op != ncclAvg) continue;
+          Checker c{rank, "reduce"};
+          std::vector<char> buf = inputOf(rank, count, type, op, seed), out(count * es + 8);
+          void* dst = inPlace ? buf.data() : out.data();
+          if (!call(ncclReduce(buf.data(), dst, count, type, op, root, comm, nullptr), "ncclReduce")) return 1003;
+          if (rank == root)
+            c.expect(dst, count, type, [&](size_t i) { return expectedReduction(n, i, type, op, seed); }, n, scenario);
+          wrong += c.failures;
+        }
+        // AllGather: block r of recv is rank r's input.
+        {
+          Checker c{rank, "allgather"};
+          std::vector<char> recv(n * count * es + 8);
+          std::vector<char> mine = inputOf(rank, count, type, ncclSum, seed);
+          const void* send = mine.data();
+          if (inPlace) {
+            memcpy(recv.data() + rank * count * es, mine.data(), count * es);
+            send = recv.data() + rank * count * es;
+          }
+          if (!call(ncclAllGather(send, recv.data(), count, type, comm, nullptr), "ncclAllGather")) return 1004;
+          for (int r = 0; r < n; ++r)
+            c.expect(recv.data() + r * count * es, count, type, [&](size_t i) { return inputValue(r, i, type, ncclSum, seed); },
+                     1, scenario);
+          wrong += c.failures;
+        }
+        // ReduceScatter, every op: rank r gets block r of the reduction of everyone's n*count inputs.
+        for (ncclRedOp_t op : kAllOps) {
+          if (!allOps && op != ncclSum && op != ncclMax) continue;
+          Checker c{rank, "reducescatter"};
+          std::vector<char> send = inputOf(rank, n * count, type, op, seed), out(count * es + 8);
+          void* recv = inPlace ? send.data() + rank * count * es : out.data();
+          if (!call(ncclReduceScatter(send.data(), recv, count, type, op, comm, nullptr), "ncclReduceScatter")) return 1005;
+          c.expect(recv, count, type, [&](size_t i) { return expectedReduction(n, rank * count + i, type, op, seed); }, n,
+                   scenario);
+          wrong += c.failures;
+        }
+        // AlltoAll: block j of my recv is block `rank` of rank j's send.
+        {
+          Checker c{rank, "alltoall"};
+          std::vector<char> send = inputOf(rank, n * count, type, ncclSum, seed), out(n * count * es + 8);
+          void* recv = inPlace ? send.data() : out.data();
+          if (!call(ncclAlltoAll(send.data(), recv, count, type, comm, nullptr), "ncclAlltoAll")) return 1006;
+          for (int j = 0; j < n; ++j)
+            c.expect(static_cast<char*>(recv) + j * count * es, count, type,
+                     [&](size_t i) { return inputValue(j, rank * count + i, type, ncclSum, seed); }, 1, scenario);
+          wrong += c.failures;
+        }
+        // Gather to root.
+        {
+          Checker c{rank, "gather"};
+          std::vector<char> recv(n * count * es + 8);
+          std::vector<char> mine = inputOf(rank, count, type, ncclSum, seed);
+          const void* send = mine.data();
+          if (inPlace && rank == root) {
+            memcpy(recv.data() + root * count * es, mine.data(), count * es);
+            send = recv.data() + root * count * es;
+          }
+          if (!call(ncclGather(send, recv.data(), count, type, root, comm, nullptr), "ncclGather")) return 1007;
+          if (rank == root)
+            for (int r = 0; r < n; ++r)
+              c.expect(recv.data() + r * count * es, count, type, [&](size_t i) { return inputValue(r, i, type, ncclSum, seed); },
+                       1, scenario);
+          wrong += c.failures;
+        }
+        // Scatter from root: my block of root's n*count input.
+        {
+          Checker c{rank, "scatter"};
+          std::vector<char> send = inputOf(rank, n * count, type, ncclSum, seed), out(count * es + 8);
+          void* recv = inPlace && rank == root ? send.data() + root * count * es : out.data();
+          if (!call(ncclScatter(send.data(), recv, count, type, root, comm, nullptr), "ncclScatter")) return 1008;
+          c.expect(recv, count, type, [&](size_t i) { return inputValue(root, rank * count + i, type, ncclSum, seed); }, 1,
+                   scenario);
+          wrong += c.failures;
+        }
+      }
+  ncclCommDestroy(comm);
+  return wrong;
+}
+
+class CollectiveRanks : public ::testing::TestWithParam<int> {};
+
+TEST_P(CollectiveRanks, EveryCollectiveTypeOpAndPlacement) {
+  int n = GetParam();
+  std::vector<size_t> counts = {0, 1, 7};
+  if (n <= 3) counts.push_back((1 << 20) / 8 + 3);  // large sizes where the cores are not oversubscribed
+  auto outcomes = runRankProcesses(n, [&](int rank, const ncclUniqueId& id) {
+    return collectiveGrid(rank, n, id, counts, n <= 5) == 0 ? 0 : 1;
+  }, 300);
+  EXPECT_EQ(describeFailures(outcomes), "");
+}
+
+INSTANTIATE_TEST_SUITE_P(Ranks, CollectiveRanks, ::testing::Values(1, 2, 3, 4, 5, 8));
+
+// One million + 3 elements, the largest count, for every collective at 2 ranks (float).
+TEST(CollectivesLarge, MillionPlusThreeAtTwoRanks) {
+  auto outcomes = runRankProcesses(2, [&](int rank, const ncclUniqueId& id) {
+    ncclComm_t comm;
+    if (ncclCommInitRank(&comm, 2, id, rank) != ncclSuccess) return 1;
+    const size_t count = (1 << 20) + 3;
+    std::vector<float> send(2 * count), recv(2 * count);
+    fillInput(send.data(), 2 * count, rank, ncclFloat32, ncclSum, 9);
+    Checker c{rank, "large"};
+    if (ncclReduceScatter(send.data(), recv.data(), count, ncclFloat32, ncclSum, comm, nullptr) != ncclSuccess) return 2;
+    c.expect(recv.data(), count, ncclFloat32, [&](size_t i) { return expectedReduction(2, rank * count + i, ncclFloat32, ncclSum, 9); }, 2, 0);
+    if (ncclAllGather(send.data(), recv.data(), count, ncclFloat32, comm, nullptr) != ncclSuccess) return 3;
+    for (int r = 0; r < 2; ++r)
+      c.expect(recv.data() + r * count, count, ncclFloat32, [&](size_t i) { return inputValue(r, i, ncclFloat32, ncclSum, 9); }, 1, 1);
+    if (ncclAlltoAll(send.data(), recv.data(), count, ncclFloat32, comm, nullptr) != ncclSuccess) return 4;
+    for (int j = 0; j < 2; ++j)
+      c.expect(recv.data() + j * count, count, ncclFloat32, [&](size_t i) { return inputValue(j, rank * count + i, ncclFloat32, ncclSum, 9); }, 1, 2);
+    if (ncclBroadcast(send.data(), recv.data(), count, ncclFloat32, 1, comm, nullptr) != ncclSuccess) return 5;
+    c.expect(recv.data(), count, ncclFloat32, [&](size_t i) { return inputValue(1, i, ncclFloat32, ncclSum, 9); }, 1, 3);
+    ncclCommDestroy(comm);
+    return c.failures == 0 ? 0 : 6;
+  });
+  EXPECT_EQ(describeFailures(outcomes), "");
+}
+
+// All-to-all-v written as a loop of sends and receives in random order inside a group, the
+// way PyTorch does it; per-pair sizes differ.
+TEST(PointToPoint, AllToAllVFromSendRecvInRandomOrder) {
+  const int n = 4;
+  auto outcomes = runRankProcesses(n, [&](int rank, const ncclUniqueId& id) {
+    ncclComm_t comm;
+    if (ncclCommInitRank(&comm, n, id, rank) != ncclSuccess) return 1;
+    auto pairCount = [](int from, int to) { return static_cast<size_t>(1000 * (from + 1) + 17 * to); };
+    std::vector<std::vector<int64_t>> sendBlocks(n), recvBlocks(n);
+    for (int p = 0; p < n; ++p) {
+      sendBlocks[p].resize(pairCount(rank, p));
+      for (size_t i = 0; i < sendBlocks[p].size(); ++i) sendBlocks[p][i] = rank * 1000000 + p * 10000 + i;
+      recvBlocks[p].assign(pairCount(p, rank), -1);
+    }
+    std::vector<int> order;
+    for (int p = 0; p < 2 * n; ++p) order.push_back(p);
+    std::shuffle(order.begin(), order.end(), std::mt19937(rank + 5));
+    ncclGroupStart();
+    for (int k : order) {
+      int p = k % n;
+      ncclResult_t r = k < n ? ncclSend(sendBlocks[p].data(), sendBlocks[p].size(), ncclInt64, p, comm, nullptr)
+                             : ncclRecv(recvBlocks[p].data(), recvBlocks[p].size(), ncclInt64, p, comm, nullptr);
+      if (r != ncclSuccess) return 2;
+    }
+    if (ncclGroupEnd() != ncclSuccess) {
+      fprintf(stderr, "rank %d: %s\n", rank, ncclGetLastError(comm));
+      return 3;
+    }
+    for (int p = 0; p < n; ++p)
+      for (size_t i = 0; i < recvBlocks[p].size(); ++i)
+        if (recvBlocks[p][i] != static_cast<int64_t>(p * 1000000 + rank * 10000 + i)) return 4;
+    ncclCommDestroy(comm);
+    return 0;
+  });
+  EXPECT_EQ(describeFailures(outcomes), "");
+}
+
+// Mixed collectives in one group, and a PreMulSum operator.
+TEST(Groups, MixedCollectivesAndPreMulSum) {
+  const int n = 3;
+  auto outcomes = runRankProcesses(n, [&](int rank, const ncclUniqueId& id) {
+    ncclComm_t comm;
+    if (ncclCommInitRank(&comm, n, id, rank) != ncclSuccess) return 1;
+    const size_t count = 5000;
+    std::vector<double> a(count), b(count), gathered(n * count);
+    fillInput(a.data(), count, rank, ncclFloat64, ncclSum, 3);
+    fillInput(b.data(), count, rank, ncclFloat64, ncclSum, 4);
+    double two = 2.0;
+    ncclRedOp_t premul;
+    if (ncclRedOpCreatePreMulSum(&premul, &two, ncclFloat64, ncclScalarHostImmediate, comm) != ncclSuccess) return 2;
+    ncclGroupStart();
+    ncclAllReduce(a.data(), a.data(), count, ncclFloat64, premul, comm, nullptr);
+    ncclAllGather(b.data(), gathered.data(), count, ncclFloat64, comm, nullptr);
+    // A bad argument inside the group fails that call only; the group and the comm carry on.
+    if (ncclAllReduce(a.data(), a.data(), count, static_cast<ncclDataType_t>(77), ncclSum, comm, nullptr) !=
+        ncclInvalidArgument)
+      return 3;
+    if (ncclGroupEnd() != ncclSuccess) return 4;
+    Checker c{rank, "group"};
+    c.expect(a.data(), count, ncclFloat64, [&](size_t i) { return 2 * expectedReduction(n, i, ncclFloat64, ncclSum, 3); }, n, 0);
+    for (int r = 0; r < n; ++r)
+      c.expect(gathered.data() + r * count, count, ncclFloat64, [&](size_t i) { return inputValue(r, i, ncclFloat64, ncclSum, 4); }, 1, 1);
+    if (ncclRedOpDestroy(premul, comm) != ncclSuccess) return 5;
+    if (ncclAllReduce(a.data(), a.data(), count, ncclFloat64, premul, comm, nullptr) != ncclInvalidArgument) return 6;
+    ncclCommDestroy(comm);
+    return c.failures == 0 ? 0 : 7;
+  });
+  EXPECT_EQ(describeFailures(outcomes), "");
+}
+
+// Two communicators (all-thread ranks) in one group from one thread.
+TEST(Groups, TwoCommunicatorsInOneGroup) {
+  ncclComm_t first[2], second[2];
+  ASSERT_EQ(ncclCommInitAll(first, 2, nullptr), ncclSuccess);
+  ASSERT_EQ(ncclCommInitAll(second, 2, nullptr), ncclSuccess);
+  std::vector<float> x[2], y[2];
+  for (int r = 0; r < 2; ++r) {
+    x[r].assign(1000, r + 1.0f);
+    y[r].assign(1000, (r + 1) * 10.0f);
+  }
+  ASSERT_EQ(ncclGroupStart(), ncclSuccess);
+  for (int r = 0; r < 2; ++r) {
+    ASSERT_EQ(ncclAllReduce(x[r].data(), x[r].data(), 1000, ncclFloat32, ncclSum, first[r], nullptr), ncclSuccess);
+    ASSERT_EQ(ncclBroadcast(y[r].data(), y[r].data(), 1000, ncclFloat32, 1, second[r], nullptr), ncclSuccess);
+  }
+  ASSERT_EQ(ncclGroupEnd(), ncclSuccess) << ncclGetLastError(nullptr);
+  for (int r = 0; r < 2; ++r) {
+    EXPECT_EQ(x[r][999], 3.0f);
+    EXPECT_EQ(y[r][0], 20.0f);
+  }
+  for (int r = 0; r < 2; ++r) {
+    ncclCommDestroy(first[r]);
+    ncclCommDestroy(second[r]);
+  }
+}
+
+}  // namespace
