@@ -37,9 +37,29 @@ ncclResult_t makeUniqueId(ncclUniqueId* uniqueId) {
   return ncclSuccess;
 }
 
+}  // namespace
+
+namespace weft {
+
 ncclResult_t initRank(ncclComm_t* comm, int nranks, const ncclUniqueId& commId, int rank, const ncclConfig_t* config) {
   ncclComm* created = nullptr;
-  ncclResult_t result = createCommunicator(nranks, commId, rank, config, &created);
+  WEFT_CHECK(newCommunicator(nranks, rank, config, &created));
+  if (created->config.blocking == 0) {
+    // Non-blocking: hand the communicator back now; ncclCommGetAsyncError says ncclInProgress
+    // until the initialization running in the background is done.
+    created->asyncError.store(ncclInProgress);
+    *comm = created;
+    created->initThread = std::thread([created, commId] {
+      ncclResult_t result = initializeCommunicator(created, commId);
+      if (result != ncclSuccess) {
+        std::lock_guard<std::mutex> lock(created->errorMutex);
+        created->lastError = lastErrorMessage();
+      }
+      created->asyncError.store(result);
+    });
+    return ncclInProgress;
+  }
+  ncclResult_t result = initializeCommunicator(created, commId);
   if (result != ncclSuccess) {
     destroyCommunicator(created);
     *comm = nullptr;
@@ -48,6 +68,10 @@ ncclResult_t initRank(ncclComm_t* comm, int nranks, const ncclUniqueId& commId, 
   *comm = created;
   return ncclSuccess;
 }
+
+}  // namespace weft
+
+namespace {
 
 ncclResult_t checkInitArguments(ncclComm_t* comm, int nranks, int rank) {
   if (!comm) return fail(ncclInvalidArgument, "comm is NULL (it must point to a ncclComm_t to fill in)");
@@ -74,10 +98,10 @@ WEFT_API ncclResult_t ncclCommInitRankConfig(ncclComm_t* comm, int nranks, ncclU
     *comm = nullptr;
     std::shared_ptr<ncclConfig_t> copy;
     if (config) copy = std::make_shared<ncclConfig_t>(*config);
-    groupEnqueueInit([=] { return initRank(comm, nranks, commId, rank, copy.get()); });
+    groupEnqueueInit([=] { return weft::initRank(comm, nranks, commId, rank, copy.get()); });
     return ncclSuccess;
   }
-  return initRank(comm, nranks, commId, rank, config);
+  return weft::initRank(comm, nranks, commId, rank, config);
 }
 WEFT_PROFILING_ALIAS(ncclResult_t, ncclCommInitRankConfig, ncclComm_t* comm, int nranks, ncclUniqueId commId,
                      int rank, ncclConfig_t* config);
@@ -98,7 +122,7 @@ WEFT_API ncclResult_t ncclCommInitAll(ncclComm_t* comms, int ndev, const int* de
   std::vector<std::thread> threads;
   for (int r = 0; r < ndev; ++r)
     threads.emplace_back([&, r] {
-      results[r] = initRank(&comms[r], ndev, id, r, nullptr);
+      results[r] = weft::initRank(&comms[r], ndev, id, r, nullptr);
       if (results[r] == ncclSuccess && devlist) comms[r]->cudaDevice = devlist[r];
       messages[r] = lastErrorMessage();
     });
@@ -142,6 +166,10 @@ WEFT_API ncclResult_t ncclCommGetAsyncError(ncclComm_t comm, ncclResult_t* async
   if (!comm || comm->magic != kCommMagic) return fail(ncclInvalidArgument, "ncclCommGetAsyncError: comm is invalid");
   if (!asyncError) return fail(ncclInvalidArgument, "ncclCommGetAsyncError: asyncError is NULL");
   *asyncError = static_cast<ncclResult_t>(comm->asyncError.load());
+  if (*asyncError != ncclSuccess && *asyncError != ncclInProgress) {
+    std::lock_guard<std::mutex> lock(comm->errorMutex);
+    fail(*asyncError, "%s", comm->lastError.c_str());  // so that ncclGetLastError explains it
+  }
   return ncclSuccess;
 }
 WEFT_PROFILING_ALIAS(ncclResult_t, ncclCommGetAsyncError, ncclComm_t comm, ncclResult_t* asyncError);

@@ -13,14 +13,4 @@ using namespace weft;
   }                                                                                                       \
   WEFT_PROFILING_ALIAS(ncclResult_t, name, __VA_ARGS__)
 
-WEFT_NOT_YET(ncclCommRevoke, ncclComm_t comm, int revokeFlags);
-WEFT_NOT_YET(ncclCommSplit, ncclComm_t comm, int color, int key, ncclComm_t* newcomm, ncclConfig_t* config);
-WEFT_NOT_YET(ncclCommShrink, ncclComm_t comm, int* excludeRanksList, int excludeRanksCount, ncclComm_t* newcomm,
-             ncclConfig_t* config, int shrinkFlags);
-WEFT_NOT_YET(ncclCommInitRankScalable, ncclComm_t* newcomm, int nranks, int myrank, int nId, ncclUniqueId* commIds,
-             ncclConfig_t* config);
-WEFT_NOT_YET(ncclCommRegister, const ncclComm_t comm, void* buff, size_t size, void** handle);
-WEFT_NOT_YET(ncclCommDeregister, const ncclComm_t comm, void* handle);
-WEFT_NOT_YET(ncclCommWindowRegister, ncclComm_t comm, void* buff, size_t size, ncclWindow_t* win, int winFlags);
-WEFT_NOT_YET(ncclCommWindowDeregister, ncclComm_t comm, ncclWindow_t win);
 WEFT_NOT_YET(ncclGroupSimulateEnd, ncclSimInfo_t* simInfo);

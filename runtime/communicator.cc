@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstring>
 #include <thread>
+#include <utility>
 
 #include "common/env.h"
 #include "common/log.h"
@@ -137,8 +138,7 @@ ncclResult_t bootstrapCommunicator(ncclComm* comm, const ncclUniqueId& id) {
 
 }  // namespace
 
-ncclResult_t createCommunicator(int nranks, const ncclUniqueId& id, int rank, const ncclConfig_t* config,
-                                ncclComm** out) {
+ncclResult_t newCommunicator(int nranks, int rank, const ncclConfig_t* config, ncclComm** out) {
   WEFT_CHECK(validateConfig(config));
   auto comm = std::make_unique<ncclComm>();
   comm->rank = rank;
@@ -146,15 +146,22 @@ ncclResult_t createCommunicator(int nranks, const ncclUniqueId& id, int rank, co
   ncclConfig_t defaults = NCCL_CONFIG_INITIALIZER;
   comm->config = defaults;
   if (config) memcpy(&comm->config, config, std::min(sizeof(ncclConfig_t), config->size));
+  comm->config.size = sizeof(ncclConfig_t);
   ncclResult_t choiceResult;
   comm->transportChoice = transportChoiceFromEnv(&choiceResult);
   WEFT_CHECK(choiceResult);
-  setLogRank(rank);
+  *out = comm.release();
+  return ncclSuccess;
+}
 
-  WEFT_CHECK(bootstrapCommunicator(comm.get(), id));
+ncclResult_t initializeCommunicator(ncclComm* comm, const ncclUniqueId& id) {
+  const int rank = comm->rank;
+  const int nranks = comm->nranks;
+  setLogRank(rank);
+  WEFT_CHECK(bootstrapCommunicator(comm, id));
 
   const RankInfo& me = comm->ranks[rank];
-  WEFT_CHECK(applyRankLayout(comm.get()));
+  WEFT_CHECK(applyRankLayout(comm));
   comm->connections.resize(nranks);
   comm->connectionTable.assign(nranks, nullptr);
   size_t slotBytes = ShmTransport::layoutFromEnv(1).slotBytes;
@@ -164,7 +171,7 @@ ncclResult_t createCommunicator(int nranks, const ncclUniqueId& id, int rank, co
   comm->sliceBytes -= comm->sliceBytes % 64;
   if (comm->sliceBytes == 0) return fail(ncclInvalidArgument, "WEFT_SLICE_BYTES must be at least 64");
 
-  WEFT_INFO(kLogInit, "comm %p rank %d nranks %d localRank %d localSize %zu host %s pid %d", (void*)comm.get(), rank,
+  WEFT_INFO(kLogInit, "comm %p rank %d nranks %d localRank %d localSize %zu host %s pid %d", (void*)comm, rank,
             nranks, comm->localRank, comm->localRanks.size(), me.hostName, me.pid);
 
   // Ring neighbours are connected now, so that the first collective pays no set-up cost.
@@ -172,10 +179,14 @@ ncclResult_t createCommunicator(int nranks, const ncclUniqueId& id, int rank, co
     auto position = std::find(comm->ringOrder.begin(), comm->ringOrder.end(), rank) - comm->ringOrder.begin();
     int next = comm->ringOrder[(position + 1) % nranks];
     int prev = comm->ringOrder[(position + nranks - 1) % nranks];
-    WEFT_CHECK(connectPeers(comm.get(), {prev, next}));
+    WEFT_CHECK(connectPeers(comm, {prev, next}));
   }
-  *out = comm.release();
   return ncclSuccess;
+}
+
+void finishNonBlockingInit(ncclComm* comm) {
+  std::lock_guard<std::mutex> lock(comm->initMutex);
+  if (comm->initThread.joinable()) comm->initThread.join();
 }
 
 ncclResult_t connectPeers(ncclComm* comm, const std::vector<int>& peers) {
@@ -203,11 +214,13 @@ ncclResult_t connectPeers(ncclComm* comm, const std::vector<int>& peers) {
 
 void destroyCommunicator(ncclComm* comm) {
   if (!comm) return;
+  finishNonBlockingInit(comm);
   comm->magic = 0;
   delete comm;
 }
 
 void abortCommunicator(ncclComm* comm) {
+  finishNonBlockingInit(comm);
   comm->aborted.store(true, std::memory_order_release);
   comm->shm.markAborted();
   // Calls in flight on other threads see the flag at their next progress check; wait for them
@@ -219,8 +232,13 @@ ncclResult_t checkCommunicator(ncclComm* comm, const char* argumentName) {
   if (!comm) return fail(ncclInvalidArgument, "%s is NULL", argumentName);
   if (comm->magic != kCommMagic)
     return fail(ncclInvalidArgument, "%s does not point to a live communicator (destroyed or corrupt)", argumentName);
+  // A non-blocking communicator still initializing: wait for it rather than race it.
+  if (comm->asyncError.load(std::memory_order_acquire) == ncclInProgress) finishNonBlockingInit(comm);
   if (comm->aborted.load(std::memory_order_acquire))
     return fail(ncclInvalidUsage, "%s was aborted (ncclCommAbort) and can only be destroyed", argumentName);
+  if (comm->revoked.load(std::memory_order_acquire))
+    return fail(ncclInvalidUsage, "%s was revoked (ncclCommRevoke): only destroy, split and shrink are allowed",
+                argumentName);
   int error = comm->asyncError.load(std::memory_order_acquire);
   if (error != ncclSuccess && error != ncclInProgress) {
     std::lock_guard<std::mutex> lock(comm->errorMutex);

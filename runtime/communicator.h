@@ -8,6 +8,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "nccl.h"
@@ -19,6 +20,13 @@
 #include "transport/tcp/tcp_transport.h"
 
 namespace weft {
+
+// A buffer registered with ncclCommRegister or ncclCommWindowRegister; the handle is its address.
+struct RegisteredRegion {
+  void* buffer;
+  size_t bytes;
+  bool window;
+};
 
 constexpr uint64_t kCommMagic = 0x7765667443304d4dull;  // "weftC0MM"
 
@@ -48,8 +56,11 @@ struct ncclComm {
   std::vector<weft::Connection*> connectionTable;              // raw view for the executor
   size_t sliceBytes = 0;
 
-  std::atomic<int> asyncError{ncclSuccess};
+  std::atomic<int> asyncError{ncclSuccess};  // ncclInProgress while a non-blocking init runs
   std::atomic<bool> aborted{false};
+  std::atomic<bool> revoked{false};
+  std::mutex initMutex;
+  std::thread initThread;  // a non-blocking (config.blocking = 0) initialization
   std::atomic<int> activeCalls{0};
   std::mutex errorMutex;
   std::string lastError;
@@ -62,6 +73,8 @@ struct ncclComm {
   };
   PlanCacheEntry planCache[4];
   unsigned planCacheNext = 0;
+  std::mutex registrationMutex;
+  std::vector<std::unique_ptr<weft::RegisteredRegion>> registrations;
   std::vector<char> scratch;  // schedules' Scratch buffer: grown when needed, never per call
   std::vector<weft::PreMulSumOp> preMulSumOps;
 
@@ -76,9 +89,15 @@ struct ncclComm {
 
 namespace weft {
 
-// Bootstrap, transports and ring-neighbour connections for one rank.
-ncclResult_t createCommunicator(int nranks, const ncclUniqueId& id, int rank, const ncclConfig_t* config,
-                                ncclComm** out);
+// A communicator object with its configuration, not yet connected to anyone.
+ncclResult_t newCommunicator(int nranks, int rank, const ncclConfig_t* config, ncclComm** out);
+// Bootstrap, topology layout, transports and ring-neighbour connections for one rank.
+ncclResult_t initializeCommunicator(ncclComm* comm, const ncclUniqueId& id);
+// ncclCommInitRankConfig's work: blocking, or (config->blocking == 0) in the background,
+// returning ncclInProgress.
+ncclResult_t initRank(ncclComm_t* comm, int nranks, const ncclUniqueId& commId, int rank, const ncclConfig_t* config);
+// Waits for a non-blocking initialization, if one is running.
+void finishNonBlockingInit(ncclComm* comm);
 void destroyCommunicator(ncclComm* comm);
 // Stops everything the communicator is doing; peers waiting on it get an error.
 void abortCommunicator(ncclComm* comm);

@@ -46,8 +46,9 @@ void IdleWaiter::madeProgress() {
 
 ncclResult_t IdleWaiter::checkHealth(const std::vector<CollectiveRun*>& active, const std::vector<ncclComm*>& comms) {
   for (ncclComm* comm : comms)
-    if (comm->aborted.load(std::memory_order_acquire))
-      return fail(ncclInvalidUsage, "rank %d: the communicator was aborted while a collective was running", comm->rank);
+    if (comm->aborted.load(std::memory_order_acquire) || comm->revoked.load(std::memory_order_acquire))
+      return fail(ncclInvalidUsage, "rank %d: the communicator was %s while a collective was running", comm->rank,
+                  comm->aborted.load() ? "aborted" : "revoked");
   for (CollectiveRun* run : active)
     for (Connection* c : run->waitingOn()) WEFT_CHECK(c->checkPeer());
   if (deadline_.expired()) {

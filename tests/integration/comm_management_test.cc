@@ -1,0 +1,169 @@
+// Communicator management: split by color and key (NOCOLOR, nesting, config inheritance),
+// shrink (also past a dead rank), revoke, non-blocking init, scalable init, registration.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <thread>
+#include <vector>
+
+#include "nccl.h"
+#include "tests/support/multiprocess.h"
+
+using namespace weft::testing;
+
+namespace {
+
+// Sum of `value` over the communicator, as a check that it works and who is in it.
+bool sumOver(ncclComm_t comm, int value, int* out) {
+  int v = value;
+  if (ncclAllReduce(&v, &v, 1, ncclInt32, ncclSum, comm, nullptr) != ncclSuccess) return false;
+  *out = v;
+  return true;
+}
+
+TEST(Split, RandomColorsKeysAndNoColor) {
+  const int n = 6;
+  auto outcomes = runRankProcesses(n, [&](int rank, const ncclUniqueId& id) {
+    ncclComm_t comm;
+    if (ncclCommInitRank(&comm, n, id, rank) != ncclSuccess) return 1;
+    // colors: 0 1 0 NOCOLOR 1 0; keys reverse the order inside a color.
+    const int colors[n] = {0, 1, 0, NCCL_SPLIT_NOCOLOR, 1, 0};
+    ncclComm_t sub = nullptr;
+    if (ncclCommSplit(comm, colors[rank], -rank, &sub, nullptr) != ncclSuccess) return 2;
+    if (colors[rank] == NCCL_SPLIT_NOCOLOR) {
+      ncclCommDestroy(comm);
+      return sub == nullptr ? 0 : 3;
+    }
+    int count = 0, subRank = -1, sum = 0;
+    ncclCommCount(sub, &count);
+    ncclCommUserRank(sub, &subRank);
+    // color 0 = {0, 2, 5} ordered by key -rank: 5, 2, 0; color 1 = {1, 4}: 4, 1.
+    const int expectedCount[n] = {3, 2, 3, 0, 2, 3};
+    const int expectedRank[n] = {2, 1, 1, 0, 0, 0};
+    if (count != expectedCount[rank] || subRank != expectedRank[rank]) return 4;
+    if (!sumOver(sub, rank, &sum)) return 5;
+    if (sum != (colors[rank] == 0 ? 0 + 2 + 5 : 1 + 4)) return 6;
+    // Nested: split the color-0 communicator again into singles and pairs.
+    ncclComm_t nested = nullptr;
+    if (ncclCommSplit(sub, subRank / 2, subRank, &nested, nullptr) != ncclSuccess) return 7;
+    int nestedCount = 0;
+    ncclCommCount(nested, &nestedCount);
+    int expectedNested = count == 3 ? (subRank < 2 ? 2 : 1) : 2;
+    if (nestedCount != expectedNested) return 8;
+    if (!sumOver(nested, 1, &sum) || sum != nestedCount) return 9;
+    ncclCommDestroy(nested);
+    ncclCommDestroy(sub);
+    ncclCommDestroy(comm);
+    return 0;
+  });
+  EXPECT_EQ(describeFailures(outcomes), "");
+}
+
+TEST(Split, InheritsTheParentsConfig) {
+  const int n = 2;
+  auto outcomes = runRankProcesses(n, [&](int rank, const ncclUniqueId& id) {
+    ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+    config.blocking = 0;
+    ncclComm_t comm;
+    ncclResult_t r = ncclCommInitRankConfig(&comm, n, id, rank, &config);
+    if (r != ncclSuccess && r != ncclInProgress) return 1;
+    ncclResult_t state = ncclInProgress;
+    auto start = std::chrono::steady_clock::now();
+    while (state == ncclInProgress && std::chrono::steady_clock::now() - start < std::chrono::seconds(30)) {
+      ncclCommGetAsyncError(comm, &state);
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    if (state != ncclSuccess) return 2;
+    ncclComm_t sub = nullptr;
+    r = ncclCommSplit(comm, 0, rank, &sub, nullptr);  // inherits blocking = 0
+    if (r != ncclInProgress && r != ncclSuccess) return 3;
+    int sum = 0;
+    if (!sumOver(sub, rank + 1, &sum) || sum != 3) return 4;  // waits for the init to finish
+    ncclCommGetAsyncError(sub, &state);
+    if (state != ncclSuccess) return 5;
+    ncclCommDestroy(sub);
+    ncclCommDestroy(comm);
+    return 0;
+  });
+  EXPECT_EQ(describeFailures(outcomes), "");
+}
+
+TEST(Shrink, ExcludesARankThatDied) {
+  const int n = 4;
+  auto outcomes = runRankProcesses(n, [&](int rank, const ncclUniqueId& id) {
+    setenv("WEFT_TIMEOUT", "5", 1);
+    ncclComm_t comm;
+    if (ncclCommInitRank(&comm, n, id, rank) != ncclSuccess) return 1;
+    if (rank == 2) _exit(0);  // dies
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    int excluded[] = {2};
+    ncclComm_t smaller = nullptr;
+    if (ncclCommShrink(comm, excluded, 1, &smaller, nullptr, NCCL_SHRINK_ABORT) != ncclSuccess) {
+      fprintf(stderr, "rank %d shrink: %s\n", rank, ncclGetLastError(comm));
+      return 2;
+    }
+    int count = 0, newRank = -1, sum = 0;
+    ncclCommCount(smaller, &count);
+    ncclCommUserRank(smaller, &newRank);
+    if (count != 3 || newRank != (rank < 2 ? rank : rank - 1)) return 3;
+    if (!sumOver(smaller, rank, &sum) || sum != 0 + 1 + 3) return 4;
+    ncclCommDestroy(smaller);
+    ncclCommAbort(comm);
+    return 0;
+  }, 60);
+  EXPECT_EQ(outcomes[2].exitCode, 0);
+  for (int r : {0, 1, 3}) EXPECT_EQ(outcomes[r].exitCode, 0) << "rank " << r;
+}
+
+TEST(Revoke, StopsCollectivesButAllowsShrinkAndDestroy) {
+  const int n = 2;
+  auto outcomes = runRankProcesses(n, [&](int rank, const ncclUniqueId& id) {
+    ncclComm_t comm;
+    if (ncclCommInitRank(&comm, n, id, rank) != ncclSuccess) return 1;
+    if (ncclCommRevoke(comm, 1) != ncclInvalidArgument) return 2;
+    if (ncclCommRevoke(comm, NCCL_REVOKE_DEFAULT) != ncclSuccess) return 3;
+    int v = 1;
+    if (ncclAllReduce(&v, &v, 1, ncclInt32, ncclSum, comm, nullptr) != ncclInvalidUsage) return 4;
+    ncclCommDestroy(comm);
+    return 0;
+  });
+  EXPECT_EQ(describeFailures(outcomes), "");
+}
+
+TEST(InitScalable, SeveralIds) {
+  const int n = 3;
+  auto outcomes = runRankProcesses(n, [&](int rank, const ncclUniqueId& id) {
+    // Every rank must pass the same ids: the first is the parent's, the second a copy of it.
+    ncclUniqueId ids[2] = {id, id};
+    ncclComm_t comm;
+    if (ncclCommInitRankScalable(&comm, n, rank, 2, ids, nullptr) != ncclSuccess) return 1;
+    int sum = 0;
+    if (!sumOver(comm, rank, &sum) || sum != 3) return 2;
+    ncclCommDestroy(comm);
+    ncclUniqueId bad[1] = {};
+    return ncclCommInitRankScalable(&comm, n, rank, 1, bad, nullptr) == ncclInvalidArgument ? 0 : 3;
+  });
+  EXPECT_EQ(describeFailures(outcomes), "");
+}
+
+TEST(Registration, HandlesAreValidAndChecked) {
+  ncclComm_t comm;
+  ASSERT_EQ(ncclCommInitAll(&comm, 1, nullptr), ncclSuccess);
+  std::vector<char> buffer(1 << 16);
+  void* handle = nullptr;
+  ASSERT_EQ(ncclCommRegister(comm, buffer.data(), buffer.size(), &handle), ncclSuccess);
+  EXPECT_NE(handle, nullptr);
+  EXPECT_EQ(ncclCommRegister(comm, nullptr, 16, &handle), ncclInvalidArgument);
+  int bogus = 0;
+  EXPECT_EQ(ncclCommDeregister(comm, &bogus), ncclInvalidArgument);
+  EXPECT_EQ(ncclCommDeregister(comm, handle), ncclSuccess);
+  ncclWindow_t window = nullptr;
+  ASSERT_EQ(ncclCommWindowRegister(comm, buffer.data(), buffer.size(), &window, NCCL_WIN_DEFAULT), ncclSuccess);
+  EXPECT_NE(window, nullptr);
+  EXPECT_EQ(ncclCommWindowDeregister(comm, window), ncclSuccess);
+  EXPECT_EQ(ncclCommWindowDeregister(comm, window), ncclInvalidArgument);  // twice
+  ncclCommDestroy(comm);
+}
+
+}  // namespace
