@@ -1,0 +1,442 @@
+// Every collective schedule builder, run by the simulator with real data for 1..64 ranks and
+// {96, 128, 255, 256}: counts 0, 1, below and above the rank count, every root for small rank
+// counts, in and out of place, checked against a reference computed directly (integers, so sums
+// are exact; the reference sums in double).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <functional>
+#include <numeric>
+#include <random>
+#include <vector>
+
+#include "algorithms/allgather.h"
+#include "algorithms/alltoall.h"
+#include "algorithms/broadcast.h"
+#include "algorithms/gather_scatter.h"
+#include "algorithms/point_to_point.h"
+#include "algorithms/reduce.h"
+#include "algorithms/reduce_scatter.h"
+#include "algorithms/simulator.h"
+
+using namespace weft;
+
+namespace {
+
+std::vector<int> rankCounts() {
+  std::vector<int> counts;
+  for (int n = 1; n <= 64; ++n) counts.push_back(n);
+  for (int n : {96, 128, 255, 256}) counts.push_back(n);
+  return counts;
+}
+
+// Element counts per rank: small ones only for big communicators, whose data grows with n^2.
+std::vector<size_t> elementCounts(int n, bool quadratic) {
+  if (n > 64 || (quadratic && n > 24)) return {0, 1, 3};
+  std::vector<size_t> counts = {0, 1, 7};
+  if (n > 2) counts.push_back(static_cast<size_t>(n - 1));
+  counts.push_back(static_cast<size_t>(2 * n + 1));
+  return counts;
+}
+
+std::vector<int> roots(int n) {
+  if (n <= 8) {
+    std::vector<int> all(n);
+    std::iota(all.begin(), all.end(), 0);
+    return all;
+  }
+  return {0, n / 2, n - 1};
+}
+
+// Values are small integers stored as int32 or double; `Typed` reads and writes them.
+struct Typed {
+  ncclDataType_t type;
+  size_t size() const { return type == ncclInt32 ? 4 : 8; }
+  double get(const char* base, size_t i) const {
+    if (type == ncclInt32) {
+      int32_t v;
+      memcpy(&v, base + i * 4, 4);
+      return v;
+    }
+    double v;
+    memcpy(&v, base + i * 8, 8);
+    return v;
+  }
+  void put(char* base, size_t i, double value) const {
+    if (type == ncclInt32) {
+      int32_t v = static_cast<int32_t>(value);
+      memcpy(base + i * 4, &v, 4);
+    } else {
+      memcpy(base + i * 8, &value, 8);
+    }
+  }
+  std::vector<char> scalar(double value) const {
+    std::vector<char> bytes(size());
+    put(bytes.data(), 0, value);
+    return bytes;
+  }
+};
+
+std::mt19937& rng() {
+  static std::mt19937 generator(12345);
+  return generator;
+}
+
+// Per rank: `elements` random values; what each rank contributes.
+std::vector<std::vector<double>> randomInputs(int n, size_t elements) {
+  std::uniform_int_distribution<int> value(-50, 50);
+  std::vector<std::vector<double>> inputs(n, std::vector<double>(elements));
+  for (auto& input : inputs)
+    for (double& v : input) v = value(rng());
+  return inputs;
+}
+
+// One rank's memory: a send and a recv allocation, or one allocation both point into.
+struct RankMemory {
+  std::vector<char> sendStorage, recvStorage;
+  SimulatedBuffers buffers;
+};
+
+// Lays out rank memory: `sendElems` and `recvElems` (0: none); when `aliasAt` >= 0 the smaller of
+// the two lives inside the larger, starting at element `aliasAt` of it (NCCL's in-place layouts).
+void layout(RankMemory& m, const Typed& t, size_t sendElems, size_t recvElems, long aliasAt) {
+  const size_t es = t.size();
+  // Fill with a pattern that no reference value has, so an unwritten element is caught.
+  if (aliasAt < 0) {
+    m.sendStorage.assign(sendElems * es + 1, 0);
+    m.recvStorage.assign(recvElems * es + 1, 0);
+    for (size_t i = 0; i < recvElems; ++i) t.put(m.recvStorage.data(), i, 999);
+    m.buffers.send = sendElems ? m.sendStorage.data() : nullptr;
+    m.buffers.recv = recvElems ? m.recvStorage.data() : nullptr;
+  } else {
+    const size_t big = std::max(sendElems, recvElems);
+    m.recvStorage.assign(big * es + 1, 0);
+    for (size_t i = 0; i < big; ++i) t.put(m.recvStorage.data(), i, 999);
+    char* base = m.recvStorage.data();
+    m.buffers.send = sendElems >= recvElems ? base : base + aliasAt * es;
+    m.buffers.recv = sendElems >= recvElems ? base + aliasAt * es : base;
+  }
+  m.buffers.sendBytes = sendElems * es;
+  m.buffers.recvBytes = recvElems * es;
+}
+
+SimulationResult simulateAll(const std::vector<Schedule>& schedules, std::vector<RankMemory>& memory, const Typed& t,
+                             ReduceOp op = ReduceOp::Sum, std::vector<std::vector<char>> scalars = {}) {
+  std::vector<SimulatedBuffers> buffers;
+  for (auto& m : memory) buffers.push_back(m.buffers);
+  SimulationOptions options;
+  options.type = t.type;
+  options.op = op;
+  options.scalars = std::move(scalars);
+  return simulate(schedules, buffers, options);
+}
+
+std::string label(const char* what, int n, size_t count, int root, bool inPlace, const Typed& t) {
+  return std::string(what) + " n=" + std::to_string(n) + " count=" + std::to_string(count) +
+         " root=" + std::to_string(root) + (inPlace ? " in place" : " out of place") +
+         (t.type == ncclInt32 ? " int32" : " double");
+}
+
+std::vector<int> shuffledRing(int n) {
+  std::vector<int> ring(n);
+  std::iota(ring.begin(), ring.end(), 0);
+  std::shuffle(ring.begin(), ring.end(), rng());
+  return ring;
+}
+
+// ---------------------------------------------------------------------------------------------
+
+void checkAllGather(int n, size_t count, bool inPlace, bool bruck, const Typed& t) {
+  const std::string what = label(bruck ? "bruck allgather" : "ring allgather", n, count, 0, inPlace, t);
+  auto inputs = randomInputs(n, count);
+  std::vector<int> ring = n % 2 ? shuffledRing(n) : std::vector<int>{};
+  std::vector<RankMemory> memory(n);
+  std::vector<Schedule> schedules;
+  for (int r = 0; r < n; ++r) {
+    layout(memory[r], t, count, n * count, inPlace ? static_cast<long>(r * count) : -1);
+    for (size_t i = 0; i < count; ++i) t.put(const_cast<char*>(memory[r].buffers.send), i, inputs[r][i]);
+    AllGatherParams p{count, t.size(), r, n, bruck ? std::vector<int>{} : ring, inPlace};
+    schedules.push_back(bruck ? buildBruckAllGather(p) : buildRingAllGather(p));
+  }
+  SimulationResult result = simulateAll(schedules, memory, t);
+  ASSERT_TRUE(result.ok) << what << ": " << result.error;
+  for (int r = 0; r < n; ++r)
+    for (int q = 0; q < n; ++q)
+      for (size_t i = 0; i < count; ++i)
+        ASSERT_EQ(t.get(memory[r].buffers.recv, q * count + i), inputs[q][i]) << what << " rank " << r << " block " << q;
+}
+
+TEST(CollectiveSchedules, AllGatherRingAndBruck) {
+  for (int n : rankCounts())
+    for (size_t count : elementCounts(n, true))
+      for (bool inPlace : {false, true})
+        for (bool bruck : {false, true}) {
+          checkAllGather(n, count, inPlace, bruck, Typed{n % 2 ? ncclInt32 : ncclFloat64});
+          if (HasFatalFailure()) return;
+        }
+}
+
+void checkReduceScatter(int n, size_t count, bool inPlace, bool average, bool preScale, const Typed& t) {
+  const std::string what = label(preScale ? "reducescatter premulsum" : average ? "reducescatter avg" : "reducescatter",
+                                 n, count, 0, inPlace, t);
+  auto inputs = randomInputs(n, n * count);
+  std::vector<double> scalar(n);
+  std::vector<std::vector<char>> scalars;
+  for (int r = 0; r < n; ++r) {
+    scalar[r] = preScale ? 1 + r % 3 : 1;
+    scalars.push_back(t.scalar(scalar[r]));
+  }
+  std::vector<int> ring = n % 3 == 1 ? shuffledRing(n) : std::vector<int>{};
+  std::vector<RankMemory> memory(n);
+  std::vector<Schedule> schedules;
+  for (int r = 0; r < n; ++r) {
+    layout(memory[r], t, n * count, count, inPlace ? static_cast<long>(r * count) : -1);
+    for (size_t i = 0; i < n * count; ++i) t.put(const_cast<char*>(memory[r].buffers.send), i, inputs[r][i]);
+    schedules.push_back(buildRingReduceScatter({count, t.size(), r, n, ring, average, preScale, inPlace}));
+  }
+  std::vector<std::vector<char>> before;
+  for (auto& m : memory) before.emplace_back(m.buffers.send, m.buffers.send + m.buffers.sendBytes);
+  SimulationResult result = simulateAll(schedules, memory, t, ReduceOp::Sum, scalars);
+  ASSERT_TRUE(result.ok) << what << ": " << result.error;
+  for (int r = 0; r < n; ++r) {
+    for (size_t i = 0; i < count; ++i) {
+      double sum = 0;
+      for (int q = 0; q < n; ++q) sum += scalar[q] * inputs[q][r * count + i];
+      double expected = average ? std::trunc(sum / n) : sum;
+      if (average && t.type == ncclFloat64) expected = sum / n;
+      ASSERT_EQ(t.get(memory[r].buffers.recv, i), expected) << what << " rank " << r << " element " << i;
+    }
+    if (!inPlace) {  // the user's send buffer is never written
+      ASSERT_EQ(0, memcmp(before[r].data(), memory[r].buffers.send, before[r].size())) << what << " rank " << r;
+    }
+  }
+}
+
+TEST(CollectiveSchedules, ReduceScatterRing) {
+  for (int n : rankCounts())
+    for (size_t count : elementCounts(n, true))
+      for (bool inPlace : {false, true})
+        for (int variant = 0; variant < 3; ++variant) {
+          checkReduceScatter(n, count, inPlace, variant == 1, variant == 2, Typed{n % 2 ? ncclInt32 : ncclFloat64});
+          if (HasFatalFailure()) return;
+        }
+}
+
+void checkBroadcast(int n, size_t count, int root, bool inPlace, bool chain, const Typed& t) {
+  const std::string what = label(chain ? "chain broadcast" : "binomial broadcast", n, count, root, inPlace, t);
+  auto inputs = randomInputs(1, count);
+  std::vector<int> ring = chain && n % 2 ? shuffledRing(n) : std::vector<int>{};
+  std::vector<RankMemory> memory(n);
+  std::vector<Schedule> schedules;
+  for (int r = 0; r < n; ++r) {
+    layout(memory[r], t, count, count, inPlace ? 0 : -1);
+    if (r == root)
+      for (size_t i = 0; i < count; ++i) t.put(const_cast<char*>(memory[r].buffers.send), i, inputs[0][i]);
+    BroadcastParams p{count, t.size(), r, n, root, ring};
+    schedules.push_back(chain ? buildChainBroadcast(p) : buildBinomialBroadcast(p));
+  }
+  SimulationResult result = simulateAll(schedules, memory, t);
+  ASSERT_TRUE(result.ok) << what << ": " << result.error;
+  for (int r = 0; r < n; ++r)
+    for (size_t i = 0; i < count; ++i)
+      ASSERT_EQ(t.get(memory[r].buffers.recv, i), inputs[0][i]) << what << " rank " << r << " element " << i;
+}
+
+TEST(CollectiveSchedules, BroadcastChainAndBinomial) {
+  for (int n : rankCounts())
+    for (size_t count : elementCounts(n, false))
+      for (int root : roots(n))
+        for (bool inPlace : {false, true})
+          for (bool chain : {false, true}) {
+            checkBroadcast(n, count, root, inPlace, chain, Typed{root % 2 ? ncclInt32 : ncclFloat64});
+            if (HasFatalFailure()) return;
+          }
+}
+
+void checkReduce(int n, size_t count, int root, bool inPlace, bool chain, int variant, const Typed& t) {
+  const bool average = variant == 1, preScale = variant == 2;
+  const std::string what = label(chain ? "chain reduce" : "binomial reduce", n, count, root, inPlace, t) +
+                           (average ? " avg" : preScale ? " premulsum" : variant == 3 ? " max" : "");
+  const ReduceOp op = variant == 3 ? ReduceOp::Max : ReduceOp::Sum;
+  auto inputs = randomInputs(n, count);
+  std::vector<double> scalar(n, 1);
+  std::vector<std::vector<char>> scalars;
+  for (int r = 0; r < n; ++r) {
+    if (preScale) scalar[r] = (r % 4) - 1;
+    scalars.push_back(t.scalar(scalar[r]));
+  }
+  std::vector<int> ring = chain && n % 2 ? shuffledRing(n) : std::vector<int>{};
+  std::vector<RankMemory> memory(n);
+  std::vector<Schedule> schedules;
+  for (int r = 0; r < n; ++r) {
+    // Non-root ranks have no recv buffer at all.
+    layout(memory[r], t, count, r == root ? count : 0, inPlace && r == root ? 0 : -1);
+    for (size_t i = 0; i < count; ++i) t.put(const_cast<char*>(memory[r].buffers.send), i, inputs[r][i]);
+    ReduceParams p{count, t.size(), r, n, root, ring, average, preScale};
+    schedules.push_back(chain ? buildChainReduce(p) : buildBinomialReduce(p));
+  }
+  std::vector<std::vector<char>> before;
+  for (auto& m : memory) before.emplace_back(m.buffers.send, m.buffers.send + m.buffers.sendBytes);
+  SimulationResult result = simulateAll(schedules, memory, t, op, scalars);
+  ASSERT_TRUE(result.ok) << what << ": " << result.error;
+  for (size_t i = 0; i < count; ++i) {
+    double acc = op == ReduceOp::Max ? -1e300 : 0;
+    for (int q = 0; q < n; ++q)
+      acc = op == ReduceOp::Max ? std::max(acc, inputs[q][i]) : acc + scalar[q] * inputs[q][i];
+    if (average) acc = t.type == ncclFloat64 ? acc / n : std::trunc(acc / n);
+    ASSERT_EQ(t.get(memory[root].buffers.recv, i), acc) << what << " element " << i;
+  }
+  for (int r = 0; r < n; ++r)
+    if (!(inPlace && r == root)) {
+      ASSERT_EQ(0, memcmp(before[r].data(), memory[r].buffers.send, before[r].size())) << what << " rank " << r;
+    }
+}
+
+TEST(CollectiveSchedules, ReduceChainAndBinomial) {
+  for (int n : rankCounts())
+    for (size_t count : elementCounts(n, false))
+      for (int root : roots(n))
+        for (bool inPlace : {false, true})
+          for (bool chain : {false, true}) {
+            checkReduce(n, count, root, inPlace, chain, (n + root + count) % 4, Typed{n % 2 ? ncclInt32 : ncclFloat64});
+            if (HasFatalFailure()) return;
+          }
+}
+
+void checkAllToAll(int n, size_t count, bool inPlace, bool bruck, const Typed& t) {
+  const std::string what = label(bruck ? "bruck alltoall" : "pairwise alltoall", n, count, 0, inPlace, t);
+  auto inputs = randomInputs(n, n * count);
+  std::vector<RankMemory> memory(n);
+  std::vector<Schedule> schedules;
+  for (int r = 0; r < n; ++r) {
+    layout(memory[r], t, n * count, n * count, inPlace ? 0 : -1);
+    for (size_t i = 0; i < n * count; ++i) t.put(const_cast<char*>(memory[r].buffers.send), i, inputs[r][i]);
+    AllToAllParams p{count, t.size(), r, n, inPlace};
+    schedules.push_back(bruck ? buildBruckAllToAll(p) : buildPairwiseAllToAll(p));
+  }
+  SimulationResult result = simulateAll(schedules, memory, t);
+  ASSERT_TRUE(result.ok) << what << ": " << result.error;
+  for (int r = 0; r < n; ++r)
+    for (int q = 0; q < n; ++q)
+      for (size_t i = 0; i < count; ++i)
+        ASSERT_EQ(t.get(memory[r].buffers.recv, q * count + i), inputs[q][r * count + i])
+            << what << " rank " << r << " block " << q;
+}
+
+TEST(CollectiveSchedules, AllToAllPairwiseAndBruck) {
+  for (int n : rankCounts())
+    for (size_t count : elementCounts(n, true))
+      for (bool inPlace : {false, true})
+        for (bool bruck : {false, true}) {
+          checkAllToAll(n, count, inPlace, bruck, Typed{n % 2 ? ncclInt32 : ncclFloat64});
+          if (HasFatalFailure()) return;
+        }
+}
+
+void checkGatherScatter(int n, size_t count, int root, bool inPlace, bool gather, const Typed& t) {
+  const std::string what = label(gather ? "gather" : "scatter", n, count, root, inPlace, t);
+  std::vector<RankMemory> memory(n);
+  std::vector<Schedule> schedules;
+  if (gather) {
+    auto inputs = randomInputs(n, count);
+    for (int r = 0; r < n; ++r) {
+      const bool rootInPlace = inPlace && r == root;
+      layout(memory[r], t, count, r == root ? n * count : 0, rootInPlace ? static_cast<long>(root * count) : -1);
+      for (size_t i = 0; i < count; ++i) t.put(const_cast<char*>(memory[r].buffers.send), i, inputs[r][i]);
+      schedules.push_back(buildLinearGather({count, t.size(), r, n, root, rootInPlace}));
+    }
+    SimulationResult result = simulateAll(schedules, memory, t);
+    ASSERT_TRUE(result.ok) << what << ": " << result.error;
+    for (int q = 0; q < n; ++q)
+      for (size_t i = 0; i < count; ++i)
+        ASSERT_EQ(t.get(memory[root].buffers.recv, q * count + i), inputs[q][i]) << what << " block " << q;
+    return;
+  }
+  auto inputs = randomInputs(1, n * count);
+  for (int r = 0; r < n; ++r) {
+    const bool rootInPlace = inPlace && r == root;
+    layout(memory[r], t, r == root ? n * count : 0, count, rootInPlace ? static_cast<long>(root * count) : -1);
+    if (r == root)
+      for (size_t i = 0; i < n * count; ++i) t.put(const_cast<char*>(memory[r].buffers.send), i, inputs[0][i]);
+    schedules.push_back(buildLinearScatter({count, t.size(), r, n, root, rootInPlace}));
+  }
+  SimulationResult result = simulateAll(schedules, memory, t);
+  ASSERT_TRUE(result.ok) << what << ": " << result.error;
+  for (int r = 0; r < n; ++r)
+    for (size_t i = 0; i < count; ++i)
+      ASSERT_EQ(t.get(memory[r].buffers.recv, i), inputs[0][r * count + i]) << what << " rank " << r;
+}
+
+TEST(CollectiveSchedules, GatherAndScatter) {
+  for (int n : rankCounts())
+    for (size_t count : elementCounts(n, false))
+      for (int root : roots(n))
+        for (bool inPlace : {false, true})
+          for (bool gather : {false, true}) {
+            checkGatherScatter(n, count, root, inPlace, gather, Typed{n % 2 ? ncclInt32 : ncclFloat64});
+            if (HasFatalFailure()) return;
+          }
+}
+
+// Random groups of sends and receives: every rank sends a few messages of random sizes to random
+// peers (itself included); the receiver posts its receives in a shuffled order that keeps the
+// order per peer. Each message must land where its receive says.
+TEST(CollectiveSchedules, PointToPointGroups) {
+  std::uniform_int_distribution<int> small(0, 5);
+  for (int n : rankCounts()) {
+    const int messagesPerRank = n > 64 ? 1 : 3;
+    struct Message { int from, to; size_t bytes, sendOffset, recvOffset; };
+    std::vector<Message> messages;
+    std::vector<size_t> sendUsed(n, 0), recvUsed(n, 0);
+    for (int from = 0; from < n; ++from)
+      for (int k = 0; k < messagesPerRank; ++k) {
+        int to = std::uniform_int_distribution<int>(0, n - 1)(rng());
+        size_t bytes = static_cast<size_t>(small(rng())) * 3;  // any byte count, zero included
+        messages.push_back({from, to, bytes, sendUsed[from], recvUsed[to]});
+        sendUsed[from] += bytes;
+        recvUsed[to] += bytes;
+      }
+    std::vector<PointToPointParams> params(n);
+    for (int r = 0; r < n; ++r) params[r].rank = r;
+    for (const Message& m : messages) params[m.from].ops.push_back({m.to, m.bytes, true, m.sendOffset});
+    // Receives: per receiver in message order (= per-sender order), then interleaved with the
+    // sends at random positions.
+    for (const Message& m : messages) {
+      auto& ops = params[m.to].ops;
+      size_t lastSamePeer = 0;
+      for (size_t i = 0; i < ops.size(); ++i)
+        if (!ops[i].send && ops[i].peer == m.from) lastSamePeer = i + 1;
+      size_t at = std::uniform_int_distribution<size_t>(lastSamePeer, ops.size())(rng());
+      ops.insert(ops.begin() + at, {m.from, m.bytes, false, m.recvOffset});
+    }
+    std::vector<RankMemory> memory(n);
+    std::vector<Schedule> schedules(n);
+    std::vector<std::vector<char>> sent(n);
+    for (int r = 0; r < n; ++r) {
+      memory[r].sendStorage.resize(sendUsed[r] + 1);
+      for (char& c : memory[r].sendStorage) c = static_cast<char>(rng()());
+      memory[r].recvStorage.assign(recvUsed[r] + 1, 0);
+      memory[r].buffers = {memory[r].sendStorage.data(), memory[r].recvStorage.data(), sendUsed[r], recvUsed[r]};
+      std::string error;
+      ASSERT_TRUE(buildPointToPoint(params[r], &schedules[r], &error)) << error;
+    }
+    SimulationResult result = simulateAll(schedules, memory, Typed{ncclInt32});
+    ASSERT_TRUE(result.ok) << "n=" << n << ": " << result.error;
+    for (const Message& m : messages)
+      ASSERT_EQ(0, memcmp(memory[m.from].sendStorage.data() + m.sendOffset,
+                          memory[m.to].recvStorage.data() + m.recvOffset, m.bytes))
+          << "n=" << n << " message " << m.from << "->" << m.to;
+  }
+}
+
+TEST(CollectiveSchedules, PointToPointRejectsUnpairedSelfMessages) {
+  Schedule schedule;
+  std::string error;
+  EXPECT_FALSE(buildPointToPoint({0, {{0, 8, true, 0}}}, &schedule, &error));
+  EXPECT_NE(error.find("self"), std::string::npos);
+  EXPECT_FALSE(buildPointToPoint({0, {{0, 8, true, 0}, {0, 4, false, 0}}}, &schedule, &error));
+}
+
+}  // namespace
