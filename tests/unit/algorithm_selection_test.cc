@@ -1,0 +1,233 @@
+// The cost model and all-reduce selection: on the DGX-like fixture (8 GPUs on NVSwitch, eight
+// 400 Gb/s NICs, 8 ranks per node) the log-depth algorithms win small messages at many ranks,
+// ring or hierarchical the large ones, hierarchical multi-node when the network is slow; the
+// tuning file, NCCL_ALGO and WEFT_ALGO are parsed as documented, errors included.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <fstream>
+
+#include "algorithms/algorithm_selection.h"
+#include "algorithms/cost_model.h"
+#include "common/status.h"
+#include "topology/topology_model.h"
+#include "topology/topology_xml.h"
+
+using namespace weft;
+
+namespace {
+
+class Selection : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_EQ(loadTopologyFile(std::string(WEFT_TOPO_FIXTURE_DIR) + "/dgx_h100.xml", &dgx_), ncclSuccess)
+        << lastErrorMessage();
+    links_ = linkTableFromTopology(&dgx_);
+    model_ = costModelFromLinks(links_, IntraNodeMedium::Auto, &dgx_);
+  }
+
+  SelectionInput input(size_t bytes, int n, int perNode = 8) const {
+    SelectionInput in;
+    in.bytes = bytes;
+    in.nranks = n;
+    in.model = model_;
+    in.nodes.resize((n + perNode - 1) / perNode);
+    for (int r = 0; r < n; ++r) in.nodes[r / perNode].push_back(r);
+    return in;
+  }
+
+  AllReduceAlgorithm pick(const SelectionInput& in) {
+    AlgorithmChoice choice;
+    EXPECT_EQ(selectAllReduceAlgorithm(in, &choice), ncclSuccess) << lastErrorMessage();
+    return choice.algorithm;
+  }
+
+  TopologyModel dgx_;
+  LinkTable links_;
+  CostModel model_;
+};
+
+TEST_F(Selection, LinksComeFromTheFixture) {
+  EXPECT_DOUBLE_EQ(links_[LinkType::Network].bandwidthGBps, 50.0);  // 400 Gb/s
+  EXPECT_EQ(links_.nicsPerNode, 8);
+  EXPECT_DOUBLE_EQ(model_.intra.bandwidthGBps, 450.0);  // NVLink
+  EXPECT_DOUBLE_EQ(model_.interPerRank(8).bandwidthGBps, 50.0);  // one NIC per GPU
+  EXPECT_DOUBLE_EQ(model_.interPerRank(16).bandwidthGBps, 25.0);
+  // Without a topology: host memory through shared-memory slots, the table's 12.5 GB/s NIC.
+  CostModel host = costModelFromLinks(linkTableFromTopology(nullptr), IntraNodeMedium::Auto);
+  EXPECT_DOUBLE_EQ(host.intra.bandwidthGBps, linkClassInfo(LinkType::Memory).nominalGBps / 2);
+  EXPECT_DOUBLE_EQ(host.nic.bandwidthGBps, 12.5);
+}
+
+TEST_F(Selection, LogDepthAlgorithmsWinSmallMessagesAtManyRanks) {
+  for (int n : {64, 512, 4096})
+    for (size_t bytes : {size_t(8), size_t(1024), size_t(16 << 10)}) {
+      SelectionInput in = input(bytes, n);
+      AlgorithmChoice choice;
+      ASSERT_EQ(selectAllReduceAlgorithm(in, &choice), ncclSuccess);
+      EXPECT_TRUE(choice.algorithm == AllReduceAlgorithm::Tree || choice.algorithm == AllReduceAlgorithm::Rhd)
+          << n << " ranks " << bytes << " bytes: " << allReduceAlgorithmName(choice.algorithm);
+      EXPECT_LT(choice.estimates[1].timeUs * 5, choice.estimates[0].timeUs) << "tree vs ring at " << n;
+      // NCCL's choice set (Ring, Tree): tree.
+      in.ncclAlgo = "Ring,Tree";
+      EXPECT_EQ(pick(in), AllReduceAlgorithm::Tree) << n << " ranks " << bytes << " bytes";
+    }
+  // In the alpha-beta model rhd's latency matches the tree's (both ~2 log2 n hops), so either
+  // may win; both beat ring and hier by far.
+  SelectionInput odd = input(64 << 10, 1000);
+  AlgorithmChoice choice;
+  ASSERT_EQ(selectAllReduceAlgorithm(odd, &choice), ncclSuccess);
+  EXPECT_LT(choice.estimates[1].timeUs * 10, choice.estimates[3].timeUs);
+  EXPECT_LT(choice.estimates[2].timeUs * 10, choice.estimates[3].timeUs);
+}
+
+TEST_F(Selection, RingOrHierWinLargeMessages) {
+  // One node: ring; rhd has the same bandwidth term and fewer hops, so it may edge ahead, and
+  // hier is the same ring there (ties go to ring).
+  SelectionInput one = input(size_t(1) << 30, 8);
+  AllReduceAlgorithm a = pick(one);
+  EXPECT_TRUE(a == AllReduceAlgorithm::Ring || a == AllReduceAlgorithm::Rhd) << allReduceAlgorithmName(a);
+  one.ncclAlgo = "Ring,Tree";
+  EXPECT_EQ(pick(one), AllReduceAlgorithm::Ring);
+  // Many nodes: hier (every GPU's NIC carries S/L) or rhd, which at a power of two with
+  // node-major positions moves the same bytes over the same links; both far ahead of ring.
+  for (int n : {64, 512, 4096}) {
+    SelectionInput in = input(size_t(1) << 30, n);
+    AlgorithmChoice choice;
+    ASSERT_EQ(selectAllReduceAlgorithm(in, &choice), ncclSuccess);
+    EXPECT_TRUE(choice.algorithm == AllReduceAlgorithm::Hier || choice.algorithm == AllReduceAlgorithm::Rhd) << n;
+    EXPECT_LT(choice.timeUs * 3, choice.estimates[0].timeUs) << n;
+    in.weftAlgo = "ring,tree,hier";
+    EXPECT_EQ(pick(in), AllReduceAlgorithm::Hier) << n;
+  }
+  // Not a power of two: rhd's fold stretches distances across nodes; hier wins.
+  EXPECT_EQ(pick(input(size_t(1) << 30, 96)), AllReduceAlgorithm::Hier);
+}
+
+TEST_F(Selection, HierWinsMultiNodeWithSlowNetwork) {
+  LinkTable slow = links_;
+  ASSERT_EQ(applyTuningText("link Network latency_us 20 bandwidth_GBps 3\n", "slow", &slow), ncclSuccess);
+  SelectionInput in = input(64 << 20, 96);
+  in.model = costModelFromLinks(slow, IntraNodeMedium::Auto, &dgx_);
+  AlgorithmChoice choice;
+  ASSERT_EQ(selectAllReduceAlgorithm(in, &choice), ncclSuccess);
+  EXPECT_EQ(choice.algorithm, AllReduceAlgorithm::Hier);
+  EXPECT_LT(choice.estimates[3].timeUs * 4, choice.estimates[0].timeUs);
+  EXPECT_LT(choice.estimates[3].timeUs * 4, choice.estimates[1].timeUs);
+  // Uneven nodes: hierarchical runs as ring, so it is never strictly cheaper.
+  in.nodes = {{0, 1, 2}, {3, 4, 5, 6, 7}};
+  in.nranks = 8;
+  EXPECT_NE(pick(in), AllReduceAlgorithm::Hier);
+}
+
+TEST_F(Selection, DirectOnlyOnOneHostWithMappedBuffers) {
+  SelectionInput in = input(1 << 20, 8);
+  in.model = costModelFromLinks(linkTableFromTopology(nullptr), IntraNodeMedium::Memory);
+  AlgorithmChoice choice;
+  ASSERT_EQ(selectAllReduceAlgorithm(in, &choice), ncclSuccess);
+  EXPECT_FALSE(choice.estimates[4].applicable);
+  EXPECT_NE(choice.algorithm, AllReduceAlgorithm::Direct);
+  in.directAvailable = true;
+  EXPECT_EQ(pick(in), AllReduceAlgorithm::Direct);
+  SelectionInput two = input(1 << 20, 16);
+  two.directAvailable = true;  // two hosts: never
+  EXPECT_NE(pick(two), AllReduceAlgorithm::Direct);
+  // Forced but impossible: ring, with the reason saying so.
+  two.weftAlgo = "direct";
+  ASSERT_EQ(selectAllReduceAlgorithm(two, &choice), ncclSuccess);
+  EXPECT_EQ(choice.algorithm, AllReduceAlgorithm::Ring);
+  EXPECT_NE(choice.reason.find("fallback"), std::string::npos);
+}
+
+TEST_F(Selection, EnvironmentOverrides) {
+  SelectionInput in = input(8, 512);
+  in.weftAlgo = "ring";
+  EXPECT_EQ(pick(in), AllReduceAlgorithm::Ring);
+  in.weftAlgo = "HIER";
+  EXPECT_EQ(pick(in), AllReduceAlgorithm::Hier);
+  in.weftAlgo = "^tree,rhd";
+  in.ncclAlgo = "Tree";  // ignored: WEFT_ALGO wins
+  AllReduceAlgorithm a = pick(in);
+  EXPECT_TRUE(a != AllReduceAlgorithm::Tree && a != AllReduceAlgorithm::Rhd);
+  in.weftAlgo.reset();
+  EXPECT_EQ(pick(in), AllReduceAlgorithm::Tree);
+  in.ncclAlgo = "ring";
+  EXPECT_EQ(pick(in), AllReduceAlgorithm::Ring);
+  in.ncclAlgo = "Tree,CollnetDirect,NVLS";  // NCCL names weft lacks: ignored, tree remains
+  EXPECT_EQ(pick(in), AllReduceAlgorithm::Tree);
+  in.ncclAlgo = "^Tree";
+  EXPECT_NE(pick(in), AllReduceAlgorithm::Tree);
+  in.ncclAlgo = "";  // empty: not set
+  EXPECT_NE(pick(in), AllReduceAlgorithm::Ring);
+}
+
+TEST_F(Selection, EnvironmentErrors) {
+  SelectionInput in = input(1024, 64);
+  AlgorithmChoice choice;
+  in.weftAlgo = "butterfly";
+  EXPECT_EQ(selectAllReduceAlgorithm(in, &choice), ncclInvalidArgument);
+  EXPECT_NE(lastErrorMessage().find("butterfly"), std::string::npos);
+  EXPECT_NE(lastErrorMessage().find("ring, tree, rhd, hier, direct"), std::string::npos);
+  in.weftAlgo = "^ring,tree,rhd,hier,direct";
+  EXPECT_EQ(selectAllReduceAlgorithm(in, &choice), ncclInvalidArgument);
+  in.weftAlgo = " , ";
+  EXPECT_EQ(selectAllReduceAlgorithm(in, &choice), ncclInvalidArgument);
+  in.weftAlgo.reset();
+  in.ncclAlgo = "CollnetDirect,NVLS";  // nothing weft has remains
+  EXPECT_EQ(selectAllReduceAlgorithm(in, &choice), ncclInvalidArgument);
+  EXPECT_NE(lastErrorMessage().find("NCCL_ALGO"), std::string::npos);
+  in.ncclAlgo = "Rign";
+  EXPECT_EQ(selectAllReduceAlgorithm(in, &choice), ncclInvalidArgument);
+  EXPECT_NE(lastErrorMessage().find("Rign"), std::string::npos);
+  in.ncclAlgo = "^Ring,Tree,rhd,hier,direct,PAT";
+  EXPECT_EQ(selectAllReduceAlgorithm(in, &choice), ncclInvalidArgument);
+}
+
+TEST_F(Selection, EstimatesCoverEveryAlgorithm) {
+  AlgorithmChoice choice;
+  ASSERT_EQ(selectAllReduceAlgorithm(input(64 << 20, 64), &choice), ncclSuccess);
+  for (int i = 0; i < kAllReduceAlgorithmCount; ++i) {
+    EXPECT_EQ(static_cast<int>(choice.estimates[i].algorithm), i);
+    EXPECT_GT(choice.estimates[i].timeUs, 0);
+  }
+  EXPECT_DOUBLE_EQ(choice.timeUs, choice.estimates[static_cast<int>(choice.algorithm)].timeUs);
+  // No algorithm beats the bandwidth bound.
+  CostInput cost{64 << 20, 64, std::vector<int>(8, 8)};
+  double bound = allReduceLowerBoundUs(cost, model_);
+  for (const auto& e : choice.estimates)
+    if (e.applicable) { EXPECT_GE(e.timeUs, bound) << allReduceAlgorithmName(e.algorithm); }
+}
+
+TEST(TuningFile, ParsesAndRejects) {
+  LinkTable table;
+  ASSERT_EQ(applyTuningText("# measured\n\nlink network bandwidth_GBps 23.5 latency_us 3 # ib\nlink NVLink latency_us 1\n"
+                            "nics_per_node 4\n",
+                            "t", &table),
+            ncclSuccess)
+      << lastErrorMessage();
+  EXPECT_DOUBLE_EQ(table[LinkType::Network].bandwidthGBps, 23.5);
+  EXPECT_DOUBLE_EQ(table[LinkType::Network].latencyUs, 3);
+  EXPECT_DOUBLE_EQ(table[LinkType::NVLink].latencyUs, 1);
+  EXPECT_DOUBLE_EQ(table[LinkType::NVLink].bandwidthGBps, linkClassInfo(LinkType::NVLink).nominalGBps);
+  EXPECT_EQ(table.nicsPerNode, 4);
+  const char* bad[] = {"link Warp latency_us 1\n", "link PCIe latency_us\n", "link PCIe latency_us -1\n",
+                       "link PCIe speed 5\n", "bandwidth 5\n", "nics_per_node 1.5\n", "link PCIe latency_us 1x\n"};
+  for (const char* text : bad) {
+    LinkTable t;
+    EXPECT_EQ(applyTuningText(std::string("# ok\n") + text, "tune.txt", &t), ncclInvalidArgument) << text;
+    EXPECT_NE(lastErrorMessage().find("tune.txt:2"), std::string::npos) << lastErrorMessage();
+  }
+  LinkTable t;
+  EXPECT_EQ(applyTuningFile("/nonexistent/weft-tuning", &t), ncclInvalidArgument);
+  EXPECT_NE(lastErrorMessage().find("/nonexistent/weft-tuning"), std::string::npos);
+  // From a file, through WEFT_TUNING_FILE.
+  std::string path = ::testing::TempDir() + "weft_tuning_test.txt";
+  std::ofstream(path) << "link Network latency_us 7 bandwidth_GBps 1\n";
+  setenv("WEFT_TUNING_FILE", path.c_str(), 1);
+  ASSERT_EQ(linkTableFromEnv(nullptr, &t), ncclSuccess) << lastErrorMessage();
+  unsetenv("WEFT_TUNING_FILE");
+  EXPECT_DOUBLE_EQ(t[LinkType::Network].latencyUs, 7);
+  std::remove(path.c_str());
+}
+
+}  // namespace

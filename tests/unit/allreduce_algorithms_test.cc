@@ -1,0 +1,240 @@
+// The tree, recursive halving-doubling and hierarchical all-reduce schedules (and ring and
+// direct through the common entry point), run by the in-process simulator with real data:
+// every element of every rank's result must be the sum of every rank's input exactly once
+// (inputs are distinct 64-bit values, so a missing or doubled contribution shows), and for
+// an average divided exactly once. Ranks 1..64 and 96, 128, 255, 256, 1000, 1024; counts 0, 1,
+// below the rank count, odd; in and out of place.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <numeric>
+#include <vector>
+
+#include "algorithms/algorithm_selection.h"
+#include "algorithms/hierarchical_allreduce.h"
+#include "algorithms/rhd_allreduce.h"
+#include "algorithms/simulator.h"
+#include "algorithms/tree_allreduce.h"
+
+using namespace weft;
+
+namespace {
+
+uint64_t inputValue(int rank, size_t i) {
+  uint64_t x = (static_cast<uint64_t>(rank) << 32) ^ (i * 0x9E3779B97F4A7C15ull) ^ 0xD1B54A32D192ED03ull;
+  x ^= x >> 29;
+  x *= 0xBF58476D1CE4E5B9ull;
+  return x ^ (x >> 32);
+}
+
+// Node-major layout of n ranks, `perNode` on each (the last node takes the remainder);
+// `interleaved`: rank r on node r % nNodes, as a launcher that deals ranks round robin.
+std::vector<std::vector<int>> makeNodes(int n, int perNode, bool interleaved = false) {
+  std::vector<std::vector<int>> nodes;
+  int nNodes = (n + perNode - 1) / perNode;
+  nodes.resize(nNodes);
+  for (int r = 0; r < n; ++r) nodes[interleaved ? r % nNodes : r / perNode].push_back(r);
+  return nodes;
+}
+
+std::vector<int> nodeMajor(const std::vector<std::vector<int>>& nodes) {
+  std::vector<int> order;
+  for (const auto& node : nodes) order.insert(order.end(), node.begin(), node.end());
+  return order;
+}
+
+// Runs `algorithm` on n ranks; returns "" or the first failure.
+std::string check(AllReduceAlgorithm algorithm, int n, size_t count, bool inPlace, bool average,
+                  const std::vector<std::vector<int>>& nodes) {
+  AllReduceShape shape;
+  shape.count = count;
+  shape.elementSize = 8;
+  shape.nranks = n;
+  shape.nodes = nodes;
+  shape.order = nodeMajor(nodes);
+  shape.average = average;
+  std::vector<Schedule> schedules;
+  for (int r = 0; r < n; ++r) {
+    shape.rank = r;
+    schedules.push_back(buildAllReduceSchedule(algorithm, shape));
+    if (schedules.back().divisor != static_cast<uint64_t>(n) && !(n == 1))
+      return "divisor " + std::to_string(schedules.back().divisor);
+  }
+  // Sum: uint64 inputs (wrapping). Average: small integers in double (exact sums).
+  std::vector<std::vector<uint64_t>> send(n, std::vector<uint64_t>(count + 1)), recv(n, std::vector<uint64_t>(count + 1));
+  std::vector<SimulatedBuffers> buffers(n);
+  for (int r = 0; r < n; ++r) {
+    for (size_t i = 0; i < count; ++i) {
+      if (average) {
+        double v = static_cast<double>((inputValue(r, i) % 4096) + 1);
+        std::memcpy(&send[r][i], &v, 8);
+      } else {
+        send[r][i] = inputValue(r, i);
+      }
+      recv[r][i] = 0x5555555555555555ull;
+    }
+    buffers[r].send = reinterpret_cast<const char*>(send[r].data());
+    buffers[r].recv = inPlace ? reinterpret_cast<char*>(send[r].data()) : reinterpret_cast<char*>(recv[r].data());
+    buffers[r].sendBytes = buffers[r].recvBytes = count * 8;
+  }
+  std::vector<uint64_t> expectSum(count, 0);
+  std::vector<double> expectAvg(count, 0);
+  for (int r = 0; r < n; ++r)
+    for (size_t i = 0; i < count; ++i) {
+      expectSum[i] += inputValue(r, i);
+      expectAvg[i] += static_cast<double>((inputValue(r, i) % 4096) + 1);
+    }
+  SimulationOptions options;
+  options.type = average ? ncclFloat64 : ncclUint64;
+  SimulationResult result = simulate(schedules, buffers, options);
+  if (!result.ok) return result.error;
+  for (int r = 0; r < n; ++r) {
+    const uint64_t* out = reinterpret_cast<const uint64_t*>(buffers[r].recv);
+    for (size_t i = 0; i < count; ++i) {
+      if (average) {
+        double got;
+        std::memcpy(&got, &out[i], 8);
+        double want = expectAvg[i] / n;
+        if (std::fabs(got - want) > 1e-9 * std::fabs(want))
+          return "rank " + std::to_string(r) + " element " + std::to_string(i) + ": avg " + std::to_string(got) +
+                 ", expected " + std::to_string(want);
+      } else if (out[i] != expectSum[i]) {
+        return "rank " + std::to_string(r) + " element " + std::to_string(i) + ": wrong sum";
+      }
+    }
+  }
+  return "";
+}
+
+const AllReduceAlgorithm kMine[] = {AllReduceAlgorithm::Tree, AllReduceAlgorithm::Rhd, AllReduceAlgorithm::Hier};
+
+int perNodeFor(int n) { return n % 8 == 0 ? 8 : n % 4 == 0 ? 4 : n % 2 == 0 ? 2 : 1; }
+
+TEST(AllReduceAlgorithms, CorrectFor1To64Ranks) {
+  for (int n = 1; n <= 64; ++n)
+    for (size_t count : {size_t(0), size_t(1), size_t(n > 1 ? n - 1 : 0), size_t(n), size_t(2 * n + 1), size_t(97)})
+      for (bool inPlace : {false, true})
+        for (AllReduceAlgorithm a : kMine) {
+          bool average = (n + count) % 2 == 1;
+          std::string error = check(a, n, count, inPlace, average, makeNodes(n, perNodeFor(n)));
+          ASSERT_EQ(error, "") << allReduceAlgorithmName(a) << " n=" << n << " count=" << count
+                               << (inPlace ? " in place" : "") << (average ? " avg" : " sum");
+        }
+}
+
+TEST(AllReduceAlgorithms, CorrectForLargeRankCountsWithSmallCounts) {
+  for (int n : {96, 128, 255, 256, 1000, 1024})
+    for (size_t count : {size_t(0), size_t(1), size_t(n / 3), size_t(2 * n + 1)})
+      for (AllReduceAlgorithm a : kMine) {
+        bool inPlace = count % 2 == 1;
+        bool average = n % 2 == 0 && count > 1;
+        std::string error = check(a, n, count, inPlace, average, makeNodes(n, 8));
+        ASSERT_EQ(error, "") << allReduceAlgorithmName(a) << " n=" << n << " count=" << count;
+      }
+}
+
+TEST(AllReduceAlgorithms, AverageAndSumBothWaysAtEveryCountBelowTheRankCount) {
+  const int n = 12;
+  for (size_t count = 0; count <= 13; ++count)
+    for (bool inPlace : {false, true})
+      for (bool average : {false, true})
+        for (AllReduceAlgorithm a : kMine)
+          ASSERT_EQ(check(a, n, count, inPlace, average, makeNodes(n, 4)), "")
+              << allReduceAlgorithmName(a) << " count=" << count << " inPlace=" << inPlace << " avg=" << average;
+}
+
+TEST(AllReduceAlgorithms, RingAndDirectThroughTheCommonEntryPoint) {
+  for (int n : {1, 2, 3, 7, 8})
+    for (size_t count : {size_t(0), size_t(1), size_t(n + 2)}) {
+      EXPECT_EQ(check(AllReduceAlgorithm::Ring, n, count, false, true, makeNodes(n, n)), "") << n;
+    }
+}
+
+TEST(HierarchicalAllReduce, InterleavedAndUnevenNodes) {
+  // Ranks dealt round robin across nodes: rails and node rings follow the layout, not rank ids.
+  for (int n : {4, 6, 16, 24})
+    for (size_t count : {size_t(1), size_t(5), size_t(3 * n + 1)})
+      for (bool inPlace : {false, true})
+        for (AllReduceAlgorithm a : kMine)
+          ASSERT_EQ(check(a, n, count, inPlace, true, makeNodes(n, n / 2, true)), "")
+              << allReduceAlgorithmName(a) << " n=" << n << " count=" << count;
+  // Uneven nodes (3 + 5 ranks; 8 + 8 + 1): the documented fallback, a ring in node order.
+  std::vector<std::vector<int>> uneven = {{0, 1, 2}, {3, 4, 5, 6, 7}};
+  EXPECT_FALSE(nodesAreUniform(uneven));
+  for (size_t count : {size_t(0), size_t(1), size_t(7), size_t(40)})
+    EXPECT_EQ(check(AllReduceAlgorithm::Hier, 8, count, count % 2, true, uneven), "") << count;
+  EXPECT_EQ(check(AllReduceAlgorithm::Hier, 17, 50, false, false, makeNodes(17, 8)), "");
+}
+
+TEST(HierarchicalAllReduce, OnlyRailPeersCrossNodes) {
+  auto nodes = makeNodes(32, 8);
+  for (int r = 0; r < 32; ++r) {
+    Schedule s = buildHierarchicalAllReduce({1000, 4, r, nodes, false});
+    for (const Step& step : s.steps)
+      if (step.peer >= 0 && step.peer / 8 != r / 8) {
+        EXPECT_EQ(step.peer % 8, r % 8) << "rank " << r << " talks to " << step.peer;
+      }
+  }
+}
+
+TEST(TreeAllReduce, TreesAreSpanningAndComplementary) {
+  for (int n = 1; n <= 300; ++n) {
+    for (int t = 0; t < 2; ++t) {
+      int roots = 0;
+      for (int p = 0; p < n; ++p) {
+        TreeLinks links = doubleBinaryTree(n, p, t);
+        EXPECT_LE(links.children.size(), 2u);
+        if (links.parent < 0) ++roots;
+        else {
+          TreeLinks up = doubleBinaryTree(n, links.parent, t);
+          EXPECT_EQ(std::count(up.children.begin(), up.children.end(), p), 1) << "n=" << n << " tree " << t << " p=" << p;
+        }
+        for (int c : links.children) EXPECT_EQ(doubleBinaryTree(n, c, t).parent, p);
+      }
+      EXPECT_EQ(roots, 1) << "n=" << n;
+      // The cost model's closed form for the depth.
+      if (n > 1) {
+        int k = 0;
+        while ((2 << k) <= n - 1) ++k;
+        EXPECT_EQ(doubleBinaryTreeDepth(n, t), k + 1) << "n=" << n << " tree " << t;
+      }
+    }
+    // Complementary: for even n no rank is a leaf in both trees (odd n: at most one).
+    if (n >= 4) {
+      int leafInBoth = 0;
+      for (int p = 0; p < n; ++p)
+        leafInBoth += doubleBinaryTree(n, p, 0).children.empty() && doubleBinaryTree(n, p, 1).children.empty();
+      EXPECT_LE(leafInBoth, n % 2 == 0 ? 0 : 1) << "n=" << n;
+    }
+  }
+}
+
+TEST(TreeAllReduce, EachRankSendsAtMostTheWholeBufferPerPhase) {
+  // Bandwidth shape: every rank sends S/2 up each tree at most once, so at most S in the reduction.
+  const size_t count = 1 << 10;
+  for (int n : {2, 5, 8, 33}) {
+    std::vector<int> order(n);
+    std::iota(order.begin(), order.end(), 0);
+    for (int r = 0; r < n; ++r) {
+      Schedule s = buildTreeAllReduce({count, 4, r, order, false});
+      size_t sentUp = 0;
+      for (const Step& step : s.steps)
+        if (step.kind == StepKind::Send && step.src.buffer == BufferKind::Send) sentUp += step.src.bytes;
+      EXPECT_LE(sentUp, count * 4);
+      EXPECT_EQ(s.scratchBytes, 0u);  // partial sums accumulate in the receive buffer
+    }
+  }
+}
+
+TEST(RhdAllReduce, StepsAreLogarithmic) {
+  std::vector<int> order(1024);
+  std::iota(order.begin(), order.end(), 0);
+  Schedule s = buildRhdAllReduce({1 << 20, 4, 5, order, true});
+  EXPECT_EQ(s.steps.size(), 2u * 2 * 10 + 1);  // 10 halving + 10 doubling exchanges, one divide
+  order.resize(1000);
+  Schedule folded = buildRhdAllReduce({1 << 20, 4, 0, order, false});  // an even rank that sits out
+  EXPECT_EQ(folded.steps.size(), 2u);
+}
+
+}  // namespace

@@ -1,0 +1,270 @@
+// weft-info: what weft would do, without running anything.
+//
+//   weft-info plan allreduce SIZE --ranks N [--ranks-per-node L] [--topo FILE] [--direct]
+//             [--print-schedule RANK [--algo NAME]]
+//       every all-reduce algorithm's predicted time and bus bandwidth for SIZE bytes on N ranks
+//       (L per node; default all on one node), the one selection picks, and optionally one
+//       rank's schedule.
+//   weft-info table allreduce --ranks N[,N...] [--ranks-per-node L] [--topo FILE]
+//             [--from SIZE] [--to SIZE] [--step FACTOR]
+//       predicted bus bandwidth of every algorithm for sizes from..to (default 8 B to 4 GiB, x2), the choice,
+//       the bandwidth ceiling, and the crossover sizes: the table in docs/algorithms.md.
+//
+// SIZE: bytes, with K, M, G (powers of 1024). --topo loads an hwloc XML topology (NIC speed and
+// count, NVLink) for every node; without it: host memory, one 12.5 GB/s NIC per node. The
+// WEFT_TUNING_FILE, WEFT_ALGO and NCCL_ALGO variables apply as in the library.
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "algorithms/algorithm_selection.h"
+#include "algorithms/cost_model.h"
+#include "common/status.h"
+#include "topology/topology_model.h"
+#include "topology/topology_xml.h"
+
+using namespace weft;
+
+namespace {
+
+void usage(FILE* to) {
+  std::fprintf(to,
+               "usage: weft-info plan allreduce SIZE --ranks N [--ranks-per-node L] [--topo FILE] [--direct]\n"
+               "                 [--print-schedule RANK [--algo NAME]]\n"
+               "       weft-info table allreduce --ranks N[,N...] [--ranks-per-node L] [--topo FILE]\n"
+               "                 [--from SIZE] [--to SIZE] [--step FACTOR]\n"
+               "SIZE: bytes with optional K, M, G suffix (powers of 1024). Without --topo: host memory,\n"
+               "one 12.5 GB/s NIC per node. WEFT_TUNING_FILE, WEFT_ALGO and NCCL_ALGO apply.\n");
+}
+
+bool parseSize(const char* text, size_t* out) {
+  char* end = nullptr;
+  double v = std::strtod(text, &end);
+  if (end == text || v < 0) return false;
+  double scale = 1;
+  switch (*end) {
+    case 'k': case 'K': scale = 1024.0; ++end; break;
+    case 'm': case 'M': scale = 1024.0 * 1024; ++end; break;
+    case 'g': case 'G': scale = 1024.0 * 1024 * 1024; ++end; break;
+    default: break;
+  }
+  if (*end == 'B' || *end == 'b') ++end;
+  if (*end) return false;
+  *out = static_cast<size_t>(v * scale);
+  return true;
+}
+
+std::string sizeText(size_t bytes) {
+  char text[32];
+  if (bytes >= (1ull << 30) && bytes % (1ull << 30) == 0) snprintf(text, sizeof text, "%zuG", bytes >> 30);
+  else if (bytes >= (1u << 20) && bytes % (1u << 20) == 0) snprintf(text, sizeof text, "%zuM", bytes >> 20);
+  else if (bytes >= 1024 && bytes % 1024 == 0) snprintf(text, sizeof text, "%zuK", bytes >> 10);
+  else snprintf(text, sizeof text, "%zu", bytes);
+  return text;
+}
+
+std::vector<std::vector<int>> makeNodes(int n, int perNode) {
+  std::vector<std::vector<int>> nodes((n + perNode - 1) / perNode);
+  for (int r = 0; r < n; ++r) nodes[r / perNode].push_back(r);
+  return nodes;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 3 || (std::strcmp(argv[1], "plan") != 0 && std::strcmp(argv[1], "table") != 0) ||
+      std::strcmp(argv[2], "allreduce") != 0) {
+    usage(argc > 1 && (!std::strcmp(argv[1], "-h") || !std::strcmp(argv[1], "--help")) ? stdout : stderr);
+    return argc > 1 && (!std::strcmp(argv[1], "-h") || !std::strcmp(argv[1], "--help")) ? 0 : 2;
+  }
+  const bool plan = std::strcmp(argv[1], "plan") == 0;
+  size_t bytes = 0, from = 8, to = size_t(4) << 30, step = 2;
+  std::vector<int> rankCounts;
+  int perNode = 0, printRank = -1;
+  std::string topo, algoName;
+  bool direct = false, haveSize = false;
+  for (int i = 3; i < argc; ++i) {
+    std::string a = argv[i];
+    auto value = [&]() -> const char* {
+      if (i + 1 >= argc) {
+        std::fprintf(stderr, "weft-info: %s needs a value\n", a.c_str());
+        std::exit(2);
+      }
+      return argv[++i];
+    };
+    if (a == "--ranks") {
+      std::string list = value();
+      for (size_t start = 0; start < list.size();) {
+        size_t comma = list.find(',', start);
+        if (comma == std::string::npos) comma = list.size();
+        int n = std::atoi(list.substr(start, comma - start).c_str());
+        if (n < 1) {
+          std::fprintf(stderr, "weft-info: bad --ranks '%s'\n", list.c_str());
+          return 2;
+        }
+        rankCounts.push_back(n);
+        start = comma + 1;
+      }
+    } else if (a == "--ranks-per-node") {
+      perNode = std::atoi(value());
+    } else if (a == "--topo") {
+      topo = value();
+    } else if (a == "--direct") {
+      direct = true;
+    } else if (a == "--print-schedule") {
+      printRank = std::atoi(value());
+    } else if (a == "--algo") {
+      algoName = value();
+    } else if (a == "--step") {
+      step = static_cast<size_t>(std::atoi(value()));
+      if (step < 2) {
+        std::fprintf(stderr, "weft-info: --step must be at least 2\n");
+        return 2;
+      }
+    } else if (a == "--from" || a == "--to") {
+      if (!parseSize(value(), a == "--from" ? &from : &to)) {
+        std::fprintf(stderr, "weft-info: bad size '%s'\n", argv[i]);
+        return 2;
+      }
+    } else if (a == "-h" || a == "--help") {
+      usage(stdout);
+      return 0;
+    } else if (plan && !haveSize && parseSize(argv[i], &bytes)) {
+      haveSize = true;
+    } else {
+      std::fprintf(stderr, "weft-info: unexpected argument '%s'\n", a.c_str());
+      usage(stderr);
+      return 2;
+    }
+  }
+  if (rankCounts.empty() || (plan && (!haveSize || rankCounts.size() != 1))) {
+    usage(stderr);
+    return 2;
+  }
+  TopologyModel model;
+  const TopologyModel* modelPtr = nullptr;
+  if (!topo.empty()) {
+    if (loadTopologyFile(topo, &model) != ncclSuccess) {
+      std::fprintf(stderr, "weft-info: %s\n", lastErrorMessage().c_str());
+      return 1;
+    }
+    modelPtr = &model;
+  }
+  LinkTable links;
+  if (linkTableFromEnv(modelPtr, &links) != ncclSuccess) {
+    std::fprintf(stderr, "weft-info: %s\n", lastErrorMessage().c_str());
+    return 1;
+  }
+  SelectionInput base;
+  base.model = costModelFromLinks(links, IntraNodeMedium::Auto, modelPtr);
+  base.directAvailable = direct;
+  readAlgorithmEnv(&base);
+  std::printf("# links: intra-node %.3g GB/s %.3g us; NIC %.3g GB/s %.3g us x %d per node%s%s\n",
+              base.model.intra.bandwidthGBps, base.model.intra.latencyUs, base.model.nic.bandwidthGBps,
+              base.model.nic.latencyUs, base.model.nicsPerNode, topo.empty() ? "" : "; topology ",
+              topo.empty() ? "" : topo.c_str());
+
+  auto inputFor = [&](int n, size_t size) {
+    SelectionInput in = base;
+    in.bytes = size;
+    in.nranks = n;
+    in.nodes = makeNodes(n, perNode > 0 ? perNode : n);
+    return in;
+  };
+
+  if (plan) {
+    int n = rankCounts[0];
+    SelectionInput in = inputFor(n, bytes);
+    AlgorithmChoice choice;
+    if (selectAllReduceAlgorithm(in, &choice) != ncclSuccess) {
+      std::fprintf(stderr, "weft-info: %s\n", lastErrorMessage().c_str());
+      return 1;
+    }
+    CostInput cost{bytes, n, {}};
+    for (auto& node : in.nodes) cost.nodeSizes.push_back(static_cast<int>(node.size()));
+    std::printf("allreduce %s bytes on %d ranks (%zu nodes x %d)\n", sizeText(bytes).c_str(), n, in.nodes.size(),
+                perNode > 0 ? perNode : n);
+    std::printf("%-8s %14s %12s  %s\n", "algo", "time_us", "busbw_GB/s", "");
+    for (const AlgorithmEstimate& e : choice.estimates) {
+      std::string notes = e.note;
+      if (!e.allowed) notes = std::string("excluded") + (notes.empty() ? "" : "; ") + notes;
+      if (e.algorithm == choice.algorithm) notes = "<- chosen" + (notes.empty() ? "" : "; " + notes);
+      if (!e.applicable) std::printf("%-8s %14s %12s  %s\n", allReduceAlgorithmName(e.algorithm), "-", "-", notes.c_str());
+      else
+        std::printf("%-8s %14.2f %12.2f  %s\n", allReduceAlgorithmName(e.algorithm), e.timeUs, e.busBandwidthGBps,
+                    notes.c_str());
+    }
+    double bound = allReduceLowerBoundUs(cost, in.model);
+    std::printf("%-8s %14.2f %12.2f  (bandwidth-only lower bound)\n", "bound", bound,
+                allReduceBusBandwidthGBps(bytes, n, bound));
+    std::printf("chosen: %s (%s)\n", allReduceAlgorithmName(choice.algorithm), choice.reason.c_str());
+    if (printRank >= 0) {
+      if (printRank >= n) {
+        std::fprintf(stderr, "weft-info: --print-schedule %d: only %d ranks\n", printRank, n);
+        return 2;
+      }
+      AllReduceAlgorithm algo = choice.algorithm;
+      if (!algoName.empty() && !parseAllReduceAlgorithm(algoName, &algo)) {
+        std::fprintf(stderr, "weft-info: unknown --algo '%s' (ring, tree, rhd, hier, direct)\n", algoName.c_str());
+        return 2;
+      }
+      AllReduceShape shape;
+      shape.count = bytes / 4;
+      shape.elementSize = 4;
+      shape.rank = printRank;
+      shape.nranks = n;
+      shape.nodes = in.nodes;
+      Schedule s = buildAllReduceSchedule(algo, shape);
+      std::printf("\nschedule of rank %d, %s, %zu float32 (scratch %zu bytes):\n%s", printRank,
+                  allReduceAlgorithmName(algo), shape.count, s.scratchBytes, s.toString().c_str());
+    }
+    return 0;
+  }
+
+  // Table: one block per rank count.
+  for (int n : rankCounts) {
+    int local = perNode > 0 ? std::min(perNode, n) : n;
+    std::printf("\n## %d ranks (%d nodes x %d)\n\n", n, (n + local - 1) / local, local);
+    std::printf("| size | ring | tree | rhd | hier | chosen | ceiling |\n|---:|---:|---:|---:|---:|:--|---:|\n");
+    AllReduceAlgorithm previous = AllReduceAlgorithm::Count;
+    std::vector<std::string> crossovers;
+    for (size_t size = from; size <= to; size *= step) {
+      SelectionInput in = inputFor(n, size);
+      AlgorithmChoice choice;
+      if (selectAllReduceAlgorithm(in, &choice) != ncclSuccess) {
+        std::fprintf(stderr, "weft-info: %s\n", lastErrorMessage().c_str());
+        return 1;
+      }
+      CostInput cost{size, n, {}};
+      for (auto& node : in.nodes) cost.nodeSizes.push_back(static_cast<int>(node.size()));
+      std::printf("| %s |", sizeText(size).c_str());
+      for (int a = 0; a < 4; ++a) {
+        const AlgorithmEstimate& e = choice.estimates[a];
+        std::printf(a == static_cast<int>(choice.algorithm) ? " **%.3g** |" : " %.3g |", e.busBandwidthGBps);
+      }
+      double bound = allReduceLowerBoundUs(cost, in.model);
+      std::printf(" %s | %.3g |\n", allReduceAlgorithmName(choice.algorithm), allReduceBusBandwidthGBps(size, n, bound));
+      if (previous != AllReduceAlgorithm::Count && choice.algorithm != previous) {
+        // Refine the crossover between size/4 and size by bisection on the predicted times.
+        size_t lo = size / step, hi = size;
+        while (hi - lo > std::max<size_t>(1, lo / 64)) {
+          size_t mid = lo + (hi - lo) / 2;
+          AlgorithmChoice c;
+          if (selectAllReduceAlgorithm(inputFor(n, mid), &c) != ncclSuccess) return 1;
+          (c.algorithm == previous ? lo : hi) = mid;
+        }
+        crossovers.push_back(std::string(allReduceAlgorithmName(previous)) + " -> " +
+                             allReduceAlgorithmName(choice.algorithm) + " at ~" + sizeText(hi) + " (" +
+                             std::to_string(hi) + " bytes)");
+      }
+      previous = choice.algorithm;
+    }
+    std::printf("\ncrossovers:");
+    if (crossovers.empty()) std::printf(" none");
+    for (auto& c : crossovers) std::printf(" %s;", c.c_str());
+    std::printf("\n");
+  }
+  return 0;
+}
