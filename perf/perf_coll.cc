@@ -11,6 +11,19 @@ double factorRanks(int nranks) { return static_cast<double>(nranks); }
 double busFactorAllReduce(int nranks) { return nranks > 0 ? 2.0 * (nranks - 1) / nranks : 0.0; }
 double busFactorAllGather(int nranks) { return nranks > 0 ? static_cast<double>(nranks - 1) / nranks : 0.0; }
 
+double factorRanksMinusOne(int nranks) { return nranks > 1 ? static_cast<double>(nranks - 1) : 0.0; }
+
+size_t alignedPerRankCount(size_t count, size_t typeSize, int nranks) {
+  if (nranks <= 0 || typeSize == 0) return 0;
+  const size_t perRank = count / static_cast<size_t>(nranks);
+  if (typeSize >= 16) return perRank;
+  return perRank & ~(16 / typeSize - 1);  // nccl-tests: (count/nranks) & -(16/eltSize)
+}
+
+CollCounts collCounts(const CollTest& test, size_t count, size_t typeSize, int nranks) {
+  return test.countsForType ? test.countsForType(count, typeSize, nranks) : test.counts(count, nranks);
+}
+
 void fillSendBuffer(const CollTest& test, const CheckContext& ctx, void* sendbuf) {
   if (test.fillSend) {
     test.fillSend(ctx, sendbuf);

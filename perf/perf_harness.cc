@@ -86,6 +86,7 @@ class Runner {
   int busBwCount_ = 0;
   int errors_ = 0;
   int rep_ = 0;
+  int root_ = 0;  // the root of the current pass (-r, or each rank in turn with -r -1)
 };
 
 double Runner::allReduceDouble(double v, ncclRedOp_t op) {
@@ -140,7 +141,7 @@ void* Runner::alloc(size_t bytes) {
 void Runner::allocBuffers() {
   // As nccl-tests: sizes from the test's counts at maxBytes (elements of one byte), at least
   // maxBytes each, so every datatype and placement fits.
-  CollCounts c = test_.counts(o_.maxBytes, nranks_);
+  CollCounts c = collCounts(test_, o_.maxBytes, 1, nranks_);
   size_t need = std::max({o_.maxBytes, c.sendCount, c.recvCount, c.sendInplaceOffset * nranks_ + c.sendCount,
                           c.recvInplaceOffset * nranks_ + c.recvCount});
   size_t bytes = std::max(kPage, (need + 64 + kPage - 1) / kPage * kPage);
@@ -162,11 +163,11 @@ void Runner::freeBuffers() {
 }
 
 void Runner::runOnce(const void* send, void* recv, const CollCounts& c, ncclDataType_t type, ncclRedOp_t op) {
-  check(test_.run(send, recv, c.paramCount, type, op, o_.root, comm_, nullptr), test_.name);
+  check(test_.run(send, recv, c.paramCount, type, op, root_, comm_, nullptr), test_.name);
 }
 
 void Runner::warmup(ncclDataType_t type, ncclRedOp_t op, size_t bytes) {
-  CollCounts c = test_.counts(bytes / typeSize(type), nranks_);
+  CollCounts c = collCounts(test_, bytes / typeSize(type), typeSize(type), nranks_);
   for (int i = 0; i < o_.warmupIters; ++i) runOnce(send_, recv_, c, type, op);
 }
 
@@ -178,7 +179,7 @@ void Runner::benchTime(ncclDataType_t type, ncclRedOp_t op, size_t bytes, const 
 
   auto initData = [&](int rep) {
     DataGen data(type, dataOp, nranks_, testSeed(type, dataOp, bytes, inPlace, rep));
-    CheckContext ctx{data, rank_, nranks_, o_.root, c};
+    CheckContext ctx{data, rank_, nranks_, root_, c};
     poisonBuffer(recv_, recvBytes_ / ts, type);
     fillSendBuffer(test_, ctx, const_cast<char*>(sendPtr));
     return data;
@@ -204,17 +205,18 @@ void Runner::benchTime(ncclDataType_t type, ncclRedOp_t op, size_t bytes, const 
   }
   Bandwidth bw = computeBandwidth(c.paramCount, ts, sec, test_.algFactor(nranks_), test_.busFactor(nranks_));
 
-  int64_t wrong = o_.check ? 0 : -1;
-  for (int k = 0; k < o_.check; ++k) {
+  const int checks = (inPlace && !test_.checksInPlace) ? 0 : o_.check;
+  int64_t wrong = checks ? 0 : -1;
+  for (int k = 0; k < checks; ++k) {
     DataGen data = initData(++rep_);
     runOnce(sendPtr, recvPtr, c, type, op);
-    CheckContext ctx{data, rank_, nranks_, o_.root, c};
+    CheckContext ctx{data, rank_, nranks_, root_, c};
     std::string report;
     int64_t mine = countWrong(test_, ctx, recvPtr, &report);
     if (!report.empty()) {
-      std::fprintf(stderr, "%s: %s %s %s %zu bytes %s:\n%s", test_.name, typeName(type),
+      std::fprintf(stderr, "%s: %s %s %s %zu bytes%s %s:\n%s", test_.name, typeName(type),
                    test_.reduces ? opName(op) : "none", inPlace ? "in-place" : "out-of-place", bytes,
-                   "wrong results", report.c_str());
+                   test_.rooted ? (" root " + std::to_string(root_)).c_str() : "", "wrong results", report.c_str());
     }
     wrong = allReduceSum(mine);
     if (wrong) break;
@@ -231,9 +233,9 @@ void Runner::timeTest(ncclDataType_t type, ncclRedOp_t op) {
   warmup(type, op, o_.minBytes);
   const size_t ts = typeSize(type);
   for (size_t size : sizeSteps(o_)) {
-    CollCounts c = test_.counts(size / ts, nranks_);
+    CollCounts c = collCounts(test_, size / ts, ts, nranks_);
     print(formatRowStart(reportedBytes(c, ts), c.paramCount, typeName(type), test_.reduces ? opName(op) : "none",
-                         test_.rooted ? o_.root : -1));
+                         test_.rooted ? root_ : -1));
     benchTime(type, op, size, c, 0);
     benchTime(type, op, size, c, 1);
     print("\n");
@@ -246,10 +248,24 @@ int Runner::run() {
   if (test_.rooted && o_.root >= nranks_)
     throw PerfError("root " + std::to_string(o_.root) + " is not a rank (" + std::to_string(nranks_) + " ranks)");
   printHeader();
-  allocBuffers();
-  std::vector<ncclRedOp_t> ops = test_.reduces ? o_.ops : std::vector<ncclRedOp_t>{ncclSum};
-  for (ncclDataType_t type : o_.types) {
-    for (ncclRedOp_t op : ops) timeTest(type, op);
+  if (const char* reason = test_.skipReason ? test_.skipReason(nranks_) : nullptr) {
+    print(std::string(reason) + "\n");  // nccl-tests: the table stays empty and the run succeeds
+  } else {
+    allocBuffers();
+    std::vector<ncclRedOp_t> ops = test_.reduces ? o_.ops : std::vector<ncclRedOp_t>{ncclSum};
+    // As nccl-tests: -r -1 runs every root in turn (rooted collectives only).
+    std::vector<int> roots;
+    if (test_.rooted && o_.root < 0) {
+      for (int r = 0; r < nranks_; ++r) roots.push_back(r);
+    } else {
+      roots.push_back(o_.root < 0 ? 0 : o_.root);
+    }
+    for (ncclDataType_t type : o_.types) {
+      for (int root : roots) {
+        root_ = root;
+        for (ncclRedOp_t op : ops) timeTest(type, op);
+      }
+    }
   }
   print(formatSummary(errors_, busBwCount_ ? busBwSum_ / busBwCount_ : 0.0));
   print("\n");

@@ -53,6 +53,15 @@ struct CollTest {
   void (*fillSend)(const CheckContext& ctx, void* sendbuf) = nullptr;
   // Optional: whether this rank's result is checked (default: every rank; reduce: root only).
   bool (*checksResult)(const CheckContext& ctx) = nullptr;
+  // Optional, replaces `counts` when set: counts that depend on the datatype's size too
+  // (nccl-tests aligns per-rank blocks to 16 bytes: see alignedPerRankCount).
+  CollCounts (*countsForType)(size_t count, size_t typeSize, int nranks) = nullptr;
+  // false: the in-place result is not checked (#wrong shows N/A), as nccl-tests does for
+  // alltoall, whose in-place form NCCL does not define.
+  bool checksInPlace = true;
+  // Optional: a reason not to run with this many ranks (e.g. hypercube needs a power of
+  // two); the tool then prints it, runs nothing and succeeds, as nccl-tests does.
+  const char* (*skipReason)(int nranks) = nullptr;
 };
 
 // nccl-tests' bandwidth factors.
@@ -60,6 +69,13 @@ double factorOne(int nranks);                // algbw of one count; busbw of bro
 double factorRanks(int nranks);              // algbw of all_gather, reduce_scatter, alltoall, gather, scatter
 double busFactorAllReduce(int nranks);       // 2(n-1)/n
 double busFactorAllGather(int nranks);       // (n-1)/n: also reduce_scatter, alltoall, gather, scatter
+double factorRanksMinusOne(int nranks);      // n-1: algbw of hypercube (nccl-tests: bytes received per rank)
+
+// nccl-tests' per-rank block of `count` elements over n ranks: (count / n) rounded down to a
+// multiple of 16 bytes (all_gather, reduce_scatter, alltoall, gather, scatter, hypercube).
+size_t alignedPerRankCount(size_t count, size_t typeSize, int nranks);
+// The test's counts for `count` elements of typeSize bytes (countsForType, else counts).
+CollCounts collCounts(const CollTest& test, size_t count, size_t typeSize, int nranks);
 
 // Pure pieces of the run, exposed for tests.
 void fillSendBuffer(const CollTest& test, const CheckContext& ctx, void* sendbuf);
@@ -74,6 +90,20 @@ uint64_t testSeed(ncclDataType_t type, int op, size_t bytes, int inPlace, int re
 // Runs the tool; returns the process exit code (0: ran and every check passed).
 int runPerfTool(int argc, char** argv, const CollTest& test);
 
+// Tests that link several tools' descriptions into one program (tests/integration/
+// perftools_model_test.cc) define WEFT_PERF_TOOL_TEST and this function.
+void registerToolForTest(const CollTest* test);
+
 }  // namespace weft::perf
+
+// The last line of a tool file: its main(), or, in a test build, the registration of its
+// description.
+#ifdef WEFT_PERF_TOOL_TEST
+#define WEFT_PERF_TOOL_MAIN(test) \
+  [[maybe_unused]] static const bool weftPerfToolRegistered = (weft::perf::registerToolForTest(&(test)), true);
+#else
+#define WEFT_PERF_TOOL_MAIN(test) \
+  int main(int argc, char** argv) { return weft::perf::runPerfTool(argc, argv, test); }
+#endif
 
 #endif  // WEFT_PERF_PERF_HARNESS_H_

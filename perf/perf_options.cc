@@ -46,7 +46,7 @@ const Flag kFlags[] = {
     {'c', "check", "<check iteration count> (0: no data check)"},
     {'o', "op", "<sum/prod/min/max/avg/all>"},
     {'d', "datatype", "<int8/uint8/int32/uint32/int64/uint64/half/float/double/bfloat16/f8e4m3/f8e5m2/all>"},
-    {'r', "root", "<root>"},
+    {'r', "root", "<root> (-1: every root in turn)"},
     {'z', "blocking", "<0/1> barrier after each collective"},
     {'y', "stream_null", "<0/1> (ignored: host memory)"},
     {'T', "timeout", "<time in seconds> (ignored)"},
@@ -228,7 +228,7 @@ PerfParse parsePerfArgs(int argc, const char* const* argv, const char* memAllocE
         break;
       }
       case 'r':
-        if (!parseInt(value, 0, 1L << 30, &o.root)) return fail("invalid root " + what);
+        if (!parseInt(value, -1, 1L << 30, &o.root)) return fail("invalid root " + what + " (-1: every root)");
         break;
       case 'z':
         if (!parseInt(value, 0, 1, &o.blocking)) return fail("invalid blocking flag " + what);
