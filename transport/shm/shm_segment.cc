@@ -81,8 +81,8 @@ void ShmSegment::prefaultRing(int senderLocal) const {
 #ifdef MADV_POPULATE_WRITE
   if (madvise(start, bytes, MADV_POPULATE_WRITE) == 0) return;
 #endif
-  for (size_t offset = sizeof(ShmRingHeader); offset < bytes; offset += 4096)
-    reinterpret_cast<volatile char*>(start)[offset] = 0;
+  // Read, never write: the peer may already have put a message in this ring.
+  for (size_t offset = 0; offset < bytes; offset += 4096) (void)reinterpret_cast<volatile char*>(start)[offset];
 }
 
 void futexWake(std::atomic<uint32_t>* word) {
