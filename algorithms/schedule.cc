@@ -15,6 +15,14 @@ const char* stepKindName(StepKind kind) {
     case StepKind::Reduce: return "reduce";
     case StepKind::Notify: return "notify";
     case StepKind::WaitNotify: return "waitNotify";
+    case StepKind::ToFloat: return "toFloat";
+    case StepKind::FromFloat: return "fromFloat";
+    case StepKind::EncodeSend: return "encodeSend";
+    case StepKind::RecvDecodeAdd: return "recvDecodeAdd";
+    case StepKind::RecvEncoded: return "recvEncoded";
+    case StepKind::SendEncoded: return "sendEncoded";
+    case StepKind::Decode: return "decode";
+    case StepKind::DecodeAdd: return "decodeAdd";
   }
   return "?";
 }
@@ -47,10 +55,11 @@ std::string Schedule::toString() const {
     snprintf(head, sizeof(head), "%3zu %-10s", i, stepKindName(s.kind));
     out += head;
     if (s.peer >= 0) out += " peer " + std::to_string(s.peer);
-    bool readsSrc = s.kind != StepKind::Recv && !isFence(s.kind);
-    bool writesDst = s.kind != StepKind::Send && !isFence(s.kind);
+    bool readsSrc = s.kind != StepKind::Recv && !isFence(s.kind) && (!isCodecStep(s.kind) || s.src.bytes);
+    bool writesDst = s.kind != StepKind::Send && !isFence(s.kind) && (!isCodecStep(s.kind) || s.dst.bytes);
     if (readsSrc) out += " " + rangeText(s.src);
     if (s.kind == StepKind::Reduce) out += " + " + rangeText(s.src2);
+    if (isCodecStep(s.kind) && s.src2.bytes) out += " encoded " + rangeText(s.src2);
     if (writesDst) out += " -> " + rangeText(s.dst);
     out += "\n";
   }

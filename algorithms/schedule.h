@@ -38,6 +38,21 @@ enum class StepKind : uint8_t {
   Reduce,      // dst = src op src2 (either source may be a peer's buffer)
   Notify,      // tell peer: everything before this step is done (an empty message)
   WaitNotify,  // wait for peer's Notify; nothing after this step starts before it
+  // Compressed data (algorithms/compressed_allreduce.h). These steps are cut into slices of
+  // Schedule::codecSliceElements elements of their float32 range; each slice is encoded as one
+  // codec chunk, so its encoded size is encodedBytes(elements of the slice). The encoded range
+  // (`src2` of these steps, "encoded" below) holds slice k's bytes at offset + k *
+  // Schedule::encodedSliceBytes. Float ranges are the float32 accumulator at Scratch offset 0,
+  // element i at byte 4i: a float range's offset / 4 is its element index in the call (error
+  // feedback and rounding seeds are per element).
+  ToFloat,        // dst (float32) = src (the call's type) [+ the run's residual, which is cleared]
+  FromFloat,      // dst (the call's type) = src (float32) / divisor
+  EncodeSend,     // send encode(src) to peer [dst = decode of what was sent] [bytes kept in encoded]
+  RecvDecodeAdd,  // dst = src + decode(message from peer) [bytes kept in encoded]
+  RecvEncoded,    // encoded = message from peer, as is
+  SendEncoded,    // send the bytes kept in encoded to peer, as they are
+  Decode,         // dst = decode(encoded)
+  DecodeAdd,      // dst = src + decode(encoded)
 };
 
 struct Step {
@@ -45,16 +60,28 @@ struct Step {
   int peer = -1;
   BufferRange src;
   BufferRange dst;
-  BufferRange src2;  // Reduce only
+  BufferRange src2;  // Reduce: the second source; codec steps: the encoded range (see above)
 };
 
 // Notify and WaitNotify order whole steps rather than bytes.
 inline bool isFence(StepKind kind) { return kind == StepKind::Notify || kind == StepKind::WaitNotify; }
+// The compressed-data kinds, sliced by elements rather than bytes.
+inline bool isCodecStep(StepKind kind) { return kind >= StepKind::ToFloat && kind <= StepKind::DecodeAdd; }
+// Codec steps whose slices are counted on the encoded range (they have no float range).
+inline bool isEncodedOnly(StepKind kind) { return kind == StepKind::RecvEncoded || kind == StepKind::SendEncoded; }
+// The float32 range a codec step is sliced on.
+inline const BufferRange& codecFloatRange(const Step& s) {
+  return s.kind == StepKind::FromFloat || s.kind == StepKind::EncodeSend ? s.src : s.dst;
+}
 
 struct Schedule {
   std::vector<Step> steps;
   size_t scratchBytes = 0;
   uint64_t divisor = 1;  // for Divide steps
+  // Compressed schedules: elements per slice of codec steps (every step of such a schedule is
+  // sliced at codecSliceElements * 4 bytes) and the encoded size of a full slice.
+  size_t codecSliceElements = 0;
+  size_t encodedSliceBytes = 0;
 
   // Which buffers the steps read and write; same-buffer in-place calls make Send alias Recv.
   std::string toString() const;

@@ -161,6 +161,12 @@ class Simulation {
       failed(where() + ": no such rank");
       return false;
     }
+    if (isCodecStep(s.kind)) {
+      // Codec steps need a codec and run only in the executor; compressed schedules are checked
+      // end to end (tests/integration/compressed_allreduce_test.cc).
+      failed(where() + ": compressed steps cannot be simulated");
+      return false;
+    }
     switch (s.kind) {
       case StepKind::Send:
       case StepKind::Notify: {
@@ -211,6 +217,9 @@ class Simulation {
       case StepKind::Reduce:
         reduceBuffers(dst, src, src2, elements, options_.type, options_.op);
         break;
+      default:  // codec steps, refused above
+        failed(where() + ": unsupported step kind");
+        return false;
     }
     if (links) clock_[r] += links->localTime(r, s.kind, bytes);
     return true;

@@ -6,6 +6,8 @@
 #include "common/dtype.h"
 #include "common/streaming_copy.h"
 #include "common/status.h"
+#include "compression/cast.h"
+#include "compression/codec.h"
 
 namespace weft {
 
@@ -14,7 +16,17 @@ namespace {
 bool reads(const Step& step) { return step.kind != StepKind::Recv && !isFence(step.kind); }
 bool writes(const Step& step) { return step.kind != StepKind::Send && !isFence(step.kind); }
 bool usesPeer(const Step& step) { return step.peer >= 0; }
-bool sendsToPeer(const Step& step) { return step.kind == StepKind::Send || step.kind == StepKind::Notify; }
+bool sendsToPeer(const Step& step) {
+  return step.kind == StepKind::Send || step.kind == StepKind::Notify || step.kind == StepKind::EncodeSend ||
+         step.kind == StepKind::SendEncoded;
+}
+// Codec steps' encoded ranges (src2): which kinds read them and which write them.
+bool readsEncoded(const Step& step) {
+  return step.kind == StepKind::SendEncoded || step.kind == StepKind::Decode || step.kind == StepKind::DecodeAdd;
+}
+bool writesEncoded(const Step& step) {
+  return step.kind == StepKind::EncodeSend || step.kind == StepKind::RecvDecodeAdd || step.kind == StepKind::RecvEncoded;
+}
 
 // A received range this large will not be read back from cache: write it with streaming stores.
 constexpr size_t kStreamingRangeBytes = 4 << 20;
@@ -27,6 +39,9 @@ BufferRange normalized(BufferRange range, bool sendAliasesRecv) {
 }  // namespace
 
 void prepareSchedule(Schedule schedule, bool sendAliasesRecv, size_t sliceBytes, PreparedSchedule* out) {
+  // Compressed schedules slice every step at a whole number of codec slices (their encoded
+  // size, not this, is what must fit a transport slot; the builder saw to that).
+  if (schedule.codecSliceElements) sliceBytes = schedule.codecSliceElements * sizeof(float);
   out->schedule = std::move(schedule);
   out->sliceBytes = sliceBytes;
   const auto& steps = out->schedule.steps;
@@ -37,6 +52,11 @@ void prepareSchedule(Schedule schedule, bool sendAliasesRecv, size_t sliceBytes,
     const Step& s = steps[i];
     size_t bytes = s.kind == StepKind::Recv ? s.dst.bytes : s.src.bytes;
     out->sliceCounts[i] = isFence(s.kind) ? 1 : static_cast<uint32_t>((bytes + sliceBytes - 1) / sliceBytes);
+    if (isCodecStep(s.kind)) {
+      size_t stride = out->schedule.encodedSliceBytes;
+      out->sliceCounts[i] = isEncodedOnly(s.kind) ? static_cast<uint32_t>(stride ? (s.src2.bytes + stride - 1) / stride : 0)
+                                                  : static_cast<uint32_t>((codecFloatRange(s).bytes + sliceBytes - 1) / sliceBytes);
+    }
     if (isFence(s.kind)) {
       // A fence waits for everything before it; everything after it waits for it.
       for (size_t j = 0; j < i; ++j) out->dependencies[i].push_back({static_cast<uint32_t>(j), false});
@@ -56,13 +76,21 @@ void prepareSchedule(Schedule schedule, bool sendAliasesRecv, size_t sliceBytes,
       bool raw = reads(s) && writes(t) && (src.overlaps(tDst) || (s.kind == StepKind::Reduce && src2.overlaps(tDst)));
       bool waw = writes(s) && writes(t) && dst.overlaps(tDst);
       bool war = writes(s) && reads(t) && (dst.overlaps(tSrc) || (t.kind == StepKind::Reduce && dst.overlaps(tSrc2)));
+      // Encoded ranges (codec steps, scratch only).
+      bool rawEncoded = readsEncoded(s) && writesEncoded(t) && s.src2.overlaps(t.src2);
+      bool wawEncoded = writesEncoded(s) && writesEncoded(t) && s.src2.overlaps(t.src2);
+      bool warEncoded = writesEncoded(s) && readsEncoded(t) && s.src2.overlaps(t.src2);
+      bool encodedHazard = rawEncoded || wawEncoded || warEncoded;
       // Messages on one channel (peer, direction) must leave and arrive in schedule order. Only
       // a step that moves a message counts: an empty one is done at once, whatever came before.
       bool channel = !channelSeen && usesPeer(s) && t.peer == s.peer && sendsToPeer(s) == sendsToPeer(t) &&
                      out->sliceCounts[j] > 0;
       if (channel) channelSeen = true;
-      if (!(raw || waw || war || channel)) continue;
+      if (!(raw || waw || war || channel || encodedHazard)) continue;
       bool aligned = !channel;
+      // Codec steps slice by elements, others by bytes: only steps of one kind of slicing align.
+      aligned &= isCodecStep(s.kind) == isCodecStep(t.kind);
+      if (encodedHazard) aligned &= s.src2 == t.src2;
       if (raw) aligned &= src == tDst && (s.kind != StepKind::Reduce || !src2.overlaps(tDst) || src2 == tDst);
       if (waw) aligned &= dst == tDst;
       if (war) aligned &= dst == tSrc && (t.kind != StepKind::Reduce || !dst.overlaps(tSrc2) || dst == tSrc2);
@@ -118,6 +146,14 @@ ncclResult_t CollectiveRun::advance(size_t i, bool* progressed) {
   const size_t sliceBytes = plan_->sliceBytes;
   uint32_t& k = slicesDone_[i];
   while (k < total && dependenciesReady(i, k)) {
+    if (isCodecStep(step.kind)) {
+      bool waiting = false;
+      WEFT_CHECK(advanceCodec(i, k, &waiting));
+      if (waiting) return ncclSuccess;
+      ++k;
+      *progressed = true;
+      continue;
+    }
     size_t offset = static_cast<size_t>(k) * sliceBytes;
     size_t rangeBytes = step.kind == StepKind::Recv ? step.dst.bytes : step.src.bytes;
     size_t bytes = std::min(sliceBytes, rangeBytes - offset);
@@ -208,11 +244,153 @@ ncclResult_t CollectiveRun::advance(size_t i, bool* progressed) {
         divideBuffer(address(step.dst) + offset, address(step.src) + offset, bytes / elementSize_, reduction_.type,
                      plan_->schedule.divisor);
         break;
+      case StepKind::ToFloat:
+      case StepKind::FromFloat:
+      case StepKind::EncodeSend:
+      case StepKind::RecvDecodeAdd:
+      case StepKind::RecvEncoded:
+      case StepKind::SendEncoded:
+      case StepKind::Decode:
+      case StepKind::DecodeAdd: break;  // advanceCodec
     }
     ++k;
     *progressed = true;
   }
   return ncclSuccess;
+}
+
+ncclResult_t CollectiveRun::advanceCodec(size_t i, uint32_t k, bool* waiting) {
+  using compression::Codec;
+  const Step& step = plan_->schedule.steps[i];
+  const Schedule& schedule = plan_->schedule;
+  Codec* codec = reduction_.codec.codec;
+  if (!codec && step.kind != StepKind::ToFloat && step.kind != StepKind::FromFloat)
+    return fail(ncclInternalError, "%s #%llu: step %zu (%s) needs a codec and the run has none", name_,
+                static_cast<unsigned long long>(sequence_), i, stepKindName(step.kind));
+  const size_t stride = schedule.encodedSliceBytes;
+  char* stored = step.src2.bytes ? address(step.src2) + static_cast<size_t>(k) * stride : nullptr;
+  auto protocolError = [&](size_t got, size_t want) {
+    return fail(ncclInvalidUsage,
+                "%s #%llu: rank %d sent %zu bytes where %zu were expected at step %zu (%s): the ranks disagree on "
+                "the count, datatype, collective or compression",
+                name_, static_cast<unsigned long long>(sequence_), step.peer, got, want, i, stepKindName(step.kind));
+  };
+  // Encoded-only steps: bytes as they are.
+  if (isEncodedOnly(step.kind)) {
+    size_t bytes = std::min(stride, step.src2.bytes - static_cast<size_t>(k) * stride);
+    Connection* c = connections_[step.peer];
+    if (step.kind == StepKind::SendEncoded) {
+      void* slot = c->sendBuffer(bytes);
+      if (!slot) {
+        noteWait(c);
+        *waiting = true;
+        return ncclSuccess;
+      }
+      memcpy(slot, stored, bytes);
+      return c->sendCommit(bytes);
+    }
+    const void* data = nullptr;
+    size_t got = 0;
+    WEFT_CHECK(c->recvPeek(&data, &got));
+    if (!data) {
+      noteWait(c);
+      *waiting = true;
+      return ncclSuccess;
+    }
+    if (got != bytes) return protocolError(got, bytes);
+    memcpy(stored, data, bytes);
+    c->recvRelease();
+    return ncclSuccess;
+  }
+  const size_t first = static_cast<size_t>(k) * schedule.codecSliceElements;
+  const size_t n = std::min(schedule.codecSliceElements, codecFloatRange(step).bytes / sizeof(float) - first);
+  const size_t element = codecFloatRange(step).offset / sizeof(float) + first;  // the accumulator is Scratch at 0
+  float* residual = reduction_.codec.residual ? reduction_.codec.residual + element : nullptr;
+  auto floatAt = [&](const BufferRange& range) { return reinterpret_cast<float*>(address(range)) + first; };
+  switch (step.kind) {
+    case StepKind::ToFloat: {
+      const char* in = address(step.src) + first * elementSize_;
+      float* out = floatAt(step.dst);
+      if (reduction_.type == ncclFloat32)
+        memcpy(out, in, n * sizeof(float));
+      else
+        compression::halfToFloatArray(reinterpret_cast<const uint16_t*>(in), n, out, reduction_.type == ncclBfloat16);
+      if (residual)
+        for (size_t j = 0; j < n; ++j) {
+          out[j] += residual[j];
+          residual[j] = 0.0f;
+        }
+      return ncclSuccess;
+    }
+    case StepKind::FromFloat: {
+      const float* in = floatAt(step.src);
+      char* out = address(step.dst) + first * elementSize_;
+      const float divisor = static_cast<float>(schedule.divisor);
+      float tile[1024];
+      for (size_t j = 0; j < n; j += 1024) {
+        size_t m = std::min<size_t>(1024, n - j);
+        const float* from = in + j;
+        if (divisor != 1.0f) {
+          for (size_t e = 0; e < m; ++e) tile[e] = from[e] / divisor;
+          from = tile;
+        }
+        if (reduction_.type == ncclFloat32)
+          memcpy(out + j * sizeof(float), from, m * sizeof(float));
+        else
+          compression::floatToHalfArray(from, m, reinterpret_cast<uint16_t*>(out) + j, reduction_.type == ncclBfloat16);
+      }
+      return ncclSuccess;
+    }
+    case StepKind::EncodeSend: {
+      Connection* c = connections_[step.peer];
+      const size_t bytes = codec->encodedBytes(n);
+      void* slot = c->sendBuffer(bytes);
+      if (!slot) {
+        noteWait(c);
+        *waiting = true;
+        return ncclSuccess;
+      }
+      const float* x = floatAt(step.src);
+      codec->encodeRange(x, 0, n, n, slot, compression::EncodeContext{reduction_.codec.seed, element});
+      if (residual) {  // residual += x - decode(encode(x))
+        for (size_t j = 0; j < n; ++j) residual[j] += x[j];
+        codec->decodeRange(slot, 0, n, n, residual, true, -1.0f);
+      }
+      if (step.dst.bytes) codec->decodeRange(slot, 0, n, n, floatAt(step.dst), false, 1.0f);
+      if (stored) memcpy(stored, slot, bytes);
+      return c->sendCommit(bytes);
+    }
+    case StepKind::RecvDecodeAdd: {
+      Connection* c = connections_[step.peer];
+      const void* data = nullptr;
+      size_t got = 0;
+      WEFT_CHECK(c->recvPeek(&data, &got));
+      if (!data) {
+        noteWait(c);
+        *waiting = true;
+        return ncclSuccess;
+      }
+      const size_t bytes = codec->encodedBytes(n);
+      if (got != bytes) return protocolError(got, bytes);
+      float* out = floatAt(step.dst);
+      const float* in = floatAt(step.src);
+      if (out != in) memcpy(out, in, n * sizeof(float));
+      codec->decodeRange(data, 0, n, n, out, true, 1.0f);
+      if (stored) memcpy(stored, data, bytes);
+      c->recvRelease();
+      return ncclSuccess;
+    }
+    case StepKind::Decode: codec->decodeRange(stored, 0, n, n, floatAt(step.dst), false, 1.0f); return ncclSuccess;
+    case StepKind::DecodeAdd: {
+      float* out = floatAt(step.dst);
+      const float* in = floatAt(step.src);
+      if (out != in) memcpy(out, in, n * sizeof(float));
+      codec->decodeRange(stored, 0, n, n, out, true, 1.0f);
+      return ncclSuccess;
+    }
+    default: break;
+  }
+  return fail(ncclInternalError, "%s: step %zu: %s is not a codec step", name_, i, stepKindName(step.kind));
 }
 
 void CollectiveRun::noteWait(Connection* c) {
@@ -253,7 +431,7 @@ std::string CollectiveRun::describeWait() const {
     const Step& s = steps[i];
     std::string text = std::string(name_) + " #" + std::to_string(sequence_) + " step " + std::to_string(i) + " (" +
                        stepKindName(s.kind);
-    if (s.peer >= 0) text += (s.kind == StepKind::Send ? " to rank " : " from rank ") + std::to_string(s.peer);
+    if (s.peer >= 0) text += (sendsToPeer(s) ? " to rank " : " from rank ") + std::to_string(s.peer);
     text += "), slice " + std::to_string(slicesDone_[i]) + "/" + std::to_string(plan_->sliceCounts[i]);
     return text;
   }

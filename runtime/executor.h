@@ -13,6 +13,10 @@
 #include "nccl.h"
 #include "transport/transport.h"
 
+namespace weft::compression {
+class Codec;
+}
+
 namespace weft {
 
 // A schedule with its hazards worked out once, reusable for every call with the same shape.
@@ -39,10 +43,20 @@ struct RunBuffers {
   char* const* peerRecv = nullptr;
 };
 
+// What codec steps (compressed schedules) use: the codec, sized for the schedule's slices, and
+// the error-feedback residual (one float per element of the call; null: no error feedback):
+// ToFloat adds it to the input and clears it, every EncodeSend adds what its encoding dropped.
+struct RunCodec {
+  compression::Codec* codec = nullptr;
+  float* residual = nullptr;
+  uint64_t seed = 0;  // stochastic rounding / top-k sampling
+};
+
 struct RunReduction {
   ncclDataType_t type = ncclFloat32;
   ReduceOp op = ReduceOp::Sum;
   const void* scalar = nullptr;  // one value of `type`, for Scale steps (PreMulSum)
+  RunCodec codec;                // codec steps only
 };
 
 class CollectiveRun {
@@ -67,6 +81,8 @@ class CollectiveRun {
  private:
   bool dependenciesReady(size_t step, uint32_t slice) const;
   ncclResult_t advance(size_t step, bool* progressed);
+  // One slice of a codec step; *waiting when a peer has no message or no room yet.
+  ncclResult_t advanceCodec(size_t step, uint32_t slice, bool* waiting);
   void noteWait(Connection* c);
   char* address(const BufferRange& range) const;
 

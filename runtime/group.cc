@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "common/status.h"
+#include "runtime/group_simulation.h"
 
 namespace weft {
 
@@ -53,6 +54,22 @@ ncclResult_t groupEnd() {
   if (!inits.empty()) WEFT_CHECK(runInits(inits));
   if (calls.empty()) return ncclSuccess;
   return runCollectives(calls);
+}
+
+ncclResult_t groupSimulateEnd(ncclSimInfo_t* simInfo) {
+  if (!simInfo) return fail(ncclInvalidArgument, "ncclGroupSimulateEnd: simInfo is NULL");
+  if (simInfo->magic != 0x74685283 || simInfo->size < sizeof(ncclSimInfo_t))
+    return fail(ncclInvalidArgument, "ncclGroupSimulateEnd: simInfo was not initialized with NCCL_SIM_INFO_INITIALIZER");
+  if (group.depth == 0) return fail(ncclInvalidUsage, "ncclGroupSimulateEnd called without a matching ncclGroupStart");
+  if (--group.depth > 0) return ncclSuccess;
+  std::vector<std::function<ncclResult_t()>> inits;
+  std::vector<CollectiveCall> calls;
+  inits.swap(group.inits);
+  calls.swap(group.calls);
+  // Communicators cannot be simulated into existence: queued initializations do run.
+  if (!inits.empty()) WEFT_CHECK(runInits(inits));
+  simInfo->estimatedTime = static_cast<float>(predictGroupMicroseconds(calls));
+  return ncclSuccess;
 }
 
 void groupEnqueueCollective(const CollectiveCall& call) { group.calls.push_back(call); }

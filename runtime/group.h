@@ -12,6 +12,9 @@ namespace weft {
 bool groupActive();
 ncclResult_t groupStart();
 ncclResult_t groupEnd();
+// Ends the group like groupEnd, but only predicts the queued collectives' time (microseconds,
+// from the cost model) instead of running them.
+ncclResult_t groupSimulateEnd(ncclSimInfo_t* simInfo);
 void groupEnqueueCollective(const CollectiveCall& call);
 // A deferred communicator initialization (ncclCommInitRank inside a group).
 void groupEnqueueInit(std::function<ncclResult_t()> init);

@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <string>
+#include <tuple>
 #include <cstring>
 #include <vector>
 
@@ -86,6 +88,63 @@ TEST(AllReduceLarge, TwoRanksSixteenMegabytesAcrossManySlices) {
     ncclCommDestroy(comm);
     return wrong == 0 ? 0 : 3;
   });
+  EXPECT_EQ(describeFailures(outcomes), "");
+}
+
+}  // namespace
+
+namespace {
+
+// Each all-reduce algorithm forced through WEFT_ALGO (and NCCL_ALGO's syntax), across rank
+// processes, against the reference.
+class ForcedAlgorithm : public ::testing::TestWithParam<std::tuple<const char*, int>> {};
+
+TEST_P(ForcedAlgorithm, MatchesReference) {
+  const char* algorithm = std::get<0>(GetParam());
+  const int nranks = std::get<1>(GetParam());
+  auto outcomes = runRankProcesses(nranks, [&](int rank, const ncclUniqueId& id) {
+    if (!strcmp(algorithm, "NCCL_ALGO=Tree"))
+      setenv("NCCL_ALGO", "Tree", 1);
+    else
+      setenv("WEFT_ALGO", algorithm, 1);
+    // Two fake hosts for 4 and 8 ranks, so that the hierarchical schedule has rails to use.
+    if (nranks >= 4) setenv("WEFT_HOSTNAME", rank < nranks / 2 ? "nodeA" : "nodeB", 1);
+    ncclComm_t comm;
+    if (ncclCommInitRank(&comm, nranks, id, rank) != ncclSuccess) return 1;
+    size_t wrong = 0;
+    unsigned seed = 500;
+    for (size_t count : {size_t(0), size_t(1), size_t(7), size_t(1003), size_t(100003)})
+      for (ncclRedOp_t op : {ncclSum, ncclMax, ncclAvg})
+        for (bool inPlace : {false, true}) {
+          std::vector<float> send(count + 1), recv(count + 1);
+          fillInput(send.data(), count, rank, ncclFloat32, op, ++seed);
+          void* out = inPlace ? static_cast<void*>(send.data()) : recv.data();
+          if (ncclAllReduce(send.data(), out, count, ncclFloat32, op, comm, nullptr) != ncclSuccess) {
+            fprintf(stderr, "rank %d %s: %s\n", rank, algorithm, ncclGetLastError(comm));
+            return 2;
+          }
+          wrong += countMismatches(out, count, nranks, ncclFloat32, op, seed, algorithm);
+        }
+    ncclCommDestroy(comm);
+    return wrong == 0 ? 0 : 3;
+  });
+  EXPECT_EQ(describeFailures(outcomes), "");
+}
+
+INSTANTIATE_TEST_SUITE_P(Algorithms, ForcedAlgorithm,
+                         ::testing::Combine(::testing::Values("ring", "tree", "rhd", "hier", "NCCL_ALGO=Tree"),
+                                            ::testing::Values(2, 3, 4, 8)));
+
+TEST(AlgorithmOverride, UnknownWeftAlgoNamesTheValidOnes) {
+  auto outcomes = runRankProcesses(2, [&](int rank, const ncclUniqueId& id) {
+    setenv("WEFT_ALGO", "spiral", 1);
+    ncclComm_t comm;
+    if (ncclCommInitRank(&comm, 2, id, rank) != ncclSuccess) return 1;
+    float x = 1;
+    if (ncclAllReduce(&x, &x, 1, ncclFloat32, ncclSum, comm, nullptr) != ncclInvalidArgument) return 2;
+    std::string message = ncclGetLastError(comm);
+    return message.find("spiral") != std::string::npos && message.find("ring") != std::string::npos ? 0 : 3;
+  }, 30);
   EXPECT_EQ(describeFailures(outcomes), "");
 }
 

@@ -196,6 +196,17 @@ TEST(CollectivesLarge, MillionPlusThreeAtTwoRanks) {
       c.expect(recv.data() + j * count, count, ncclFloat32, [&](size_t i) { return inputValue(j, rank * count + i, ncclFloat32, ncclSum, 9); }, 1, 2);
     if (ncclBroadcast(send.data(), recv.data(), count, ncclFloat32, 1, comm, nullptr) != ncclSuccess) return 5;
     c.expect(recv.data(), count, ncclFloat32, [&](size_t i) { return inputValue(1, i, ncclFloat32, ncclSum, 9); }, 1, 3);
+    if (ncclAllReduce(send.data(), recv.data(), count, ncclFloat32, ncclSum, comm, nullptr) != ncclSuccess) return 7;
+    c.expect(recv.data(), count, ncclFloat32, [&](size_t i) { return expectedReduction(2, i, ncclFloat32, ncclSum, 9); }, 2, 4);
+    if (ncclReduce(send.data(), recv.data(), count, ncclFloat32, ncclSum, 0, comm, nullptr) != ncclSuccess) return 8;
+    if (rank == 0)
+      c.expect(recv.data(), count, ncclFloat32, [&](size_t i) { return expectedReduction(2, i, ncclFloat32, ncclSum, 9); }, 2, 5);
+    if (ncclGather(send.data(), recv.data(), count, ncclFloat32, 1, comm, nullptr) != ncclSuccess) return 9;
+    if (rank == 1)
+      for (int r = 0; r < 2; ++r)
+        c.expect(recv.data() + r * count, count, ncclFloat32, [&](size_t i) { return inputValue(r, i, ncclFloat32, ncclSum, 9); }, 1, 6);
+    if (ncclScatter(send.data(), recv.data(), count, ncclFloat32, 0, comm, nullptr) != ncclSuccess) return 10;
+    c.expect(recv.data(), count, ncclFloat32, [&](size_t i) { return inputValue(0, rank * count + i, ncclFloat32, ncclSum, 9); }, 1, 7);
     ncclCommDestroy(comm);
     return c.failures == 0 ? 0 : 6;
   });
@@ -296,6 +307,31 @@ TEST(Groups, TwoCommunicatorsInOneGroup) {
     ncclCommDestroy(first[r]);
     ncclCommDestroy(second[r]);
   }
+}
+
+}  // namespace
+
+namespace {
+
+TEST(Groups, SimulateEndPredictsWithoutRunning) {
+  ncclComm_t comms[2];
+  ASSERT_EQ(ncclCommInitAll(comms, 2, nullptr), ncclSuccess);
+  std::vector<float> data[2] = {std::vector<float>(1 << 20, 1.0f), std::vector<float>(1 << 20, 1.0f)};
+  ncclSimInfo_t small = NCCL_SIM_INFO_INITIALIZER, large = NCCL_SIM_INFO_INITIALIZER;
+  ASSERT_EQ(ncclGroupStart(), ncclSuccess);
+  for (int r = 0; r < 2; ++r) ASSERT_EQ(ncclAllReduce(data[r].data(), data[r].data(), 16, ncclFloat32, ncclSum, comms[r], nullptr), ncclSuccess);
+  ASSERT_EQ(ncclGroupSimulateEnd(&small), ncclSuccess);
+  ASSERT_EQ(ncclGroupStart(), ncclSuccess);
+  for (int r = 0; r < 2; ++r) ASSERT_EQ(ncclAllReduce(data[r].data(), data[r].data(), 1 << 20, ncclFloat32, ncclSum, comms[r], nullptr), ncclSuccess);
+  ASSERT_EQ(ncclGroupSimulateEnd(&large), ncclSuccess);
+  EXPECT_GT(small.estimatedTime, 0.0f);
+  EXPECT_GT(large.estimatedTime, small.estimatedTime);
+  EXPECT_EQ(data[0][0], 1.0f) << "a simulated group must not run";
+  ncclSimInfo_t uninitialized{};
+  ASSERT_EQ(ncclGroupStart(), ncclSuccess);
+  EXPECT_EQ(ncclGroupSimulateEnd(&uninitialized), ncclInvalidArgument);
+  EXPECT_EQ(ncclGroupEnd(), ncclSuccess);
+  for (auto* c : comms) ncclCommDestroy(c);
 }
 
 }  // namespace

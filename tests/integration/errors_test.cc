@@ -179,3 +179,26 @@ TEST(Intruder, RejectedWhileRealRanksCarryOn) {
 }
 
 }  // namespace
+
+namespace {
+
+// Ranks that disagree on the count: an error that names the other rank, or a time-out error,
+// on every rank; never a hang, never success.
+TEST(Mismatch, DifferentCountsAreReportedNotCorrupted) {
+  auto outcomes = runRankProcesses(2, [](int rank, const ncclUniqueId& id) {
+    setenv("WEFT_TIMEOUT", "3", 1);
+    ncclComm_t comm;
+    if (ncclCommInitRank(&comm, 2, id, rank) != ncclSuccess) return 1;
+    std::vector<float> data(4000, 1.0f);
+    size_t count = rank == 0 ? 1000 : 3000;
+    ncclResult_t result = ncclAllReduce(data.data(), data.data(), count, ncclFloat32, ncclSum, comm, nullptr);
+    if (result == ncclSuccess) return 2;
+    std::string message = ncclGetLastError(comm);
+    bool explains = message.find("rank") != std::string::npos;
+    ncclCommDestroy(comm);
+    return explains ? 0 : 3;
+  }, 60);
+  EXPECT_EQ(describeFailures(outcomes), "");
+}
+
+}  // namespace
