@@ -203,3 +203,6 @@ WEFT_PROFILING_ALIAS(ncclResult_t, ncclGroupStart, void);
 
 WEFT_API ncclResult_t ncclGroupEnd(void) { return groupEnd(); }
 WEFT_PROFILING_ALIAS(ncclResult_t, ncclGroupEnd, void);
+
+WEFT_API ncclResult_t ncclGroupSimulateEnd(ncclSimInfo_t* simInfo) { return groupSimulateEnd(simInfo); }
+WEFT_PROFILING_ALIAS(ncclResult_t, ncclGroupSimulateEnd, ncclSimInfo_t* simInfo);

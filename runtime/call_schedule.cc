@@ -2,6 +2,7 @@
 
 #include <cstdint>
 
+#include "algorithms/algorithm_selection.h"
 #include "algorithms/allgather.h"
 #include "algorithms/alltoall.h"
 #include "algorithms/broadcast.h"
@@ -41,7 +42,22 @@ bool sendAliasesRecv(const CollectiveCall& call) {
   }
 }
 
-Schedule scheduleForCall(const CollectiveCall& call, bool direct, const char** algorithm) {
+ncclResult_t selectAllReduce(const CollectiveCall& call, AllReduceAlgorithm* out) {
+  ncclComm* comm = call.comm;
+  SelectionInput input;
+  input.bytes = call.count * dataTypeSize(call.datatype);
+  input.nranks = comm->nranks;
+  input.nodes = comm->nodes;
+  input.model = comm->costModel;
+  input.directAvailable = false;  // decided per call by the direct path's handshake instead
+  readAlgorithmEnv(&input);
+  AlgorithmChoice choice;
+  WEFT_CHECK(selectAllReduceAlgorithm(input, &choice));
+  *out = choice.algorithm == AllReduceAlgorithm::Direct ? AllReduceAlgorithm::Ring : choice.algorithm;
+  return ncclSuccess;
+}
+
+Schedule scheduleForCall(const CollectiveCall& call, bool direct, AllReduceAlgorithm selected, const char** algorithm) {
   ncclComm* comm = call.comm;
   const size_t elementSize = dataTypeSize(call.datatype);
   const int rank = comm->rank;
@@ -50,13 +66,18 @@ Schedule scheduleForCall(const CollectiveCall& call, bool direct, const char** a
   const bool preScale = call.op >= ncclNumOps;
   const bool inPlace = callIsInPlace(call);
   switch (call.kind) {
-    case CollectiveKind::AllReduce:
+    case CollectiveKind::AllReduce: {
       if (direct) {
         *algorithm = "DIRECT";
         return buildDirectAllReduce({call.count, elementSize, rank, n, average});
       }
-      *algorithm = "RING";
-      return buildRingAllReduce({call.count, elementSize, rank, comm->ringOrder, average, preScale});
+      // Only the ring scales inputs for PreMulSum; the other algorithms get the cost model's pick.
+      AllReduceAlgorithm chosen = preScale ? AllReduceAlgorithm::Ring : selected;
+      *algorithm = allReduceAlgorithmName(chosen);
+      if (chosen == AllReduceAlgorithm::Ring)
+        return buildRingAllReduce({call.count, elementSize, rank, comm->ringOrder, average, preScale});
+      return buildAllReduceSchedule(chosen, {call.count, elementSize, rank, n, comm->ringOrder, comm->nodes, average});
+    }
     case CollectiveKind::AllGather:
       *algorithm = "RING";
       return buildRingAllGather({call.count, elementSize, rank, n, comm->ringOrder, inPlace});

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "algorithms/cost_model.h"
 #include "algorithms/schedule.h"
 #include "runtime/collective.h"
 
@@ -16,8 +17,13 @@ bool callIsInPlace(const CollectiveCall& call);
 // True when the schedule names BufferKind::Send for memory that is also Recv (same pointer).
 bool sendAliasesRecv(const CollectiveCall& call);
 
-// The schedule for one collective; `direct` picks the shared-buffer all-reduce.
-Schedule scheduleForCall(const CollectiveCall& call, bool direct, const char** algorithm);
+// The all-reduce algorithm the cost model picks for `call` (NCCL_ALGO / WEFT_ALGO override it;
+// an unknown WEFT_ALGO name is an error listing the valid ones).
+ncclResult_t selectAllReduce(const CollectiveCall& call, AllReduceAlgorithm* out);
+
+// The schedule for one collective; `direct` picks the shared-buffer all-reduce, `selected` the
+// all-reduce algorithm otherwise.
+Schedule scheduleForCall(const CollectiveCall& call, bool direct, AllReduceAlgorithm selected, const char** algorithm);
 
 // One schedule for a group's sends and receives on one communicator. Steps address user
 // memory directly: ranges are absolute addresses over null Send/Recv bases.

@@ -10,6 +10,7 @@
 #include "common/status.h"
 #include "runtime/call_schedule.h"
 #include "runtime/communicator.h"
+#include "runtime/compressed_allreduce_run.h"
 #include "runtime/direct_path.h"
 #include "runtime/idle_waiter.h"
 #include "runtime/reduction_ops.h"
@@ -44,22 +45,29 @@ uint64_t planKey(const CollectiveCall& call, bool direct) {
   return key;
 }
 
-// The prepared schedule for `call`, from the communicator's small cache when the shape repeats.
-const PreparedSchedule* planFor(const CollectiveCall& call, bool direct) {
+// The prepared schedule for `call`, from the communicator's small cache when the shape repeats
+// (the algorithm choice depends only on what the key holds).
+ncclResult_t planFor(const CollectiveCall& call, bool direct, const PreparedSchedule** out) {
   ncclComm* comm = call.comm;
   uint64_t key = planKey(call, direct);
   for (auto& entry : comm->planCache)
-    if (entry.key == key) return &entry.plan;
+    if (entry.key == key) {
+      *out = &entry.plan;
+      return ncclSuccess;
+    }
+  AllReduceAlgorithm selected = AllReduceAlgorithm::Ring;
+  if (call.kind == CollectiveKind::AllReduce && !direct) WEFT_CHECK(selectAllReduce(call, &selected));
   auto& entry = comm->planCache[comm->planCacheNext++ % 4];
   entry.key = ~0ull;
   const char* algorithm = "?";
-  Schedule schedule = scheduleForCall(call, direct, &algorithm);
+  Schedule schedule = scheduleForCall(call, direct, selected, &algorithm);
   prepareSchedule(std::move(schedule), sendAliasesRecv(call), comm->sliceBytes, &entry.plan);
   entry.key = key;
   WEFT_INFO(kLogTune | kLogColl, "%s: %zu x %s op %s root %d -> algorithm %s, %zu steps, slices of %zu bytes",
             collectiveName(call.kind), call.count, dataTypeName(call.datatype), redOpName(call.op), call.root,
             algorithm, entry.plan.schedule.steps.size(), entry.plan.sliceBytes);
-  return &entry.plan;
+  *out = &entry.plan;
+  return ncclSuccess;
 }
 
 std::vector<int> peersOf(const Schedule& schedule) {
@@ -93,12 +101,13 @@ char* scratchFor(ncclComm* comm, size_t bytes) {
 }
 
 ncclResult_t startRun(CommQueue& queue, const CollectiveCall& call, const PreparedSchedule* plan, RunBuffers buffers,
-                      const char* name) {
+                      const char* name, const RunCodec* codec = nullptr) {
   ncclComm* comm = call.comm;
   WEFT_CHECK(connectPeers(comm, peersOf(plan->schedule)));
   if (plan->schedule.scratchBytes) buffers.scratch = scratchFor(comm, plan->schedule.scratchBytes);
   RunReduction reduction;
   WEFT_CHECK(resolveReduction(comm, call.op, call.datatype, &reduction));
+  if (codec) reduction.codec = *codec;
   uint64_t sequence = comm->collectiveSequence++;
   WEFT_TRACE(kLogColl, "%s #%llu count %zu datatype %d op %d root %d peer %d sendbuff %p recvbuff %p", name,
              (unsigned long long)sequence, call.count, call.datatype, call.op, call.root, call.peer, call.sendbuff,
@@ -120,7 +129,9 @@ ncclResult_t startNext(CommQueue& queue) {
     bool direct = false;
     RunBuffers buffers;
     WEFT_CHECK(concludeDirectHandshake(call, &direct, &buffers));
-    return startRun(queue, call, planFor(call, direct), buffers, collectiveName(call.kind));
+    const PreparedSchedule* plan = nullptr;
+    WEFT_CHECK(planFor(call, direct, &plan));
+    return startRun(queue, call, plan, buffers, collectiveName(call.kind));
   }
   if (queue.pending.empty()) return ncclSuccess;
   WorkItem item = std::move(queue.pending.front());
@@ -134,6 +145,9 @@ ncclResult_t startNext(CommQueue& queue) {
     return startRun(queue, *item.pointToPoint.front(), queue.ownedPlan.get(), RunBuffers{}, "SendRecv");
   }
   const CollectiveCall& call = *item.call;
+  CompressedRunSetup compressed;  // WEFT_COMPRESSION or weftAllReduceCompressed
+  WEFT_CHECK(prepareCompressedAllReduce(call, &compressed));
+  if (compressed.plan) return startRun(queue, call, compressed.plan, userBuffers(call), "AllReduceCompressed", &compressed.codec);
   if (directPathEligible(call) && call.op < ncclNumOps) {
     const PreparedSchedule* plan = nullptr;
     RunBuffers buffers;
@@ -141,7 +155,9 @@ ncclResult_t startNext(CommQueue& queue) {
     queue.handshakeFor = &call;
     return startRun(queue, call, plan, buffers, "DirectHandshake");
   }
-  return startRun(queue, call, planFor(call, false), userBuffers(call), collectiveName(call.kind));
+  const PreparedSchedule* plan = nullptr;
+  WEFT_CHECK(planFor(call, false, &plan));
+  return startRun(queue, call, plan, userBuffers(call), collectiveName(call.kind));
 }
 
 // Groups the calls by communicator; each communicator's sends and receives become one item,

@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <vector>
 
+#include "compression/types.h"
 #include "nccl.h"
 
 namespace weft {
@@ -21,6 +22,12 @@ struct CollectiveCall {
   ncclRedOp_t op = ncclSum;
   int root = -1;  // broadcast, reduce, gather, scatter
   int peer = -1;  // send, recv
+  // weftAllReduceCompressed: the codec, its seed, and the caller's error-feedback residual
+  // (count floats, or null). Calls without it may still be compressed by WEFT_COMPRESSION.
+  bool compressed = false;
+  compression::CodecConfig codec{};
+  uint64_t codecSeed = 0;
+  float* residual = nullptr;
 };
 
 const char* collectiveName(CollectiveKind kind);

@@ -65,6 +65,17 @@ ncclResult_t describePlacement(ncclComm* comm, RankInfo* mine) {
   return ncclSuccess;
 }
 
+// The cost model the algorithm selection prices schedules with: the machine's links, or a
+// tuning file's measured terms (WEFT_TUNING_FILE). Host-memory ranks meet in memory.
+ncclResult_t buildCostModel(ncclComm* comm) {
+  const TopologyModel* model = nullptr;
+  WEFT_CHECK(processTopology(&model));
+  LinkTable table;
+  WEFT_CHECK(linkTableFromEnv(model, &table));
+  comm->costModel = costModelFromLinks(table, IntraNodeMedium::Memory, model);
+  return ncclSuccess;
+}
+
 // Local ranks and the ring order come from the topology layer's rank layout.
 ncclResult_t applyRankLayout(ncclComm* comm) {
   std::vector<RankPlacement> placements(comm->nranks);
@@ -76,6 +87,7 @@ ncclResult_t applyRankLayout(ncclComm* comm) {
   }
   RankLayout layout = computeRankLayout(placements);
   int node = layout.nodeOf[comm->rank];
+  comm->nodes = layout.nodes;
   comm->localRanks = layout.nodes[node];
   comm->localRank = layout.localRank[comm->rank];
   comm->ringOrder = layout.ringOrder;
@@ -158,10 +170,12 @@ ncclResult_t initializeCommunicator(ncclComm* comm, const ncclUniqueId& id) {
   const int rank = comm->rank;
   const int nranks = comm->nranks;
   setLogRank(rank);
+  WEFT_CHECK(compressionConfigFromEnv(&comm->compression.env));  // before bootstrap: a bad value fails every rank at once
   WEFT_CHECK(bootstrapCommunicator(comm, id));
 
   const RankInfo& me = comm->ranks[rank];
   WEFT_CHECK(applyRankLayout(comm));
+  WEFT_CHECK(buildCostModel(comm));
   comm->connections.resize(nranks);
   comm->connectionTable.assign(nranks, nullptr);
   size_t slotBytes = ShmTransport::layoutFromEnv(1).slotBytes;

@@ -11,8 +11,10 @@
 #include <thread>
 #include <vector>
 
+#include "algorithms/cost_model.h"
 #include "nccl.h"
 #include "runtime/bootstrap.h"
+#include "runtime/compression_config.h"
 #include "runtime/direct_path.h"
 #include "runtime/executor.h"
 #include "runtime/reduction_ops.h"
@@ -47,6 +49,8 @@ struct ncclComm {
   std::vector<int> localRanks;  // ranks on this host, ascending (from topology's RankLayout)
   int localRank = 0;
   std::vector<int> ringOrder;  // node-major: a node's ranks adjacent, each boundary crossed once
+  std::vector<std::vector<int>> nodes;  // ranks of each host, from topology's RankLayout
+  weft::CostModel costModel;            // alpha-beta terms of this communicator's links
   uint64_t commToken[2]{};
 
   weft::ShmTransport shm;
@@ -85,6 +89,10 @@ struct ncclComm {
   weft::PeerBufferMapper peerBuffers;
   std::vector<char*> peerSendBuffers;
   std::vector<char*> peerRecvBuffers;
+
+  // Compressed all-reduce (runtime/compression_config.h): WEFT_COMPRESSION, codecs, per-buffer
+  // error-feedback residuals, prepared schedules.
+  weft::CommCompression compression;
 };
 
 namespace weft {
