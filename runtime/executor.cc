@@ -160,11 +160,8 @@ ncclResult_t CollectiveRun::advance(size_t i, bool* progressed) {
     switch (step.kind) {
       case StepKind::Send: {
         Connection* c = connections_[step.peer];
-        void* slot = c->sendBuffer(bytes);
-        if (!slot) {
-          noteWait(c);
-          return ncclSuccess;
-        }
+        void* slot = reserveSend(c, bytes);
+        if (!slot) return ncclSuccess;
         memcpy(slot, address(step.src) + offset, bytes);
         WEFT_CHECK(c->sendCommit(bytes));
         break;
@@ -173,17 +170,8 @@ ncclResult_t CollectiveRun::advance(size_t i, bool* progressed) {
       case StepKind::RecvReduce: {
         Connection* c = connections_[step.peer];
         const void* data = nullptr;
-        size_t got = 0;
-        WEFT_CHECK(c->recvPeek(&data, &got));
-        if (!data) {
-          noteWait(c);
-          return ncclSuccess;
-        }
-        if (got != bytes)
-          return fail(ncclInvalidUsage,
-                      "%s #%llu: rank %d sent %zu bytes where %zu were expected at step %zu: the ranks disagree on "
-                      "the count, datatype or collective",
-                      name_, static_cast<unsigned long long>(sequence_), step.peer, got, bytes, i);
+        WEFT_CHECK(nextMessage(c, bytes, i, &data));
+        if (!data) return ncclSuccess;
         if (step.kind == StepKind::Recv && step.dst.bytes >= kStreamingRangeBytes)
           streamingCopy(address(step.dst) + offset, data, bytes);  // the last write: keep it out of cache
         else if (step.kind == StepKind::Recv)
@@ -218,25 +206,15 @@ ncclResult_t CollectiveRun::advance(size_t i, bool* progressed) {
         break;
       case StepKind::Notify: {
         Connection* c = connections_[step.peer];
-        if (!c->sendBuffer(0)) {
-          noteWait(c);
-          return ncclSuccess;
-        }
+        if (!reserveSend(c, 0)) return ncclSuccess;
         WEFT_CHECK(c->sendCommit(0));
         break;
       }
       case StepKind::WaitNotify: {
         Connection* c = connections_[step.peer];
         const void* data = nullptr;
-        size_t got = 0;
-        WEFT_CHECK(c->recvPeek(&data, &got));
-        if (!data) {
-          noteWait(c);
-          return ncclSuccess;
-        }
-        if (got != 0)
-          return fail(ncclInvalidUsage, "%s #%llu: rank %d sent %zu bytes where a barrier was expected at step %zu",
-                      name_, static_cast<unsigned long long>(sequence_), step.peer, got, i);
+        WEFT_CHECK(nextMessage(c, 0, i, &data));
+        if (!data) return ncclSuccess;
         c->recvRelease();
         break;
       }
@@ -269,35 +247,21 @@ ncclResult_t CollectiveRun::advanceCodec(size_t i, uint32_t k, bool* waiting) {
                 static_cast<unsigned long long>(sequence_), i, stepKindName(step.kind));
   const size_t stride = schedule.encodedSliceBytes;
   char* stored = step.src2.bytes ? address(step.src2) + static_cast<size_t>(k) * stride : nullptr;
-  auto protocolError = [&](size_t got, size_t want) {
-    return fail(ncclInvalidUsage,
-                "%s #%llu: rank %d sent %zu bytes where %zu were expected at step %zu (%s): the ranks disagree on "
-                "the count, datatype, collective or compression",
-                name_, static_cast<unsigned long long>(sequence_), step.peer, got, want, i, stepKindName(step.kind));
-  };
   // Encoded-only steps: bytes as they are.
   if (isEncodedOnly(step.kind)) {
     size_t bytes = std::min(stride, step.src2.bytes - static_cast<size_t>(k) * stride);
     Connection* c = connections_[step.peer];
     if (step.kind == StepKind::SendEncoded) {
-      void* slot = c->sendBuffer(bytes);
-      if (!slot) {
-        noteWait(c);
-        *waiting = true;
-        return ncclSuccess;
-      }
+      void* slot = reserveSend(c, bytes);
+      *waiting = !slot;
+      if (!slot) return ncclSuccess;
       memcpy(slot, stored, bytes);
       return c->sendCommit(bytes);
     }
     const void* data = nullptr;
-    size_t got = 0;
-    WEFT_CHECK(c->recvPeek(&data, &got));
-    if (!data) {
-      noteWait(c);
-      *waiting = true;
-      return ncclSuccess;
-    }
-    if (got != bytes) return protocolError(got, bytes);
+    WEFT_CHECK(nextMessage(c, bytes, i, &data));
+    *waiting = !data;
+    if (!data) return ncclSuccess;
     memcpy(stored, data, bytes);
     c->recvRelease();
     return ncclSuccess;
@@ -344,12 +308,9 @@ ncclResult_t CollectiveRun::advanceCodec(size_t i, uint32_t k, bool* waiting) {
     case StepKind::EncodeSend: {
       Connection* c = connections_[step.peer];
       const size_t bytes = codec->encodedBytes(n);
-      void* slot = c->sendBuffer(bytes);
-      if (!slot) {
-        noteWait(c);
-        *waiting = true;
-        return ncclSuccess;
-      }
+      void* slot = reserveSend(c, bytes);
+      *waiting = !slot;
+      if (!slot) return ncclSuccess;
       const float* x = floatAt(step.src);
       codec->encodeRange(x, 0, n, n, slot, compression::EncodeContext{reduction_.codec.seed, element});
       if (residual) {  // residual += x - decode(encode(x))
@@ -362,16 +323,11 @@ ncclResult_t CollectiveRun::advanceCodec(size_t i, uint32_t k, bool* waiting) {
     }
     case StepKind::RecvDecodeAdd: {
       Connection* c = connections_[step.peer];
-      const void* data = nullptr;
-      size_t got = 0;
-      WEFT_CHECK(c->recvPeek(&data, &got));
-      if (!data) {
-        noteWait(c);
-        *waiting = true;
-        return ncclSuccess;
-      }
       const size_t bytes = codec->encodedBytes(n);
-      if (got != bytes) return protocolError(got, bytes);
+      const void* data = nullptr;
+      WEFT_CHECK(nextMessage(c, bytes, i, &data));
+      *waiting = !data;
+      if (!data) return ncclSuccess;
       float* out = floatAt(step.dst);
       const float* in = floatAt(step.src);
       if (out != in) memcpy(out, in, n * sizeof(float));
@@ -391,6 +347,31 @@ ncclResult_t CollectiveRun::advanceCodec(size_t i, uint32_t k, bool* waiting) {
     default: break;
   }
   return fail(ncclInternalError, "%s: step %zu: %s is not a codec step", name_, i, stepKindName(step.kind));
+}
+
+void* CollectiveRun::reserveSend(Connection* c, size_t bytes) {
+  void* slot = c->sendBuffer(bytes);
+  if (!slot) noteWait(c);
+  return slot;
+}
+
+ncclResult_t CollectiveRun::nextMessage(Connection* c, size_t expected, size_t step, const void** data) {
+  size_t got = 0;
+  *data = nullptr;
+  WEFT_CHECK(c->recvPeek(data, &got));
+  if (!*data) {
+    noteWait(c);
+    return ncclSuccess;
+  }
+  if (got != expected) {
+    const Step& s = plan_->schedule.steps[step];
+    *data = nullptr;
+    return fail(ncclInvalidUsage,
+                "%s #%llu: rank %d sent %zu bytes where %zu were expected at step %zu (%s): the ranks disagree on the "
+                "count, datatype, collective or compression",
+                name_, static_cast<unsigned long long>(sequence_), s.peer, got, expected, step, stepKindName(s.kind));
+  }
+  return ncclSuccess;
 }
 
 void CollectiveRun::noteWait(Connection* c) {
