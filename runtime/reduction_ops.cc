@@ -5,6 +5,7 @@
 #include "common/dtype.h"
 #include "common/status.h"
 #include "runtime/communicator.h"
+#include "runtime/pointer_memory.h"
 
 namespace weft {
 
@@ -35,13 +36,15 @@ ncclResult_t createPreMulSum(ncclComm* comm, ncclRedOp_t* op, const void* scalar
   if (!isValidDataType(datatype)) return fail(ncclInvalidArgument, "ncclRedOpCreatePreMulSum: datatype=%d is invalid", datatype);
   if (residence != ncclScalarHostImmediate && residence != ncclScalarDevice)
     return fail(ncclInvalidArgument, "ncclRedOpCreatePreMulSum: residence=%d is invalid", residence);
-  // Host communicators read the scalar now in both cases: with ncclScalarDevice NCCL reads it
-  // when the collective runs, and a host-memory collective runs inside its call, so reading at
-  // creation is only equivalent while the caller does not change it in between (documented).
+  // ncclScalarHostImmediate: the value now. ncclScalarDevice: the address, dereferenced when
+  // each collective runs (device memory through the CUDA runtime, host memory directly).
   PreMulSumOp entry;
   entry.live = true;
   entry.datatype = datatype;
-  memcpy(entry.scalar, scalar, dataTypeSize(datatype));
+  if (residence == ncclScalarHostImmediate)
+    memcpy(entry.scalar, scalar, dataTypeSize(datatype));
+  else
+    entry.scalarAddress = scalar;
   size_t index = 0;
   while (index < comm->preMulSumOps.size() && comm->preMulSumOps[index].live) ++index;
   if (index == comm->preMulSumOps.size()) comm->preMulSumOps.push_back(entry);
@@ -80,6 +83,7 @@ ncclResult_t resolveReduction(ncclComm* comm, ncclRedOp_t op, ncclDataType_t dat
   if (static_cast<int>(op) >= ncclNumOps) {
     PreMulSumOp* entry = findOp(comm, op);
     if (!entry) return fail(ncclInvalidArgument, "op=%d is no longer live", static_cast<int>(op));
+    if (entry->scalarAddress) WEFT_CHECK(copyToHost(entry->scalar, entry->scalarAddress, dataTypeSize(datatype)));
     out->scalar = entry->scalar;
   }
   return ncclSuccess;

@@ -14,7 +14,8 @@ namespace weft {
 struct PreMulSumOp {
   bool live = false;
   ncclDataType_t datatype = ncclFloat32;
-  alignas(8) uint8_t scalar[8] = {};
+  alignas(8) uint8_t scalar[8] = {};  // the value (ncclScalarHostImmediate: read at creation)
+  const void* scalarAddress = nullptr;  // ncclScalarDevice: read when each collective runs
 };
 
 ncclResult_t createPreMulSum(ncclComm* comm, ncclRedOp_t* op, const void* scalar, ncclDataType_t datatype,

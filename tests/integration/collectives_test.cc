@@ -313,6 +313,27 @@ TEST(Groups, TwoCommunicatorsInOneGroup) {
 
 namespace {
 
+TEST(PreMulSum, DeviceResidenceReadsTheScalarWhenTheCollectiveRuns) {
+  ncclComm_t comms[2];
+  ASSERT_EQ(ncclCommInitAll(comms, 2, nullptr), ncclSuccess);
+  double scalar[2] = {1.0, 1.0};
+  ncclRedOp_t ops[2];
+  for (int r = 0; r < 2; ++r)
+    ASSERT_EQ(ncclRedOpCreatePreMulSum(&ops[r], &scalar[r], ncclFloat64, ncclScalarDevice, comms[r]), ncclSuccess);
+  scalar[0] = 3.0;  // changed after creation: ncclScalarDevice sees it
+  scalar[1] = 5.0;
+  double x[2] = {1.0, 2.0}, y[2];
+  ASSERT_EQ(ncclGroupStart(), ncclSuccess);
+  for (int r = 0; r < 2; ++r) ASSERT_EQ(ncclAllReduce(&x[r], &y[r], 1, ncclFloat64, ops[r], comms[r], nullptr), ncclSuccess);
+  ASSERT_EQ(ncclGroupEnd(), ncclSuccess);
+  EXPECT_EQ(y[0], 3.0 * 1.0 + 5.0 * 2.0);
+  EXPECT_EQ(y[1], y[0]);
+  for (int r = 0; r < 2; ++r) {
+    EXPECT_EQ(ncclRedOpDestroy(ops[r], comms[r]), ncclSuccess);
+    ncclCommDestroy(comms[r]);
+  }
+}
+
 TEST(Groups, SimulateEndPredictsWithoutRunning) {
   ncclComm_t comms[2];
   ASSERT_EQ(ncclCommInitAll(comms, 2, nullptr), ncclSuccess);
