@@ -10,3 +10,4 @@ weft_test(fake_hosts_test SOURCES integration/fake_hosts_test.cc LIBS weft_test_
 weft_test(memalloc_allreduce_test SOURCES integration/memalloc_allreduce_test.cc LIBS weft_test_support LABELS integration)
 weft_test(collectives_test SOURCES integration/collectives_test.cc LIBS weft_test_support LABELS integration TIMEOUT 900)
 weft_test(comm_management_test SOURCES integration/comm_management_test.cc LIBS weft_test_support LABELS integration)
+weft_test(logging_test SOURCES integration/logging_test.cc LIBS weft_test_support LABELS integration)

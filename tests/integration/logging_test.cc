@@ -1,0 +1,70 @@
+// NCCL_DEBUG / NCCL_DEBUG_SUBSYS / NCCL_DEBUG_FILE: lines carry host, pid and rank; INFO says
+// which transport each peer uses and which algorithm each collective chose.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include "nccl.h"
+
+namespace {
+
+std::string readFile(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+TEST(Logging, InfoNamesTransportsAndAlgorithmsInTheDebugFile) {
+  std::string pattern = "/tmp/weft-log-test-%h-%p.txt";
+  setenv("NCCL_DEBUG", "INFO", 1);
+  setenv("NCCL_DEBUG_SUBSYS", "INIT,TUNING", 1);
+  setenv("NCCL_DEBUG_FILE", pattern.c_str(), 1);
+  ncclResetDebugInit();
+  ncclComm_t comms[2];
+  ASSERT_EQ(ncclCommInitAll(comms, 2, nullptr), ncclSuccess);
+  float data[2][64] = {};
+  ASSERT_EQ(ncclGroupStart(), ncclSuccess);
+  for (int r = 0; r < 2; ++r) ASSERT_EQ(ncclAllReduce(data[r], data[r], 64, ncclFloat32, ncclSum, comms[r], nullptr), ncclSuccess);
+  ASSERT_EQ(ncclGroupEnd(), ncclSuccess);
+  for (auto* c : comms) ncclCommDestroy(c);
+
+  char host[256] = "";
+  gethostname(host, sizeof(host) - 1);
+  std::string shortHost = std::string(host).substr(0, std::string(host).find('.'));
+  std::string path = "/tmp/weft-log-test-" + shortHost + "-" + std::to_string(getpid()) + ".txt";
+  unsetenv("NCCL_DEBUG_FILE");
+  ncclResetDebugInit();  // closes the file
+  std::string log = readFile(path);
+  unlink(path.c_str());
+  EXPECT_NE(log.find("NCCL INFO"), std::string::npos) << log;
+  EXPECT_NE(log.find("via SHM"), std::string::npos) << log;
+  EXPECT_NE(log.find("algorithm"), std::string::npos) << log;
+  EXPECT_NE(log.find(shortHost + ":" + std::to_string(getpid())), std::string::npos) << "lines start with host:pid";
+  EXPECT_NE(log.find(" [1] "), std::string::npos) << "lines carry the rank";
+}
+
+TEST(Logging, WarnLevelReportsBadArgumentsWithoutInfoLines) {
+  std::string path = "/tmp/weft-log-test-warn-" + std::to_string(getpid()) + ".txt";
+  setenv("NCCL_DEBUG", "WARN", 1);
+  setenv("NCCL_DEBUG_FILE", path.c_str(), 1);
+  ncclResetDebugInit();
+  ncclComm_t comm;
+  ASSERT_EQ(ncclCommInitAll(&comm, 1, nullptr), ncclSuccess);
+  float x = 0;
+  EXPECT_EQ(ncclAllReduce(&x, &x, 1, static_cast<ncclDataType_t>(99), ncclSum, comm, nullptr), ncclInvalidArgument);
+  ncclCommDestroy(comm);
+  unsetenv("NCCL_DEBUG_FILE");
+  ncclResetDebugInit();
+  std::string log = readFile(path);
+  unlink(path.c_str());
+  EXPECT_NE(log.find("NCCL WARN"), std::string::npos) << log;
+  EXPECT_NE(log.find("datatype=99"), std::string::npos) << log;
+  EXPECT_EQ(log.find("NCCL INFO"), std::string::npos) << "WARN level prints no INFO lines";
+}
+
+}  // namespace
