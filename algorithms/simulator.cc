@@ -59,12 +59,13 @@ class Simulation {
     while (moved) {
       moved = false;
       for (int r = 0; r < n_; ++r) {
-        while (next_[r] < schedules_[r].steps.size()) {
+        for (size_t ran = 0; next_[r] < schedules_[r].steps.size(); ) {
           bool blocked = false;
           if (!execute(r, schedules_[r].steps[next_[r]], &blocked)) return result_;
           if (blocked) break;
           ++next_[r];
           moved = true;
+          if (options_.stepsPerTurn && ++ran >= options_.stepsPerTurn) break;
         }
       }
     }
@@ -173,7 +174,7 @@ class Simulation {
         Message m;
         m.fence = s.kind == StepKind::Notify;
         if (!m.fence) m.data.assign(src, src + bytes);
-        m.ready = clock_[r] + (links ? links->transferTime(r, s.peer, m.data.size()) : 0.0);
+        m.ready = links ? links->arrivalTime(r, s.peer, m.data.size(), clock_[r]) : clock_[r];
         queues_[{r, s.peer}].push_back(std::move(m));
         ++result_.messages;
         result_.bytesMoved += bytes;

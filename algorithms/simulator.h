@@ -17,8 +17,8 @@
 // way (or ordered by a fence or a shared channel), so an in-order result carries over.
 //
 // Timing: a LinkModel prices messages and local steps; each rank has a clock. A received message
-// is available at (sender's clock when sent + transferTime); local steps add localTime. The
-// default model costs nothing.
+// is available at arrivalTime(sender's clock when sent) (by default that clock + transferTime);
+// local steps add localTime. The default model costs nothing.
 #pragma once
 
 #include <cstddef>
@@ -39,6 +39,13 @@ class LinkModel {
   virtual double transferTime(int src, int dst, size_t bytes) const {
     (void)src, (void)dst, (void)bytes;
     return 0.0;
+  }
+  // When the data of a send that starts at `start` (the sender's clock, seconds) is available at
+  // dst. The default is start + transferTime; a model with per-link state (contention, e.g.
+  // algorithms/link_model_simulation.h) overrides this instead. The simulator calls it once per
+  // message, in the order it runs the sends (round robin over ranks), not in time order.
+  virtual double arrivalTime(int src, int dst, size_t bytes, double start) const {
+    return start + transferTime(src, dst, bytes);
   }
   // Seconds for a local step (copy, reduce, scale, divide) over `bytes` on `rank`.
   virtual double localTime(int rank, StepKind kind, size_t bytes) const {
@@ -64,6 +71,10 @@ struct SimulationOptions {
   std::vector<std::vector<char>> scalars;
   const LinkModel* links = nullptr;  // null: every step costs nothing
   bool checkHazards = true;          // see above; costs O(steps^2) on ranks whose buffers alias at an offset
+  // Steps a rank runs per turn before the next rank's turn; 0: until it must wait. The result is
+  // the same either way; a link model with contention (link_model_simulation.h) prices
+  // transfers in the order they are sent, so 1 interleaves concurrent senders more fairly.
+  size_t stepsPerTurn = 0;
 };
 
 struct SimulationResult {

@@ -1,10 +1,13 @@
 // weft-info: what weft would do, without running anything.
 //
 //   weft-info plan allreduce SIZE --ranks N [--ranks-per-node L] [--topo FILE] [--direct]
-//             [--print-schedule RANK [--algo NAME]]
+//             [--simulate] [--print-schedule RANK [--algo NAME]]
 //       every all-reduce algorithm's predicted time and bus bandwidth for SIZE bytes on N ranks
 //       (L per node; default all on one node), the one selection picks, and optionally one
-//       rank's schedule.
+//       rank's schedule. --simulate adds a column: the time the simulator gives when it runs
+//       every rank's schedule against the link model of algorithms/link_model_simulation.h
+//       (per-link latency and bandwidth, NICs and ports shared by concurrent transfers);
+//       up to 1024 ranks.
 //   weft-info table allreduce --ranks N[,N...] [--ranks-per-node L] [--topo FILE]
 //             [--from SIZE] [--to SIZE] [--step FACTOR]
 //       predicted bus bandwidth of every algorithm for sizes from..to (default 8 B to 4 GiB, x2), the choice,
@@ -21,6 +24,7 @@
 
 #include "algorithms/algorithm_selection.h"
 #include "algorithms/cost_model.h"
+#include "algorithms/link_model_simulation.h"
 #include "common/status.h"
 #include "topology/topology_model.h"
 #include "topology/topology_xml.h"
@@ -32,7 +36,7 @@ namespace {
 void usage(FILE* to) {
   std::fprintf(to,
                "usage: weft-info plan allreduce SIZE --ranks N [--ranks-per-node L] [--topo FILE] [--direct]\n"
-               "                 [--print-schedule RANK [--algo NAME]]\n"
+               "                 [--simulate] [--print-schedule RANK [--algo NAME]]\n"
                "       weft-info table allreduce --ranks N[,N...] [--ranks-per-node L] [--topo FILE]\n"
                "                 [--from SIZE] [--to SIZE] [--step FACTOR]\n"
                "SIZE: bytes with optional K, M, G suffix (powers of 1024). Without --topo: host memory,\n"
@@ -84,7 +88,7 @@ int main(int argc, char** argv) {
   std::vector<int> rankCounts;
   int perNode = 0, printRank = -1;
   std::string topo, algoName;
-  bool direct = false, haveSize = false;
+  bool direct = false, haveSize = false, simulateToo = false;
   for (int i = 3; i < argc; ++i) {
     std::string a = argv[i];
     auto value = [&]() -> const char* {
@@ -111,6 +115,8 @@ int main(int argc, char** argv) {
       perNode = std::atoi(value());
     } else if (a == "--topo") {
       topo = value();
+    } else if (a == "--simulate") {
+      simulateToo = true;
     } else if (a == "--direct") {
       direct = true;
     } else if (a == "--print-schedule") {
@@ -186,19 +192,35 @@ int main(int argc, char** argv) {
     for (auto& node : in.nodes) cost.nodeSizes.push_back(static_cast<int>(node.size()));
     std::printf("allreduce %s bytes on %d ranks (%zu nodes x %d)\n", sizeText(bytes).c_str(), n, in.nodes.size(),
                 perNode > 0 ? perNode : n);
-    std::printf("%-8s %14s %12s  %s\n", "algo", "time_us", "busbw_GB/s", "");
+    if (simulateToo && n > 1024) {
+      std::fprintf(stderr, "weft-info: --simulate: at most 1024 ranks\n");
+      return 2;
+    }
+    if (simulateToo) std::printf("%-8s %14s %12s %14s %12s  %s\n", "algo", "time_us", "busbw_GB/s", "sim_us", "sim_busbw", "");
+    else std::printf("%-8s %14s %12s  %s\n", "algo", "time_us", "busbw_GB/s", "");
     for (const AlgorithmEstimate& e : choice.estimates) {
       std::string notes = e.note;
       if (!e.allowed) notes = std::string("excluded") + (notes.empty() ? "" : "; ") + notes;
       if (e.algorithm == choice.algorithm) notes = "<- chosen" + (notes.empty() ? "" : "; " + notes);
-      if (!e.applicable) std::printf("%-8s %14s %12s  %s\n", allReduceAlgorithmName(e.algorithm), "-", "-", notes.c_str());
+      std::string sim;
+      if (simulateToo) {
+        char text[64] = "             -            -";
+        if (e.applicable) {
+          SimulatedAllReduce r = simulateAllReduceTime(e.algorithm, bytes, n, in.nodes, in.model);
+          if (r.ok) snprintf(text, sizeof text, "%14.2f %12.2f", r.timeUs, allReduceBusBandwidthGBps(bytes, n, r.timeUs));
+          else notes += (notes.empty() ? "" : "; ") + std::string("simulation failed: ") + r.error;
+        }
+        sim = std::string(" ") + text;
+      }
+      if (!e.applicable)
+        std::printf("%-8s %14s %12s%s  %s\n", allReduceAlgorithmName(e.algorithm), "-", "-", sim.c_str(), notes.c_str());
       else
-        std::printf("%-8s %14.2f %12.2f  %s\n", allReduceAlgorithmName(e.algorithm), e.timeUs, e.busBandwidthGBps,
-                    notes.c_str());
+        std::printf("%-8s %14.2f %12.2f%s  %s\n", allReduceAlgorithmName(e.algorithm), e.timeUs, e.busBandwidthGBps,
+                    sim.c_str(), notes.c_str());
     }
     double bound = allReduceLowerBoundUs(cost, in.model);
-    std::printf("%-8s %14.2f %12.2f  (bandwidth-only lower bound)\n", "bound", bound,
-                allReduceBusBandwidthGBps(bytes, n, bound));
+    std::printf("%-8s %14.2f %12.2f%s  (bandwidth-only lower bound)\n", "bound", bound,
+                allReduceBusBandwidthGBps(bytes, n, bound), simulateToo ? "              -            -" : "");
     std::printf("chosen: %s (%s)\n", allReduceAlgorithmName(choice.algorithm), choice.reason.c_str());
     if (printRank >= 0) {
       if (printRank >= n) {

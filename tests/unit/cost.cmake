@@ -4,3 +4,6 @@ weft_test(allreduce_algorithms_test SOURCES ${CMAKE_CURRENT_LIST_DIR}/allreduce_
 weft_test(algorithm_selection_test SOURCES ${CMAKE_CURRENT_LIST_DIR}/algorithm_selection_test.cc LABELS unit)
 target_compile_definitions(algorithm_selection_test PRIVATE
                            WEFT_TOPO_FIXTURE_DIR="${CMAKE_CURRENT_LIST_DIR}/../fixtures/topology")
+weft_test(link_model_simulation_test SOURCES ${CMAKE_CURRENT_LIST_DIR}/link_model_simulation_test.cc LABELS unit)
+target_compile_definitions(link_model_simulation_test PRIVATE
+                           WEFT_TOPO_FIXTURE_DIR="${CMAKE_CURRENT_LIST_DIR}/../fixtures/topology")
