@@ -18,7 +18,7 @@ namespace {
 // long, then give the core away, then sleep. When ranks outnumber cores, spinning only steals
 // the core the peer needs, so the spin phase is skipped.
 constexpr auto kSpinTime = std::chrono::microseconds(30);
-constexpr auto kYieldTime = std::chrono::microseconds(300);
+constexpr auto kYieldTime = std::chrono::microseconds(300);  // only for one thread driving several ranks
 constexpr long kSleepMicros = 2000;  // also bounds how late an abort or a dead peer is noticed
 
 bool ranksOutnumberCores(const std::vector<ncclComm*>& comms) {
@@ -39,10 +39,7 @@ inline void cpuRelax() {
 
 IdleWaiter::IdleWaiter(double timeoutSeconds) : timeoutSeconds_(timeoutSeconds), deadline_(Deadline::after(timeoutSeconds)) {}
 
-void IdleWaiter::madeProgress() {
-  if (idleRounds_ > 0) deadline_ = Deadline::after(timeoutSeconds_);
-  idleRounds_ = 0;
-}
+void IdleWaiter::madeProgress() { idleRounds_ = 0; }
 
 ncclResult_t IdleWaiter::checkHealth(const std::vector<CollectiveRun*>& active, const std::vector<ncclComm*>& comms) {
   for (ncclComm* comm : comms)
@@ -61,8 +58,9 @@ ncclResult_t IdleWaiter::checkHealth(const std::vector<CollectiveRun*>& active, 
 
 ncclResult_t IdleWaiter::idle(const std::vector<CollectiveRun*>& active, const std::vector<ncclComm*>& comms,
                               const std::function<ncclResult_t(bool*)>& tryProgress) {
-  if (idleRounds_++ == 0) {
+  if (idleRounds_++ == 0) {  // a new wait: the time-out counts from the last progress
     idleSince_ = std::chrono::steady_clock::now();
+    deadline_ = Deadline::after(timeoutSeconds_);
     spin_ = !ranksOutnumberCores(comms);
   }
   auto idleFor = std::chrono::steady_clock::now() - idleSince_;
@@ -70,13 +68,10 @@ ncclResult_t IdleWaiter::idle(const std::vector<CollectiveRun*>& active, const s
     for (int i = 0; i < 16; ++i) cpuRelax();
     return ncclSuccess;
   }
-  if (idleFor < kYieldTime) {
-    sched_yield();
-    return ncclSuccess;
-  }
   WEFT_CHECK(checkHealth(active, comms));
 
-  // Sockets to watch, if any run talks TCP.
+  // Then block until something can move: sockets wake poll(), shared memory the doorbell.
+  // (Yielding instead would hand the core to any other runnable process for a whole time slice.)
   std::vector<pollfd> fds;
   for (CollectiveRun* run : active)
     for (Connection* c : run->connections())
@@ -86,7 +81,10 @@ ncclResult_t IdleWaiter::idle(const std::vector<CollectiveRun*>& active, const s
     return ncclSuccess;
   }
   if (comms.size() != 1) {  // one thread driving several ranks: no single doorbell to sleep on
-    std::this_thread::sleep_for(std::chrono::microseconds(50));
+    if (idleFor < kYieldTime)
+      sched_yield();
+    else
+      std::this_thread::sleep_for(std::chrono::microseconds(50));
     return ncclSuccess;
   }
   ShmSegmentHeader* own = comms.front()->shm.ownHeader();

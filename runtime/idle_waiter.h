@@ -1,6 +1,6 @@
 // What a rank does when its collectives cannot move: spin a little (the peer is usually a
-// microsecond away), then yield the core (ranks may outnumber cores), then sleep on the
-// shared-memory doorbell or the sockets. While waiting it enforces WEFT_TIMEOUT, notices
+// microsecond away; skipped when ranks outnumber cores), then sleep on the shared-memory
+// doorbell or the sockets until a peer makes room or sends. While waiting it enforces WEFT_TIMEOUT, notices
 // aborts and dead peers, and says what it was waiting for when it gives up.
 #pragma once
 
