@@ -30,17 +30,7 @@ ncclResult_t checkRoot(ncclComm_t comm, int root, const char* function) {
 
 ncclResult_t submit(CollectiveKind kind, ncclComm_t comm, const void* sendbuff, void* recvbuff, size_t count,
                     ncclDataType_t datatype, ncclRedOp_t op = ncclSum, int root = -1, int peer = -1) {
-  CollectiveCall call;
-  call.kind = kind;
-  call.comm = comm;
-  call.sendbuff = sendbuff;
-  call.recvbuff = recvbuff;
-  call.count = count;
-  call.datatype = datatype;
-  call.op = op;
-  call.root = root;
-  call.peer = peer;
-  return submitCollective(call);
+  return submitCollective(makeCall(kind, comm, sendbuff, recvbuff, count, datatype, op, root, peer));
 }
 
 }  // namespace

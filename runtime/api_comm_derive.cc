@@ -20,14 +20,7 @@ namespace {
 
 // A collective on the parent that runs now, even inside the caller's group.
 ncclResult_t parentAllGather(ncclComm* parent, const void* send, void* recv, size_t bytes) {
-  CollectiveCall call;
-  call.kind = CollectiveKind::AllGather;
-  call.comm = parent;
-  call.sendbuff = send;
-  call.recvbuff = recv;
-  call.count = bytes;
-  call.datatype = ncclUint8;
-  return runCollectives({call});
+  return runCollectives({makeCall(CollectiveKind::AllGather, parent, send, recv, bytes, ncclUint8)});
 }
 
 // The parent must be a live communicator; a failed one is fine (shrinking away a dead rank is
@@ -114,25 +107,11 @@ WEFT_API ncclResult_t ncclCommShrink(ncclComm_t comm, int* excludeRanksList, int
   if (survivors.front() == comm->rank) {
     WEFT_CHECK(ncclGetUniqueId(&id));
     for (int r : survivors)
-      if (r != comm->rank) {
-        CollectiveCall send;
-        send.kind = CollectiveKind::Send;
-        send.comm = comm;
-        send.sendbuff = &id;
-        send.count = sizeof(id);
-        send.datatype = ncclUint8;
-        send.peer = r;
-        calls.push_back(send);
-      }
+      if (r != comm->rank)
+        calls.push_back(makeCall(CollectiveKind::Send, comm, &id, nullptr, sizeof(id), ncclUint8, ncclSum, -1, r));
   } else {
-    CollectiveCall recv;
-    recv.kind = CollectiveKind::Recv;
-    recv.comm = comm;
-    recv.recvbuff = &id;
-    recv.count = sizeof(id);
-    recv.datatype = ncclUint8;
-    recv.peer = survivors.front();
-    calls.push_back(recv);
+    calls.push_back(
+        makeCall(CollectiveKind::Recv, comm, nullptr, &id, sizeof(id), ncclUint8, ncclSum, -1, survivors.front()));
   }
   if (!calls.empty()) WEFT_CHECK(runCollectives(calls));
   int newRank = static_cast<int>(std::find(survivors.begin(), survivors.end(), comm->rank) - survivors.begin());

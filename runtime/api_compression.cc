@@ -109,7 +109,7 @@ WEFT_API ncclResult_t weftAllReduceCompressed(const void* sendbuff, void* recvbu
   WEFT_CHECK(checkCount(count, datatype, 1, "count", kName));
   WEFT_CHECK(checkBuffer(sendbuff, count, "sendbuff", kName));
   WEFT_CHECK(checkBuffer(recvbuff, count, "recvbuff", kName));
-  CollectiveCall call;
+  CollectiveCall call = makeCall(CollectiveKind::AllReduce, comm, sendbuff, recvbuff, count, datatype, op);
   WEFT_CHECK(codecConfigFrom(compressor, &call.codec, kName));
   if (feedback) {
     WEFT_CHECK(checkFeedback(feedback, kName));
@@ -118,13 +118,6 @@ WEFT_API ncclResult_t weftAllReduceCompressed(const void* sendbuff, void* recvbu
                   feedback->residual.size(), count);
     call.residual = feedback->residual.data();
   }
-  call.kind = CollectiveKind::AllReduce;
-  call.comm = comm;
-  call.sendbuff = sendbuff;
-  call.recvbuff = recvbuff;
-  call.count = count;
-  call.datatype = datatype;
-  call.op = op;
   call.compressed = true;
   call.codecSeed = compressor->seed;
   return submitCollective(call);

@@ -30,6 +30,22 @@ struct CollectiveCall {
   float* residual = nullptr;
 };
 
+// A call with the fields every kind has; root and peer where the kind takes them.
+inline CollectiveCall makeCall(CollectiveKind kind, ncclComm* comm, const void* sendbuff, void* recvbuff, size_t count,
+                               ncclDataType_t datatype, ncclRedOp_t op = ncclSum, int root = -1, int peer = -1) {
+  CollectiveCall call;
+  call.kind = kind;
+  call.comm = comm;
+  call.sendbuff = sendbuff;
+  call.recvbuff = recvbuff;
+  call.count = count;
+  call.datatype = datatype;
+  call.op = op;
+  call.root = root;
+  call.peer = peer;
+  return call;
+}
+
 const char* collectiveName(CollectiveKind kind);
 inline bool isPointToPoint(CollectiveKind kind) { return kind == CollectiveKind::Send || kind == CollectiveKind::Recv; }
 

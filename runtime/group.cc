@@ -44,15 +44,26 @@ ncclResult_t groupStart() {
   return ncclSuccess;
 }
 
-ncclResult_t groupEnd() {
-  if (group.depth == 0) return fail(ncclInvalidUsage, "ncclGroupEnd called without a matching ncclGroupStart");
+// Closes one level of grouping. At the outermost level it runs the queued initializations
+// (communicators cannot be simulated into existence) and hands back the queued collectives;
+// *outermost says whether this was that level.
+ncclResult_t closeGroupLevel(const char* function, bool* outermost, std::vector<CollectiveCall>* calls) {
+  *outermost = false;
+  if (group.depth == 0) return fail(ncclInvalidUsage, "%s called without a matching ncclGroupStart", function);
   if (--group.depth > 0) return ncclSuccess;
+  *outermost = true;
   std::vector<std::function<ncclResult_t()>> inits;
-  std::vector<CollectiveCall> calls;
   inits.swap(group.inits);
-  calls.swap(group.calls);
+  calls->swap(group.calls);
   if (!inits.empty()) WEFT_CHECK(runInits(inits));
-  if (calls.empty()) return ncclSuccess;
+  return ncclSuccess;
+}
+
+ncclResult_t groupEnd() {
+  bool outermost = false;
+  std::vector<CollectiveCall> calls;
+  WEFT_CHECK(closeGroupLevel("ncclGroupEnd", &outermost, &calls));
+  if (!outermost || calls.empty()) return ncclSuccess;
   return runCollectives(calls);
 }
 
@@ -60,15 +71,10 @@ ncclResult_t groupSimulateEnd(ncclSimInfo_t* simInfo) {
   if (!simInfo) return fail(ncclInvalidArgument, "ncclGroupSimulateEnd: simInfo is NULL");
   if (simInfo->magic != 0x74685283 || simInfo->size < sizeof(ncclSimInfo_t))
     return fail(ncclInvalidArgument, "ncclGroupSimulateEnd: simInfo was not initialized with NCCL_SIM_INFO_INITIALIZER");
-  if (group.depth == 0) return fail(ncclInvalidUsage, "ncclGroupSimulateEnd called without a matching ncclGroupStart");
-  if (--group.depth > 0) return ncclSuccess;
-  std::vector<std::function<ncclResult_t()>> inits;
+  bool outermost = false;
   std::vector<CollectiveCall> calls;
-  inits.swap(group.inits);
-  calls.swap(group.calls);
-  // Communicators cannot be simulated into existence: queued initializations do run.
-  if (!inits.empty()) WEFT_CHECK(runInits(inits));
-  simInfo->estimatedTime = static_cast<float>(predictGroupMicroseconds(calls));
+  WEFT_CHECK(closeGroupLevel("ncclGroupSimulateEnd", &outermost, &calls));
+  if (outermost) simInfo->estimatedTime = static_cast<float>(predictGroupMicroseconds(calls));
   return ncclSuccess;
 }
 
