@@ -1,0 +1,141 @@
+#!/usr/bin/env python3
+"""Fit the shared-memory link figures to a measured 2-rank all-reduce and check the model.
+
+Runs all_reduce_perf under weftrun on 2 ranks of this host (8 B .. 64 MiB, factor 4, malloc'd
+buffers, out-of-place time), WEFT_FIT_SWEEPS times (default 3), keeping each size's best time
+(a shared VM stalls single iterations now and then). Two ranks on one host go through
+shared-memory slots: the cost model's intra-node hop is the Memory class at half its bandwidth
+(copied in, then out; algorithms/cost_model.cc), and ring, rhd and hier on 2 ranks all cost
+  t = 2 (alpha + (S/2) / B_intra) = 2 alpha + S / B_intra.
+The fit is weighted least squares of t against S with weights 1/t^2 (relative error, so the
+latency-bound small sizes count as much as the large ones). It writes
+  link Memory latency_us ALPHA bandwidth_GBps 2*B_intra
+to a temporary tuning file, runs `weft-info plan allreduce SIZE --ranks 2 --simulate` with
+WEFT_TUNING_FILE set for every measured size, and prints a markdown table of measured,
+fitted, closed-form predicted (the chosen algorithm's time_us) and simulated (its sim_us)
+times. Exit status 1 when, for a size >= 1 KiB, predicted/measured or simulated/measured is
+outside [0.5, 2].
+Usage: fit_link_model.py BUILD_DIR [--sweeps N] [--keep-tuning FILE]
+"""
+import argparse
+import os
+import re
+import subprocess
+import sys
+import tempfile
+
+MIN_CHECKED_BYTES = 1024
+LOW, HIGH = 0.5, 2.0
+
+
+def measure(build, sweeps):
+    cmd = [f"{build}/tools/weftrun", "-n", "2", "--no-prefix", f"{build}/perf/all_reduce_perf",
+           "-b", "8", "-e", "64M", "-f", "4", "-c", "0", "-w", "5", "-n", "20"]
+    env = dict(os.environ)
+    env.setdefault("NCCL_SOCKET_IFNAME", "lo")
+    env.pop("WEFT_TUNING_FILE", None)
+    best = {}
+    for _ in range(sweeps):
+        out = subprocess.run(cmd, check=True, capture_output=True, text=True, env=env).stdout
+        for line in out.splitlines():
+            fields = line.split()
+            if len(fields) >= 6 and fields[0].isdigit():
+                size, time_us = int(fields[0]), float(fields[5])
+                best[size] = min(best.get(size, time_us), time_us)
+    if not best:
+        sys.exit("fit_link_model: no result rows from all_reduce_perf")
+    return best
+
+
+def fit(points):
+    """Weighted least squares of t = c + k S with weights 1/t^2; returns (c, k)."""
+    sw = sx = sy = sxx = sxy = 0.0
+    for s, t in points:
+        w = 1.0 / (t * t)
+        sw += w
+        sx += w * s
+        sy += w * t
+        sxx += w * s * s
+        sxy += w * s * t
+    det = sw * sxx - sx * sx
+    k = (sw * sxy - sx * sy) / det
+    c = (sy - k * sx) / sw
+    return c, k
+
+
+def plan(build, size, tuning):
+    env = dict(os.environ, WEFT_TUNING_FILE=tuning)
+    for name in ("WEFT_ALGO", "NCCL_ALGO"):
+        env.pop(name, None)
+    out = subprocess.run([f"{build}/tools/weft-info", "plan", "allreduce", str(size), "--ranks", "2", "--simulate"],
+                         check=True, capture_output=True, text=True, env=env).stdout
+    chosen = re.search(r"^chosen: (\w+)", out, re.M).group(1)
+    row = re.search(rf"^{chosen}\s+([0-9.e+-]+)\s+([0-9.e+-]+)\s+([0-9.e+-]+)", out, re.M)
+    links = re.search(r"^# links: (.*)$", out, re.M)
+    return chosen, float(row.group(1)), float(row.group(3)), links.group(1) if links else ""
+
+
+def human(size):
+    for unit, scale in (("G", 1 << 30), ("M", 1 << 20), ("K", 1 << 10)):
+        if size >= scale and size % scale == 0:
+            return f"{size // scale}{unit}"
+    return str(size)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("build")
+    parser.add_argument("--sweeps", type=int, default=int(os.environ.get("WEFT_FIT_SWEEPS", "3")))
+    parser.add_argument("--keep-tuning", help="also write the tuning file here")
+    args = parser.parse_args()
+
+    measured = measure(args.build, args.sweeps)
+    c, k = fit(sorted(measured.items()))
+    alpha = c / 2
+    intra_gbps = 1.0 / (k * 1e3)  # S in bytes, t in us: k = 1 / (B * 1e3)
+    note = ""
+    if alpha <= 0:
+        note = f" (fitted intercept {c:.4g} us is not positive; latency clamped to 0.001 us)"
+        alpha = 0.001
+    memory_gbps = 2 * intra_gbps
+    text = (f"# fitted by perf/fit_link_model.py to a 2-rank shared-memory all-reduce\n"
+            f"link Memory latency_us {alpha:.6g} bandwidth_GBps {memory_gbps:.6g}\n")
+    with tempfile.NamedTemporaryFile("w", suffix=".tuning", delete=False) as f:
+        f.write(text)
+        tuning = f.name
+    if args.keep_tuning:
+        with open(args.keep_tuning, "w") as f:
+            f.write(text)
+    try:
+        rows, links = [], ""
+        for size in sorted(measured):
+            chosen, predicted, simulated, links = plan(args.build, size, tuning)
+            rows.append((size, measured[size], c + k * size,
+                         chosen, predicted, simulated))
+    finally:
+        os.unlink(tuning)
+
+    print(f"fit (weighted 1/t^2, {len(measured)} sizes, best of {args.sweeps} sweeps): "
+          f"alpha = {alpha:.4g} us per hop, shared-memory hop B = {intra_gbps:.4g} GB/s{note}")
+    print(f"tuning file: link Memory latency_us {alpha:.6g} bandwidth_GBps {memory_gbps:.6g}"
+          f"   (weft-info: {links})\n")
+    print("| size | measured (us) | fit 2a+S/B (us) | algo | predicted (us) | simulated (us) | predicted/measured | simulated/measured |")
+    print("|---:|---:|---:|:--|---:|---:|---:|---:|")
+    outside = []
+    for size, meas, fitted, chosen, predicted, simulated in rows:
+        rp, rs = predicted / meas, simulated / meas
+        flag = ""
+        if size >= MIN_CHECKED_BYTES and not (LOW <= rp <= HIGH and LOW <= rs <= HIGH):
+            outside.append(size)
+            flag = " !"
+        print(f"| {human(size)} | {meas:.2f} | {fitted:.2f} | {chosen} | {predicted:.2f} | {simulated:.2f} | "
+              f"{rp:.2f} | {rs:.2f}{flag} |")
+    if outside:
+        print(f"\noutside [{LOW}, {HIGH}] at >= 1 KiB: {', '.join(human(s) for s in outside)}")
+        return 1
+    print(f"\nall ratios within [{LOW}, {HIGH}] for sizes >= 1 KiB")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
