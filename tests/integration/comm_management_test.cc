@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <thread>
 #include <vector>
@@ -58,6 +59,44 @@ TEST(Split, RandomColorsKeysAndNoColor) {
     return 0;
   });
   EXPECT_EQ(describeFailures(outcomes), "");
+}
+
+// Random colors (NOCOLOR among them) and random keys, several seeds: every rank's new size and
+// rank must match a reference computed from the same table, and the new communicator must work.
+TEST(Split, RandomColorsAndKeysMatchTheReference) {
+  const int n = 5;
+  for (unsigned seed : {1u, 2u, 3u}) {
+    auto colorOf = [&](int r) { return static_cast<int>((seed * 7919u + r * 104729u) % 4) - 1; };  // -1 = NOCOLOR
+    auto keyOf = [&](int r) { return static_cast<int>((seed * 31u + r * 17u) % 3); };                // ties broken by rank
+    auto outcomes = runRankProcesses(n, [&](int rank, const ncclUniqueId& id) {
+      ncclComm_t comm;
+      if (ncclCommInitRank(&comm, n, id, rank) != ncclSuccess) return 1;
+      ncclComm_t sub = nullptr;
+      if (ncclCommSplit(comm, colorOf(rank), keyOf(rank), &sub, nullptr) != ncclSuccess) return 2;
+      std::vector<std::pair<int, int>> members;  // (key, parent rank) of my color
+      for (int r = 0; r < n; ++r)
+        if (colorOf(rank) >= 0 && colorOf(r) == colorOf(rank)) members.push_back({keyOf(r), r});
+      std::sort(members.begin(), members.end());
+      int result = 0;
+      if (colorOf(rank) < 0) {
+        result = sub == nullptr ? 0 : 3;
+      } else {
+        int count = 0, subRank = -1, sum = 0;
+        ncclCommCount(sub, &count);
+        ncclCommUserRank(sub, &subRank);
+        int expectedRank = static_cast<int>(std::find(members.begin(), members.end(), std::make_pair(keyOf(rank), rank)) -
+                                            members.begin());
+        int expectedSum = 0;
+        for (auto& m : members) expectedSum += m.second;
+        if (count != static_cast<int>(members.size()) || subRank != expectedRank) result = 4;
+        else if (!sumOver(sub, rank, &sum) || sum != expectedSum) result = 5;
+        ncclCommDestroy(sub);
+      }
+      ncclCommDestroy(comm);
+      return result;
+    });
+    EXPECT_EQ(describeFailures(outcomes), "") << "seed " << seed;
+  }
 }
 
 TEST(Split, InheritsTheParentsConfig) {
