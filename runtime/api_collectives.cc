@@ -13,11 +13,15 @@ using namespace weft;
 
 namespace {
 
-// Checks shared by every call: communicator, datatype, count * multiplier bytes.
-ncclResult_t checkCommon(ncclComm_t comm, ncclDataType_t datatype, size_t count, size_t multiplier,
+enum class CountSpan { OneBlock, BlockPerRank };
+
+// Checks shared by every call: communicator, datatype, and that count elements (times nranks
+// for collectives whose buffers hold a block per rank) fit in memory.
+ncclResult_t checkCommon(ncclComm_t comm, ncclDataType_t datatype, size_t count, CountSpan span,
                          const char* countName, const char* function) {
   WEFT_CHECK(checkCommunicator(comm));
   WEFT_CHECK(checkDataType(datatype, function));
+  size_t multiplier = span == CountSpan::BlockPerRank ? static_cast<size_t>(comm->nranks) : 1;
   return checkCount(count, datatype, multiplier, countName, function);
 }
 
@@ -38,7 +42,7 @@ ncclResult_t submit(CollectiveKind kind, ncclComm_t comm, const void* sendbuff, 
 WEFT_API ncclResult_t ncclAllReduce(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
                                     ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream) {
   constexpr const char* kName = "ncclAllReduce";
-  WEFT_CHECK(checkCommon(comm, datatype, count, 1, "count", kName));
+  WEFT_CHECK(checkCommon(comm, datatype, count, CountSpan::OneBlock, "count", kName));
   WEFT_CHECK(checkReductionOpFor(comm, op, datatype, kName));
   WEFT_CHECK(checkBuffer(sendbuff, count, "sendbuff", kName));
   WEFT_CHECK(checkBuffer(recvbuff, count, "recvbuff", kName));
@@ -50,7 +54,7 @@ WEFT_PROFILING_ALIAS(ncclResult_t, ncclAllReduce, const void* sendbuff, void* re
 WEFT_API ncclResult_t ncclBroadcast(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
                                     int root, ncclComm_t comm, cudaStream_t stream) {
   constexpr const char* kName = "ncclBroadcast";
-  WEFT_CHECK(checkCommon(comm, datatype, count, 1, "count", kName));
+  WEFT_CHECK(checkCommon(comm, datatype, count, CountSpan::OneBlock, "count", kName));
   WEFT_CHECK(checkRoot(comm, root, kName));
   if (comm->rank == root) WEFT_CHECK(checkBuffer(sendbuff, count, "sendbuff", kName));
   WEFT_CHECK(checkBuffer(recvbuff, count, "recvbuff", kName));
@@ -69,7 +73,7 @@ WEFT_PROFILING_ALIAS(ncclResult_t, ncclBcast, void* buff, size_t count, ncclData
 WEFT_API ncclResult_t ncclReduce(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
                                  ncclRedOp_t op, int root, ncclComm_t comm, cudaStream_t stream) {
   constexpr const char* kName = "ncclReduce";
-  WEFT_CHECK(checkCommon(comm, datatype, count, 1, "count", kName));
+  WEFT_CHECK(checkCommon(comm, datatype, count, CountSpan::OneBlock, "count", kName));
   WEFT_CHECK(checkReductionOpFor(comm, op, datatype, kName));
   WEFT_CHECK(checkRoot(comm, root, kName));
   WEFT_CHECK(checkBuffer(sendbuff, count, "sendbuff", kName));
@@ -82,8 +86,7 @@ WEFT_PROFILING_ALIAS(ncclResult_t, ncclReduce, const void* sendbuff, void* recvb
 WEFT_API ncclResult_t ncclAllGather(const void* sendbuff, void* recvbuff, size_t sendcount, ncclDataType_t datatype,
                                     ncclComm_t comm, cudaStream_t stream) {
   constexpr const char* kName = "ncclAllGather";
-  WEFT_CHECK(checkCommunicator(comm));
-  WEFT_CHECK(checkCommon(comm, datatype, sendcount, comm->nranks, "sendcount", kName));
+  WEFT_CHECK(checkCommon(comm, datatype, sendcount, CountSpan::BlockPerRank, "sendcount", kName));
   WEFT_CHECK(checkBuffer(sendbuff, sendcount, "sendbuff", kName));
   WEFT_CHECK(checkBuffer(recvbuff, sendcount, "recvbuff", kName));
   return submit(CollectiveKind::AllGather, comm, sendbuff, recvbuff, sendcount, datatype);
@@ -94,8 +97,7 @@ WEFT_PROFILING_ALIAS(ncclResult_t, ncclAllGather, const void* sendbuff, void* re
 WEFT_API ncclResult_t ncclReduceScatter(const void* sendbuff, void* recvbuff, size_t recvcount,
                                         ncclDataType_t datatype, ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream) {
   constexpr const char* kName = "ncclReduceScatter";
-  WEFT_CHECK(checkCommunicator(comm));
-  WEFT_CHECK(checkCommon(comm, datatype, recvcount, comm->nranks, "recvcount", kName));
+  WEFT_CHECK(checkCommon(comm, datatype, recvcount, CountSpan::BlockPerRank, "recvcount", kName));
   WEFT_CHECK(checkReductionOpFor(comm, op, datatype, kName));
   WEFT_CHECK(checkBuffer(sendbuff, recvcount, "sendbuff", kName));
   WEFT_CHECK(checkBuffer(recvbuff, recvcount, "recvbuff", kName));
@@ -107,8 +109,7 @@ WEFT_PROFILING_ALIAS(ncclResult_t, ncclReduceScatter, const void* sendbuff, void
 WEFT_API ncclResult_t ncclAlltoAll(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
                                    ncclComm_t comm, cudaStream_t stream) {
   constexpr const char* kName = "ncclAlltoAll";
-  WEFT_CHECK(checkCommunicator(comm));
-  WEFT_CHECK(checkCommon(comm, datatype, count, comm->nranks, "count", kName));
+  WEFT_CHECK(checkCommon(comm, datatype, count, CountSpan::BlockPerRank, "count", kName));
   WEFT_CHECK(checkBuffer(sendbuff, count, "sendbuff", kName));
   WEFT_CHECK(checkBuffer(recvbuff, count, "recvbuff", kName));
   return submit(CollectiveKind::AllToAll, comm, sendbuff, recvbuff, count, datatype);
@@ -119,8 +120,7 @@ WEFT_PROFILING_ALIAS(ncclResult_t, ncclAlltoAll, const void* sendbuff, void* rec
 WEFT_API ncclResult_t ncclGather(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype, int root,
                                  ncclComm_t comm, cudaStream_t stream) {
   constexpr const char* kName = "ncclGather";
-  WEFT_CHECK(checkCommunicator(comm));
-  WEFT_CHECK(checkCommon(comm, datatype, count, comm->nranks, "count", kName));
+  WEFT_CHECK(checkCommon(comm, datatype, count, CountSpan::BlockPerRank, "count", kName));
   WEFT_CHECK(checkRoot(comm, root, kName));
   WEFT_CHECK(checkBuffer(sendbuff, count, "sendbuff", kName));
   if (comm->rank == root) WEFT_CHECK(checkBuffer(recvbuff, count, "recvbuff", kName));
@@ -132,8 +132,7 @@ WEFT_PROFILING_ALIAS(ncclResult_t, ncclGather, const void* sendbuff, void* recvb
 WEFT_API ncclResult_t ncclScatter(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
                                   int root, ncclComm_t comm, cudaStream_t stream) {
   constexpr const char* kName = "ncclScatter";
-  WEFT_CHECK(checkCommunicator(comm));
-  WEFT_CHECK(checkCommon(comm, datatype, count, comm->nranks, "count", kName));
+  WEFT_CHECK(checkCommon(comm, datatype, count, CountSpan::BlockPerRank, "count", kName));
   WEFT_CHECK(checkRoot(comm, root, kName));
   if (comm->rank == root) WEFT_CHECK(checkBuffer(sendbuff, count, "sendbuff", kName));
   WEFT_CHECK(checkBuffer(recvbuff, count, "recvbuff", kName));
@@ -154,7 +153,7 @@ ncclResult_t checkPeer(ncclComm_t comm, int peer, const char* function) {
 WEFT_API ncclResult_t ncclSend(const void* sendbuff, size_t count, ncclDataType_t datatype, int peer, ncclComm_t comm,
                                cudaStream_t stream) {
   constexpr const char* kName = "ncclSend";
-  WEFT_CHECK(checkCommon(comm, datatype, count, 1, "count", kName));
+  WEFT_CHECK(checkCommon(comm, datatype, count, CountSpan::OneBlock, "count", kName));
   WEFT_CHECK(checkPeer(comm, peer, kName));
   WEFT_CHECK(checkBuffer(sendbuff, count, "sendbuff", kName));
   return submit(CollectiveKind::Send, comm, sendbuff, nullptr, count, datatype, ncclSum, -1, peer);
@@ -165,7 +164,7 @@ WEFT_PROFILING_ALIAS(ncclResult_t, ncclSend, const void* sendbuff, size_t count,
 WEFT_API ncclResult_t ncclRecv(void* recvbuff, size_t count, ncclDataType_t datatype, int peer, ncclComm_t comm,
                                cudaStream_t stream) {
   constexpr const char* kName = "ncclRecv";
-  WEFT_CHECK(checkCommon(comm, datatype, count, 1, "count", kName));
+  WEFT_CHECK(checkCommon(comm, datatype, count, CountSpan::OneBlock, "count", kName));
   WEFT_CHECK(checkPeer(comm, peer, kName));
   WEFT_CHECK(checkBuffer(recvbuff, count, "recvbuff", kName));
   return submit(CollectiveKind::Recv, comm, nullptr, recvbuff, count, datatype, ncclSum, -1, peer);
