@@ -37,41 +37,6 @@ ncclResult_t makeUniqueId(ncclUniqueId* uniqueId) {
   return ncclSuccess;
 }
 
-}  // namespace
-
-namespace weft {
-
-ncclResult_t initRank(ncclComm_t* comm, int nranks, const ncclUniqueId& commId, int rank, const ncclConfig_t* config) {
-  ncclComm* created = nullptr;
-  WEFT_CHECK(newCommunicator(nranks, rank, config, &created));
-  if (created->config.blocking == 0) {
-    // Non-blocking: hand the communicator back now; ncclCommGetAsyncError says ncclInProgress
-    // until the initialization running in the background is done.
-    created->asyncError.store(ncclInProgress);
-    *comm = created;
-    created->initThread = std::thread([created, commId] {
-      ncclResult_t result = initializeCommunicator(created, commId);
-      if (result != ncclSuccess) {
-        std::lock_guard<std::mutex> lock(created->errorMutex);
-        created->lastError = lastErrorMessage();
-      }
-      created->asyncError.store(result);
-    });
-    return ncclInProgress;
-  }
-  ncclResult_t result = initializeCommunicator(created, commId);
-  if (result != ncclSuccess) {
-    destroyCommunicator(created);
-    *comm = nullptr;
-    return result;
-  }
-  *comm = created;
-  return ncclSuccess;
-}
-
-}  // namespace weft
-
-namespace {
 
 ncclResult_t checkInitArguments(ncclComm_t* comm, int nranks, int rank) {
   if (!comm) return fail(ncclInvalidArgument, "comm is NULL (it must point to a ncclComm_t to fill in)");

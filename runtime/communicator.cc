@@ -9,6 +9,7 @@
 
 #include "common/env.h"
 #include "common/log.h"
+#include "common/hash.h"
 #include "common/status.h"
 #include "topology/rank_layout.h"
 #include "topology/topology_loader.h"
@@ -44,12 +45,6 @@ ncclResult_t processTopology(const TopologyModel** out) {
   return ncclSuccess;
 }
 
-uint64_t hashText(const std::string& text) {
-  uint64_t hash = 1469598103934665603ull;
-  for (char c : text) hash = (hash ^ static_cast<uint8_t>(c)) * 1099511628211ull;
-  return hash;
-}
-
 ncclResult_t describePlacement(ncclComm* comm, RankInfo* mine) {
   const TopologyModel* model = nullptr;
   WEFT_CHECK(processTopology(&model));
@@ -60,7 +55,7 @@ ncclResult_t describePlacement(ncclComm* comm, RankInfo* mine) {
                 bytes.size(), sizeof(mine->placement));
   memcpy(mine->placement, bytes.data(), bytes.size());
   mine->placementBytes = static_cast<uint32_t>(bytes.size());
-  mine->hostHash = hashText(placement.hostId);
+  mine->hostHash = fnv1a(placement.hostId);
   snprintf(mine->hostName, sizeof(mine->hostName), "%s", placement.hostId.c_str());
   return ncclSuccess;
 }
@@ -195,6 +190,34 @@ ncclResult_t initializeCommunicator(ncclComm* comm, const ncclUniqueId& id) {
     int prev = comm->ringOrder[(position + nranks - 1) % nranks];
     WEFT_CHECK(connectPeers(comm, {prev, next}));
   }
+  return ncclSuccess;
+}
+
+ncclResult_t initRank(ncclComm_t* comm, int nranks, const ncclUniqueId& commId, int rank, const ncclConfig_t* config) {
+  ncclComm* created = nullptr;
+  WEFT_CHECK(newCommunicator(nranks, rank, config, &created));
+  if (created->config.blocking == 0) {
+    // Non-blocking: hand the communicator back now; ncclCommGetAsyncError says ncclInProgress
+    // until the initialization running in the background is done.
+    created->asyncError.store(ncclInProgress);
+    *comm = created;
+    created->initThread = std::thread([created, commId] {
+      ncclResult_t result = initializeCommunicator(created, commId);
+      if (result != ncclSuccess) {
+        std::lock_guard<std::mutex> lock(created->errorMutex);
+        created->lastError = lastErrorMessage();
+      }
+      created->asyncError.store(result);
+    });
+    return ncclInProgress;
+  }
+  ncclResult_t result = initializeCommunicator(created, commId);
+  if (result != ncclSuccess) {
+    destroyCommunicator(created);
+    *comm = nullptr;
+    return result;
+  }
+  *comm = created;
   return ncclSuccess;
 }
 

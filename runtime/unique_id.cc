@@ -6,6 +6,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "common/hash.h"
 #include "common/status.h"
 
 namespace weft {
@@ -22,12 +23,6 @@ struct IdLayout {
   uint8_t address[sizeof(sockaddr_in6)];
 };
 static_assert(sizeof(IdLayout) <= NCCL_UNIQUE_ID_BYTES);
-
-uint64_t fnv1a(const char* text, uint64_t seed) {
-  uint64_t hash = 1469598103934665603ull ^ seed;
-  for (; *text; ++text) hash = (hash ^ static_cast<uint8_t>(*text)) * 1099511628211ull;
-  return hash;
-}
 
 }  // namespace
 
