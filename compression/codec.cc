@@ -8,6 +8,7 @@
 #include "compression/cast.h"
 #include "compression/quantize.h"
 #include "compression/sign.h"
+#include "compression/topk_sample.h"
 
 namespace weft::compression {
 
@@ -164,7 +165,7 @@ void Codec::encodeRange(const float* x, size_t begin, size_t end, size_t count, 
       float* values = reinterpret_cast<float*>(out + 8 + 4 * k);
       size_t stored = config_.kind == CodecKind::kTopK
                           ? topk_->exact(x, count, k, indices, values)
-                          : topk_->approximate(x, count, k, config_.topkOversample, ctx.seed ^ ctx.firstIndex,
+                          : topk_->approximate(x, count, k, config_.topkOversample, topkSampleSeed(ctx),
                                                indices, values);
       TopKHeader h{static_cast<uint32_t>(stored), static_cast<uint32_t>(k)};
       std::memcpy(out, &h, sizeof h);

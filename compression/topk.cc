@@ -11,7 +11,7 @@
 #endif
 
 #include "compression/cpu/simd.h"
-#include "compression/rng.h"
+#include "compression/topk_sample.h"
 
 namespace weft::compression {
 namespace {
@@ -128,7 +128,7 @@ TopKSelector::TopKSelector(size_t maxCount, size_t maxK, uint32_t sampleSize) {
   keys_.resize(capacity_);
   candIdx_.resize(capacity_);
   candVal_.resize(capacity_);
-  sampleLines_ = std::max<uint32_t>(1, sampleSize / 16);
+  sampleLines_ = topkSampleLines(sampleSize);
   sample_.resize(static_cast<size_t>(sampleLines_) * 16);
   // Pre-fault.
   std::fill(keys_.begin(), keys_.end(), 0u);
@@ -268,17 +268,15 @@ size_t TopKSelector::approximate(const float* x, size_t n, size_t k, double over
                                  uint32_t* indices, float* values) {
   const size_t lines = n / 16;
   if (k == 0 || n == 0) return 0;
-  if (k >= n || lines < 4 * static_cast<size_t>(sampleLines_) || k + 128 > capacity_) {
-    return exact(x, n, k, indices, values);
-  }
-  // Sample whole lines at hashed positions (reproducible from the seed).
+  // k + 128 > capacity_ only when k exceeds the maxK given to the constructor (never in Codec).
+  if (!topkUsesSample(n, k, sampleLines_) || k + 128 > capacity_) return exact(x, n, k, indices, values);
+  // Sample whole lines at hashed positions (reproducible from the seed; topk_sample.h).
   const size_t m = static_cast<size_t>(sampleLines_) * 16;
   for (uint32_t j = 0; j < sampleLines_; ++j) {
-    size_t line = splitmix64(seed ^ (0xD1B54A32D192ED03ull * (j + 1ull))) % lines;
+    size_t line = topkSampleLine(seed, j, lines);
     for (int l = 0; l < 16; ++l) sample_[j * 16 + l] = keyOf(x[line * 16 + l]);
   }
-  double rank = std::ceil(oversample * static_cast<double>(k) * static_cast<double>(m) / static_cast<double>(n));
-  size_t r = static_cast<size_t>(std::clamp(rank, 1.0, static_cast<double>(m)));
+  const size_t r = topkSampleRank(oversample, k, m, n);
   std::nth_element(sample_.begin(), sample_.begin() + (r - 1), sample_.begin() + m, std::greater<uint32_t>());
   uint32_t t = sample_[r - 1];
   sampleThreshold_ = t;

@@ -10,7 +10,8 @@
 // nth_element; a last pass emits the winners. Three passes over the data in the usual case.
 //
 // approximate(): the threshold t is the (oversample * k / n) quantile of a sample of whole
-// 64-byte lines at hashed positions (Deep Gradient Compression's estimate); one pass gathers
+// 64-byte lines at hashed positions (Deep Gradient Compression's estimate; the rule is in
+// topk_sample.h, shared with the CUDA kernels); one pass gathers
 // the elements with key >= t into a buffer of 2k, which is cut to its exact top k whenever it
 // fills (raising t). Result: the exact top min(k, #{key >= t}) of the chunk. With sample size
 // m and p = k / n, #{key >= t} ~ oversample * k * (1 +- 1/sqrt(oversample * p * m)).
