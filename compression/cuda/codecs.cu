@@ -7,6 +7,8 @@
 
 #include <cstdint>
 
+#include "compression/cuda/topk.h"
+#include "compression/cuda/workspace.h"
 #include "compression/rng.h"
 
 namespace weft::compression::cuda {
@@ -224,12 +226,22 @@ ncclResult_t launched(const char* what) {
 
 bool supports(CodecKind kind) {
   return kind == CodecKind::kFp16 || kind == CodecKind::kBf16 || kind == CodecKind::kInt8 ||
-         kind == CodecKind::kInt4 || kind == CodecKind::kSign;
+         kind == CodecKind::kInt4 || kind == CodecKind::kSign || kind == CodecKind::kTopK ||
+         kind == CodecKind::kTopKApprox;
 }
 
 ncclResult_t encode(const CodecConfig& c, const float* x, size_t count, void* dst, const EncodeContext& ctx,
                     void* stream) {
   if (!supports(c.kind)) return ncclInvalidUsage;
+  if (c.kind == CodecKind::kTopK || c.kind == CodecKind::kTopKApprox) {
+    const size_t bytes = topkWorkspaceBytes(count);
+    void* workspace = nullptr;
+    if (count > 0) {
+      ncclResult_t got = streamWorkspace(stream, bytes, &workspace);
+      if (got != ncclSuccess) return got;
+    }
+    return topkEncode(c, x, count, dst, ctx, workspace, bytes, stream);
+  }
   if (count == 0) return ncclSuccess;
   cudaStream_t s = static_cast<cudaStream_t>(stream);
   uint8_t* out = static_cast<uint8_t*>(dst);
@@ -254,6 +266,8 @@ ncclResult_t encode(const CodecConfig& c, const float* x, size_t count, void* ds
 ncclResult_t decode(const CodecConfig& c, const void* src, size_t count, float* out, bool accumulate, float alpha,
                     void* stream) {
   if (!supports(c.kind)) return ncclInvalidUsage;
+  if (c.kind == CodecKind::kTopK || c.kind == CodecKind::kTopKApprox)
+    return topkDecode(c, src, count, out, accumulate, alpha, stream);
   if (count == 0) return ncclSuccess;
   cudaStream_t s = static_cast<cudaStream_t>(stream);
   const uint8_t* in = static_cast<const uint8_t*>(src);
