@@ -3,6 +3,11 @@
 #include <algorithm>
 #include <numeric>
 
+#include "algorithms/hierarchical_allreduce.h"
+#include "algorithms/power_of_two_fold.h"
+#include "algorithms/rail_layout.h"
+#include "algorithms/rank_runs.h"
+
 namespace weft {
 
 namespace {
@@ -14,6 +19,13 @@ std::vector<int> ringOf(const AllGatherParams& p) {
   return ring;
 }
 
+// This rank's contribution: the send buffer, or its block of Recv when in place.
+BufferRange ownBlock(const AllGatherParams& p) {
+  const size_t block = p.count * p.elementSize;
+  if (p.inPlace) return {BufferKind::Recv, static_cast<size_t>(p.rank) * block, block};
+  return {BufferKind::Send, 0, block};
+}
+
 }  // namespace
 
 Schedule buildRingAllGather(const AllGatherParams& p) {
@@ -23,7 +35,7 @@ Schedule buildRingAllGather(const AllGatherParams& p) {
   const size_t block = p.count * p.elementSize;
   if (block == 0) return schedule;
   auto recvBlock = [&](int r) { return BufferRange{BufferKind::Recv, static_cast<size_t>(r) * block, block}; };
-  const BufferRange own = p.inPlace ? recvBlock(p.rank) : BufferRange{BufferKind::Send, 0, block};
+  const BufferRange own = ownBlock(p);
   if (!p.inPlace) schedule.steps.push_back({StepKind::Copy, -1, own, recvBlock(p.rank), {}});
   if (n == 1) return schedule;
   const int pos = static_cast<int>(std::find(ring.begin(), ring.end(), p.rank) - ring.begin());
@@ -44,8 +56,7 @@ Schedule buildBruckAllGather(const AllGatherParams& p) {
   const int r = p.rank;
   const size_t block = p.count * p.elementSize;
   if (block == 0) return schedule;
-  const BufferRange own = p.inPlace ? BufferRange{BufferKind::Recv, static_cast<size_t>(r) * block, block}
-                                    : BufferRange{BufferKind::Send, 0, block};
+  const BufferRange own = ownBlock(p);
   if (n == 1) {
     if (!p.inPlace) schedule.steps.push_back({StepKind::Copy, -1, own, {BufferKind::Recv, 0, block}, {}});
     return schedule;
@@ -66,6 +77,83 @@ Schedule buildBruckAllGather(const AllGatherParams& p) {
                             {BufferKind::Recv, static_cast<size_t>(r) * block, static_cast<size_t>(n - r) * block}, {}});
   if (r > 0)
     schedule.steps.push_back({StepKind::Copy, -1, scratch(n - r, r), {BufferKind::Recv, 0, static_cast<size_t>(r) * block}, {}});
+  return schedule;
+}
+
+Schedule buildRecursiveDoublingAllGather(const AllGatherParams& p) {
+  Schedule schedule;
+  const std::vector<int> order = ringOf(p);
+  const int n = static_cast<int>(order.size());
+  const size_t block = p.count * p.elementSize;
+  if (block == 0) return schedule;
+  auto recvBlock = [&](int r) { return BufferRange{BufferKind::Recv, static_cast<size_t>(r) * block, block}; };
+  const BufferRange own = ownBlock(p);
+  if (!p.inPlace) schedule.steps.push_back({StepKind::Copy, -1, own, recvBlock(p.rank), {}});
+  if (n == 1) return schedule;
+  // Blocks of positions [first, last] to or from `peer`, one message per run of ranks.
+  auto move = [&](StepKind kind, int peer, int first, int last) {
+    forEachRankRun(order, first, last, [&](int rank, int ranks) {
+      BufferRange range{BufferKind::Recv, static_cast<size_t>(rank) * block, static_cast<size_t>(ranks) * block};
+      if (kind == StepKind::Send) schedule.steps.push_back({kind, peer, range, {}, {}});
+      else schedule.steps.push_back({kind, peer, {}, range, {}});
+    });
+  };
+  const int pos = static_cast<int>(std::find(order.begin(), order.end(), p.rank) - order.begin());
+  const PowerOfTwoFold fold(n);
+  if (fold.sitsOut(pos)) {
+    const int partner = order[pos + 1];
+    schedule.steps.push_back({StepKind::Send, partner, own, {}, {}});
+    if (pos > 0) move(StepKind::Recv, partner, 0, pos - 1);
+    move(StepKind::Recv, partner, pos + 1, n - 1);
+    return schedule;
+  }
+  if (fold.standsIn(pos)) schedule.steps.push_back({StepKind::Recv, order[pos - 1], {}, recvBlock(order[pos - 1]), {}});
+  const int v = fold.virtualRank(pos);
+  // Before the exchange at distance `mask`, virtual rank v holds the blocks of its aligned group
+  // of `mask` virtual ranks; the partner's group is the neighbouring one.
+  for (int mask = 1; mask < fold.pw; mask <<= 1) {
+    const int mine = v & ~(mask - 1), theirs = mine ^ mask;
+    const int peer = order[fold.actingPosition(v ^ mask)];
+    move(StepKind::Send, peer, fold.firstPosition(mine), fold.lastPosition(mine + mask - 1));
+    move(StepKind::Recv, peer, fold.firstPosition(theirs), fold.lastPosition(theirs + mask - 1));
+  }
+  if (fold.standsIn(pos)) {  // everything but the partner's own block
+    if (pos > 1) move(StepKind::Send, order[pos - 1], 0, pos - 2);
+    move(StepKind::Send, order[pos - 1], pos, n - 1);
+  }
+  return schedule;
+}
+
+Schedule buildHierarchicalAllGather(const AllGatherParams& p) {
+  const int nodes = static_cast<int>(p.nodes.size());
+  const int local = nodes ? static_cast<int>(p.nodes.front().size()) : 0;
+  if (!nodesAreUniform(p.nodes) || nodes == 1 || local == 1) {
+    AllGatherParams ring = p;
+    ring.ringOrder.clear();
+    for (const auto& node : p.nodes) ring.ringOrder.insert(ring.ringOrder.end(), node.begin(), node.end());
+    return buildRingAllGather(ring);
+  }
+  Schedule schedule;
+  const size_t block = p.count * p.elementSize;
+  if (block == 0) return schedule;
+  const RailLayout at(p.nodes, p.rank, block);
+  schedule.scratchBytes = at.scratchBytes();
+  const BufferRange own = ownBlock(p);
+  schedule.steps.push_back({StepKind::Copy, -1, own, at.slot(at.l, at.myNode), {}});
+  for (int s = 0; s < nodes - 1; ++s) {  // (1) along the rail
+    schedule.steps.push_back({StepKind::Send, at.up(), at.slot(at.l, at.myNode - s), {}, {}});
+    schedule.steps.push_back({StepKind::Recv, at.down(), {}, at.slot(at.l, at.myNode - s - 1), {}});
+  }
+  for (int s = 0; s < local - 1; ++s) {  // (2) whole rails inside the node
+    schedule.steps.push_back({StepKind::Send, at.next(), at.rail(at.l - s), {}, {}});
+    schedule.steps.push_back({StepKind::Recv, at.prev(), {}, at.rail(at.l - s - 1), {}});
+  }
+  for (int j = 0; j < local; ++j)  // (3) into place
+    for (int k = 0; k < nodes; ++k) {
+      const int rank = p.nodes[k][j];
+      if (rank == p.rank && p.inPlace) continue;
+      schedule.steps.push_back({StepKind::Copy, -1, at.slot(j, k), {BufferKind::Recv, static_cast<size_t>(rank) * block, block}, {}});
+    }
   return schedule;
 }
 

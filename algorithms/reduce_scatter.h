@@ -22,9 +22,24 @@ struct ReduceScatterParams {
   bool average = false;        // ncclAvg: end with a Divide by nranks (schedule.divisor)
   bool preScale = false;       // PreMulSum: each local block is Scaled before it is reduced
   bool inPlace = false;        // recvbuff == sendbuff + rank*recvCount
+  std::vector<std::vector<int>> nodes;  // hierarchical only: RankLayout::nodes
 };
 
 // Ring: partial sums travel n-1 hops through two Scratch slots; the last hop reduces into Recv.
 Schedule buildRingReduceScatter(const ReduceScatterParams& params);
+
+// Recursive halving over the ring order's positions: the input is copied into Scratch by
+// position, then ceil(log2 n) exchanges whose size halves (partner at distance pw/2 first, each
+// keeps and reduces the half of the range its group owns). Other rank counts fold the first
+// 2(n - pw) positions in pairs (algorithms/power_of_two_fold.h): the sitting-out rank hands its
+// whole input over first and receives its reduced block at the end.
+Schedule buildRecursiveHalvingReduceScatter(const ReduceScatterParams& params);
+
+// Hierarchical (nodes of equal size L, N nodes), the dual of the hierarchical all-gather: the
+// input is copied into Scratch rail-major, (1) a ring reduce-scatter inside the node over whole
+// rails (N blocks a message) leaves local rank l with the node's sum of rail l, (2) a ring
+// reduce-scatter along rail l reduces across nodes. Only N-1 blocks per rank cross the network.
+// Uneven nodes, one node or one rank per node: the ring over the ranks in node order.
+Schedule buildHierarchicalReduceScatter(const ReduceScatterParams& params);
 
 }  // namespace weft

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "algorithms/power_of_two_fold.h"
 #include "algorithms/ring_allreduce.h"
 
 namespace weft {
@@ -21,25 +22,21 @@ Schedule buildRhdAllReduce(const RhdAllReduceParams& p) {
     return schedule;
   }
   const int position = static_cast<int>(std::find(p.order.begin(), p.order.end(), p.rank) - p.order.begin());
-  int pw = 1;
-  while (pw * 2 <= n) pw *= 2;
-  const int extra = n - pw;
-  auto realRank = [&](int virtualRank) { return p.order[virtualRank < extra ? 2 * virtualRank + 1 : virtualRank + extra]; };
+  const PowerOfTwoFold fold(n);
+  const int pw = fold.pw;
+  auto realRank = [&](int v) { return p.order[fold.actingPosition(v)]; };
 
   BufferKind current = BufferKind::Send;  // where this rank's partial sums are
-  int virtualRank;
-  if (position < 2 * extra) {
-    if (position % 2 == 0) {  // sits out: hand the input over, get the result back
-      push(StepKind::Send, p.order[position + 1], range(BufferKind::Send, 0, p.count), {});
-      push(StepKind::Recv, p.order[position + 1], {}, range(BufferKind::Recv, 0, p.count));
-      return schedule;
-    }
+  if (fold.sitsOut(position)) {  // hand the input over, get the result back
+    push(StepKind::Send, p.order[position + 1], range(BufferKind::Send, 0, p.count), {});
+    push(StepKind::Recv, p.order[position + 1], {}, range(BufferKind::Recv, 0, p.count));
+    return schedule;
+  }
+  if (fold.standsIn(position)) {
     push(StepKind::RecvReduce, p.order[position - 1], range(BufferKind::Send, 0, p.count), range(BufferKind::Recv, 0, p.count));
     if (p.count) current = BufferKind::Recv;
-    virtualRank = position / 2;
-  } else {
-    virtualRank = position - extra;
   }
+  const int virtualRank = fold.virtualRank(position);
 
   struct Exchange {
     int peer;
@@ -64,7 +61,7 @@ Schedule buildRhdAllReduce(const RhdAllReduceParams& p) {
     push(StepKind::Send, it->peer, range(BufferKind::Recv, it->keepBegin, it->keepEnd), {});
     push(StepKind::Recv, it->peer, {}, range(BufferKind::Recv, it->giveBegin, it->giveEnd));
   }
-  if (position < 2 * extra) push(StepKind::Send, p.order[position - 1], range(BufferKind::Recv, 0, p.count), {});
+  if (fold.standsIn(position)) push(StepKind::Send, p.order[position - 1], range(BufferKind::Recv, 0, p.count), {});
   return schedule;
 }
 

@@ -148,17 +148,47 @@ std::vector<int> shuffledRing(int n) {
 
 // ---------------------------------------------------------------------------------------------
 
-void checkAllGather(int n, size_t count, bool inPlace, bool bruck, const Typed& t) {
-  const std::string what = label(bruck ? "bruck allgather" : "ring allgather", n, count, 0, inPlace, t);
+// Nodes for the hierarchical schedules: equal nodes of 4, 3 or 2 ranks when n allows (ranks
+// shuffled across nodes for some n), otherwise two uneven nodes (the ring fallback).
+std::vector<std::vector<int>> testNodes(int n) {
+  std::vector<int> ranks(n);
+  std::iota(ranks.begin(), ranks.end(), 0);
+  if (n % 5 == 0) std::shuffle(ranks.begin(), ranks.end(), rng());
+  int size = n % 4 == 0 && n >= 8 ? 4 : n % 3 == 0 ? 3 : n % 2 == 0 ? 2 : (n + 1) / 2;
+  std::vector<std::vector<int>> nodes;
+  for (int first = 0; first < n; first += size)
+    nodes.emplace_back(ranks.begin() + first, ranks.begin() + std::min(n, first + size));
+  return nodes;
+}
+
+enum class GatherAlgorithm { Ring, Bruck, RecursiveDoubling, Hierarchical };
+const char* gatherName(GatherAlgorithm a) {
+  switch (a) {
+    case GatherAlgorithm::Ring: return "ring allgather";
+    case GatherAlgorithm::Bruck: return "bruck allgather";
+    case GatherAlgorithm::RecursiveDoubling: return "recursive doubling allgather";
+    case GatherAlgorithm::Hierarchical: return "hierarchical allgather";
+  }
+  return "?";
+}
+
+void checkAllGather(int n, size_t count, bool inPlace, GatherAlgorithm algorithm, const Typed& t) {
+  const std::string what = label(gatherName(algorithm), n, count, 0, inPlace, t);
   auto inputs = randomInputs(n, count);
   std::vector<int> ring = n % 2 ? shuffledRing(n) : std::vector<int>{};
+  std::vector<std::vector<int>> nodes = testNodes(n);
   std::vector<RankMemory> memory(n);
   std::vector<Schedule> schedules;
   for (int r = 0; r < n; ++r) {
     layout(memory[r], t, count, n * count, inPlace ? static_cast<long>(r * count) : -1);
     for (size_t i = 0; i < count; ++i) t.put(const_cast<char*>(memory[r].buffers.send), i, inputs[r][i]);
-    AllGatherParams p{count, t.size(), r, n, bruck ? std::vector<int>{} : ring, inPlace};
-    schedules.push_back(bruck ? buildBruckAllGather(p) : buildRingAllGather(p));
+    AllGatherParams p{count, t.size(), r, n, ring, inPlace, nodes};
+    switch (algorithm) {
+      case GatherAlgorithm::Ring: schedules.push_back(buildRingAllGather(p)); break;
+      case GatherAlgorithm::Bruck: schedules.push_back(buildBruckAllGather(p)); break;
+      case GatherAlgorithm::RecursiveDoubling: schedules.push_back(buildRecursiveDoublingAllGather(p)); break;
+      case GatherAlgorithm::Hierarchical: schedules.push_back(buildHierarchicalAllGather(p)); break;
+    }
   }
   SimulationResult result = simulateAll(schedules, memory, t);
   ASSERT_TRUE(result.ok) << what << ": " << result.error;
@@ -168,19 +198,26 @@ void checkAllGather(int n, size_t count, bool inPlace, bool bruck, const Typed& 
         ASSERT_EQ(t.get(memory[r].buffers.recv, q * count + i), inputs[q][i]) << what << " rank " << r << " block " << q;
 }
 
-TEST(CollectiveSchedules, AllGatherRingAndBruck) {
+TEST(CollectiveSchedules, AllGatherEveryAlgorithm) {
   for (int n : rankCounts())
     for (size_t count : elementCounts(n, true))
       for (bool inPlace : {false, true})
-        for (bool bruck : {false, true}) {
-          checkAllGather(n, count, inPlace, bruck, Typed{n % 2 ? ncclInt32 : ncclFloat64});
+        for (GatherAlgorithm algorithm : {GatherAlgorithm::Ring, GatherAlgorithm::Bruck, GatherAlgorithm::RecursiveDoubling,
+                                          GatherAlgorithm::Hierarchical}) {
+          checkAllGather(n, count, inPlace, algorithm, Typed{n % 2 ? ncclInt32 : ncclFloat64});
           if (HasFatalFailure()) return;
         }
 }
 
-void checkReduceScatter(int n, size_t count, bool inPlace, bool average, bool preScale, const Typed& t) {
-  const std::string what = label(preScale ? "reducescatter premulsum" : average ? "reducescatter avg" : "reducescatter",
-                                 n, count, 0, inPlace, t);
+enum class ScatterAlgorithm { Ring, RecursiveHalving, Hierarchical };
+
+void checkReduceScatter(int n, size_t count, bool inPlace, bool average, bool preScale, ScatterAlgorithm algorithm,
+                        const Typed& t) {
+  const char* name = algorithm == ScatterAlgorithm::Ring ? "ring reducescatter"
+                     : algorithm == ScatterAlgorithm::RecursiveHalving ? "recursive halving reducescatter"
+                                                                       : "hierarchical reducescatter";
+  const std::string what = label((std::string(name) + (preScale ? " premulsum" : average ? " avg" : "")).c_str(), n,
+                                 count, 0, inPlace, t);
   auto inputs = randomInputs(n, n * count);
   std::vector<double> scalar(n);
   std::vector<std::vector<char>> scalars;
@@ -189,12 +226,16 @@ void checkReduceScatter(int n, size_t count, bool inPlace, bool average, bool pr
     scalars.push_back(t.scalar(scalar[r]));
   }
   std::vector<int> ring = n % 3 == 1 ? shuffledRing(n) : std::vector<int>{};
+  const std::vector<std::vector<int>> nodes = testNodes(n);
   std::vector<RankMemory> memory(n);
   std::vector<Schedule> schedules;
   for (int r = 0; r < n; ++r) {
     layout(memory[r], t, n * count, count, inPlace ? static_cast<long>(r * count) : -1);
     for (size_t i = 0; i < n * count; ++i) t.put(const_cast<char*>(memory[r].buffers.send), i, inputs[r][i]);
-    schedules.push_back(buildRingReduceScatter({count, t.size(), r, n, ring, average, preScale, inPlace}));
+    ReduceScatterParams p{count, t.size(), r, n, ring, average, preScale, inPlace, nodes};
+    schedules.push_back(algorithm == ScatterAlgorithm::Ring               ? buildRingReduceScatter(p)
+                        : algorithm == ScatterAlgorithm::RecursiveHalving ? buildRecursiveHalvingReduceScatter(p)
+                                                                          : buildHierarchicalReduceScatter(p));
   }
   std::vector<std::vector<char>> before;
   for (auto& m : memory) before.emplace_back(m.buffers.send, m.buffers.send + m.buffers.sendBytes);
@@ -214,14 +255,17 @@ void checkReduceScatter(int n, size_t count, bool inPlace, bool average, bool pr
   }
 }
 
-TEST(CollectiveSchedules, ReduceScatterRing) {
+TEST(CollectiveSchedules, ReduceScatterEveryAlgorithm) {
   for (int n : rankCounts())
     for (size_t count : elementCounts(n, true))
       for (bool inPlace : {false, true})
-        for (int variant = 0; variant < 3; ++variant) {
-          checkReduceScatter(n, count, inPlace, variant == 1, variant == 2, Typed{n % 2 ? ncclInt32 : ncclFloat64});
-          if (HasFatalFailure()) return;
-        }
+        for (int variant = 0; variant < 3; ++variant)
+          for (ScatterAlgorithm algorithm :
+               {ScatterAlgorithm::Ring, ScatterAlgorithm::RecursiveHalving, ScatterAlgorithm::Hierarchical}) {
+            checkReduceScatter(n, count, inPlace, variant == 1, variant == 2, algorithm,
+                               Typed{n % 2 ? ncclInt32 : ncclFloat64});
+            if (HasFatalFailure()) return;
+          }
 }
 
 void checkBroadcast(int n, size_t count, int root, bool inPlace, bool chain, const Typed& t) {
