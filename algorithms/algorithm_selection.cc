@@ -1,9 +1,11 @@
 #include "algorithms/algorithm_selection.h"
 
 #include <cctype>
+#include <cstdio>
 #include <numeric>
 #include <strings.h>
 
+#include "algorithms/collective_cost.h"
 #include "algorithms/direct_allreduce.h"
 #include "algorithms/hierarchical_allreduce.h"
 #include "algorithms/rhd_allreduce.h"
@@ -17,34 +19,41 @@ namespace weft {
 
 namespace {
 
-constexpr const char* kValidWeftNames = "ring, tree, rhd, hier, direct";
+constexpr const char* kValidWeftNames = "ring, tree, rhd, hier, direct, bruck, binomial, pairwise, linear";
+constexpr const char* kValidCollectives = "allreduce, allgather, reducescatter, broadcast, reduce, alltoall, gather, scatter";
+constexpr double kTieTolerance = 0.02;
+// Tie order: NCCL's ring and tree first; then the hierarchy, whose network traffic runs between
+// neighbouring nodes of a rail, before halving-doubling, whose partners sit at distances up to
+// half the machine and so load the fabric's upper levels (its bytes and hops are otherwise the
+// same at powers of two); the rest after.
+constexpr Algorithm kPreference[] = {Algorithm::Ring,  Algorithm::Tree,     Algorithm::Hier,
+                                     Algorithm::Rhd,   Algorithm::Direct,   Algorithm::Bruck,
+                                     Algorithm::Binomial, Algorithm::Pairwise, Algorithm::Linear};
+static_assert(sizeof(kPreference) / sizeof(kPreference[0]) == kAlgorithmCount, "every algorithm once");
+const char* const kNcclOnly[] = {"CollnetDirect", "CollnetChain", "NVLS", "NVLSTree", "PAT"};
 
 std::string trim(const std::string& s) {
   size_t b = s.find_first_not_of(" \t\r\n"), e = s.find_last_not_of(" \t\r\n");
   return b == std::string::npos ? std::string() : s.substr(b, e - b + 1);
 }
 
-// Splits "^a,b" into (exclude, [a, b]).
-std::vector<std::string> splitList(const std::string& value, bool* exclude) {
-  std::string text = trim(value);
-  *exclude = !text.empty() && text[0] == '^';
-  if (*exclude) text.erase(0, 1);
-  std::vector<std::string> names;
+std::vector<std::string> split(const std::string& text, char separator) {
+  std::vector<std::string> parts;
   size_t start = 0;
   while (start <= text.size()) {
-    size_t comma = text.find(',', start);
-    if (comma == std::string::npos) comma = text.size();
-    std::string name = trim(text.substr(start, comma - start));
-    if (!name.empty()) names.push_back(name);
-    start = comma + 1;
+    size_t end = text.find(separator, start);
+    if (end == std::string::npos) end = text.size();
+    std::string part = trim(text.substr(start, end - start));
+    if (!part.empty()) parts.push_back(part);
+    start = end + 1;
   }
-  return names;
+  return parts;
 }
 
-AlgorithmMask finish(const AlgorithmMask& listed, bool exclude) {
-  AlgorithmMask allowed;
-  for (int i = 0; i < kAllReduceAlgorithmCount; ++i) allowed[i] = exclude ? !listed[i] : listed[i];
-  return allowed;
+bool isNcclOnlyName(const std::string& name) {
+  for (const char* n : kNcclOnly)
+    if (strcasecmp(n, name.c_str()) == 0) return true;
+  return false;
 }
 
 bool any(const AlgorithmMask& mask) {
@@ -53,62 +62,101 @@ bool any(const AlgorithmMask& mask) {
   return false;
 }
 
+// One list ("^a,b" or "a,b") for `collective`, or for every collective when it is Count.
+ncclResult_t applyList(const char* variable, const std::string& list, Collective collective, bool ncclNames,
+                       AlgorithmPolicy* policy, std::string* ignored) {
+  std::string text = trim(list);
+  const bool exclude = !text.empty() && text[0] == '^';
+  if (exclude) text.erase(0, 1);
+  std::vector<std::string> names = split(text, ',');
+  if (names.empty()) return fail(ncclInvalidArgument, "%s='%s' names no algorithm; valid names: %s", variable, list.c_str(), kValidWeftNames);
+  AlgorithmMask listed{};
+  for (const std::string& name : names) {
+    Algorithm a;
+    if (parseAlgorithm(name, &a)) {
+      if (collective != Collective::Count && !algorithmApplies(collective, a))
+        return fail(ncclInvalidArgument, "%s: '%s' is not a %s algorithm (%s has: %s)", variable, name.c_str(),
+                    collectiveName(collective), collectiveName(collective), algorithmsOf(collective));
+      listed[static_cast<int>(a)] = true;
+    } else if (ncclNames && isNcclOnlyName(name)) {
+      *ignored += (ignored->empty() ? "" : ", ") + name;
+    } else if (ncclNames) {
+      return fail(ncclInvalidArgument,
+                  "%s: unknown algorithm '%s' (NCCL's names: Ring, Tree, CollnetDirect, CollnetChain, NVLS, NVLSTree, "
+                  "PAT; weft's: %s)",
+                  variable, name.c_str(), kValidWeftNames);
+    } else {
+      return fail(ncclInvalidArgument, "%s: unknown algorithm '%s'; valid names: %s", variable, name.c_str(), kValidWeftNames);
+    }
+  }
+  bool restrictedAny = false;
+  for (int c = 0; c < kCollectiveCount; ++c) {
+    const auto coll = static_cast<Collective>(c);
+    if (collective != Collective::Count && coll != collective) continue;
+    AlgorithmMask mine{};
+    bool named = false;
+    for (int a = 0; a < kAlgorithmCount; ++a) {
+      const bool applies = algorithmApplies(coll, static_cast<Algorithm>(a));
+      named |= applies && listed[a];
+      mine[a] = applies && (exclude ? !listed[a] : listed[a]);
+    }
+    if (!named) continue;  // a plain list that names none of this collective's algorithms
+    if (!any(mine))
+      return fail(ncclInvalidArgument, "%s='%s' leaves no %s algorithm (%s has: %s)", variable, list.c_str(),
+                  collectiveName(coll), collectiveName(coll), algorithmsOf(coll));
+    policy->allowed[c] = mine;
+    restrictedAny = true;
+  }
+  if (!restrictedAny)
+    return fail(ncclInvalidArgument, "%s='%s' leaves no algorithm that weft has (weft's names: %s)", variable,
+                list.c_str(), kValidWeftNames);
+  return ncclSuccess;
+}
+
 }  // namespace
 
-bool parseAllReduceAlgorithm(const std::string& name, AllReduceAlgorithm* algorithm) {
-  for (int i = 0; i < kAllReduceAlgorithmCount; ++i)
-    if (strcasecmp(name.c_str(), allReduceAlgorithmName(static_cast<AllReduceAlgorithm>(i))) == 0) {
-      *algorithm = static_cast<AllReduceAlgorithm>(i);
+bool parseAlgorithm(const std::string& name, Algorithm* algorithm) {
+  for (int i = 0; i < kAlgorithmCount; ++i)
+    if (strcasecmp(name.c_str(), algorithmName(static_cast<Algorithm>(i))) == 0) {
+      *algorithm = static_cast<Algorithm>(i);
       return true;
     }
   return false;
 }
 
-ncclResult_t parseWeftAlgo(const std::string& value, AlgorithmMask* allowed) {
-  bool exclude = false;
-  std::vector<std::string> names = splitList(value, &exclude);
-  if (names.empty()) return fail(ncclInvalidArgument, "WEFT_ALGO='%s' names no algorithm; valid names: %s", value.c_str(), kValidWeftNames);
-  AlgorithmMask listed{};
-  for (const std::string& name : names) {
-    AllReduceAlgorithm a;
-    if (!parseAllReduceAlgorithm(name, &a))
-      return fail(ncclInvalidArgument, "WEFT_ALGO: unknown algorithm '%s'; valid names: %s", name.c_str(), kValidWeftNames);
-    listed[static_cast<int>(a)] = true;
-  }
-  AlgorithmMask result = finish(listed, exclude);
-  if (!any(result)) return fail(ncclInvalidArgument, "WEFT_ALGO='%s' excludes every algorithm (%s)", value.c_str(), kValidWeftNames);
-  *allowed = result;
-  return ncclSuccess;
+bool parseCollective(const std::string& name, Collective* collective) {
+  std::string compact;
+  for (char c : name)
+    if (c != '_') compact += c;
+  for (int i = 0; i < kCollectiveCount; ++i)
+    if (strcasecmp(compact.c_str(), collectiveName(static_cast<Collective>(i))) == 0) {
+      *collective = static_cast<Collective>(i);
+      return true;
+    }
+  return false;
 }
 
-ncclResult_t parseNcclAlgo(const std::string& value, AlgorithmMask* allowed) {
-  static const char* const kNcclOnly[] = {"CollnetDirect", "CollnetChain", "NVLS", "NVLSTree", "PAT"};
-  bool exclude = false;
-  std::vector<std::string> names = splitList(value, &exclude);
-  if (names.empty()) return fail(ncclInvalidArgument, "NCCL_ALGO='%s' names no algorithm", value.c_str());
-  AlgorithmMask listed{};
+ncclResult_t parseAlgorithmPolicy(const char* variable, const std::string& value, bool ncclNames, AlgorithmPolicy* out) {
+  AlgorithmPolicy policy;
   std::string ignored;
-  for (const std::string& name : names) {
-    AllReduceAlgorithm a;
-    if (parseAllReduceAlgorithm(name, &a)) {  // Ring, Tree and weft's own names
-      listed[static_cast<int>(a)] = true;
-      continue;
+  std::vector<std::string> sections = split(value, ';');
+  if (sections.empty())
+    return fail(ncclInvalidArgument, "%s='%s' names no algorithm; valid names: %s", variable, value.c_str(), kValidWeftNames);
+  for (const std::string& section : sections) {
+    const size_t colon = section.find(':');
+    Collective collective = Collective::Count;  // every collective
+    std::string list = section;
+    if (colon != std::string::npos) {
+      const std::string name = trim(section.substr(0, colon));
+      if (!parseCollective(name, &collective))
+        return fail(ncclInvalidArgument, "%s: unknown collective '%s' in '%s'; valid: %s", variable, name.c_str(),
+                    section.c_str(), kValidCollectives);
+      list = section.substr(colon + 1);
     }
-    bool ncclName = false;
-    for (const char* n : kNcclOnly) ncclName |= strcasecmp(n, name.c_str()) == 0;
-    if (!ncclName)
-      return fail(ncclInvalidArgument,
-                  "NCCL_ALGO: unknown algorithm '%s' (NCCL's names: Ring, Tree, CollnetDirect, CollnetChain, NVLS, "
-                  "NVLSTree, PAT; weft's: %s)",
-                  name.c_str(), kValidWeftNames);
-    ignored += (ignored.empty() ? "" : ", ") + name;
+    WEFT_CHECK(applyList(variable, list, collective, ncclNames, &policy, &ignored));
   }
-  AlgorithmMask result = finish(listed, exclude);
-  if (!any(result))
-    return fail(ncclInvalidArgument, "NCCL_ALGO='%s' leaves no algorithm that weft has (weft has Ring, Tree and %s)",
-                value.c_str(), kValidWeftNames);
-  if (!ignored.empty()) WEFT_INFO(kLogTune | kLogEnv, "NCCL_ALGO: ignoring %s (not available in weft)", ignored.c_str());
-  *allowed = result;
+  if (!ignored.empty()) WEFT_INFO(kLogTune | kLogEnv, "%s: ignoring %s (not available in weft)", variable, ignored.c_str());
+  *out = policy;
   return ncclSuccess;
 }
 
@@ -117,62 +165,82 @@ void readAlgorithmEnv(SelectionInput* input) {
   input->weftAlgo = envString("WEFT_ALGO");
 }
 
-ncclResult_t selectAllReduceAlgorithm(const SelectionInput& in, AlgorithmChoice* out) {
+ncclResult_t selectAlgorithm(const SelectionInput& in, AlgorithmChoice* out) {
+  const Collective collective = in.collective;
   AlgorithmChoice choice;
-  AlgorithmMask allowed;
-  allowed.fill(true);
+  AlgorithmPolicy policy;
   std::string source = "cheapest";
   if (in.weftAlgo && !trim(*in.weftAlgo).empty()) {
-    WEFT_CHECK(parseWeftAlgo(*in.weftAlgo, &allowed));
+    WEFT_CHECK(parseAlgorithmPolicy("WEFT_ALGO", *in.weftAlgo, false, &policy));
     source = "WEFT_ALGO=" + *in.weftAlgo;
     if (in.ncclAlgo && !trim(*in.ncclAlgo).empty())
       WEFT_INFO(kLogTune | kLogEnv, "WEFT_ALGO is set: ignoring NCCL_ALGO=%s", in.ncclAlgo->c_str());
   } else if (in.ncclAlgo && !trim(*in.ncclAlgo).empty()) {
-    WEFT_CHECK(parseNcclAlgo(*in.ncclAlgo, &allowed));
+    WEFT_CHECK(parseAlgorithmPolicy("NCCL_ALGO", *in.ncclAlgo, true, &policy));
     source = "NCCL_ALGO=" + *in.ncclAlgo;
   }
+  const AlgorithmMask& allowed = policy.allowed[static_cast<int>(collective)];
 
   CostInput cost{in.bytes, in.nranks, {}};
   for (const auto& node : in.nodes) cost.nodeSizes.push_back(static_cast<int>(node.size()));
   const bool oneNode = in.nodes.size() <= 1;
   const bool uniform = in.nodes.empty() || nodesAreUniform(in.nodes);
   int best = -1;
-  for (int i = 0; i < kAllReduceAlgorithmCount; ++i) {
-    auto a = static_cast<AllReduceAlgorithm>(i);
+  std::string priced;
+  for (int i = 0; i < kAlgorithmCount; ++i) {
+    auto a = static_cast<Algorithm>(i);
     AlgorithmEstimate& e = choice.estimates[i];
     e.algorithm = a;
     e.allowed = allowed[i];
-    e.timeUs = predictAllReduceUs(a, cost, in.model);
-    e.busBandwidthGBps = allReduceBusBandwidthGBps(in.bytes, in.nranks, e.timeUs);
-    if (a == AllReduceAlgorithm::Direct && !(oneNode && in.directAvailable)) {
+    if (!algorithmApplies(collective, a)) {
+      e.applicable = false;
+      e.note = "not an algorithm of this collective";
+      continue;
+    }
+    e.timeUs = predictCollectiveUs(collective, a, cost, in.model);
+    e.busBandwidthGBps = collectiveBusBandwidthGBps(collective, in.bytes, in.nranks, e.timeUs);
+    if (a == Algorithm::Direct && !(oneNode && in.directAvailable)) {
       e.applicable = false;
       e.note = oneNode ? "buffers not mapped by every peer" : "ranks on more than one host";
     }
-    if (a == AllReduceAlgorithm::Hier && !uniform) e.note = "uneven nodes: runs as ring";
-    else if (a == AllReduceAlgorithm::Hier && (oneNode || in.nodes.size() == static_cast<size_t>(in.nranks)))
+    if (a == Algorithm::Hier && !uniform) e.note = "uneven nodes: runs as ring";
+    else if (a == Algorithm::Hier && (oneNode || in.nodes.size() == static_cast<size_t>(in.nranks)))
       e.note = "one level: runs as ring";
+    char item[64];
+    snprintf(item, sizeof item, "%s%s %.1f%s", priced.empty() ? "" : " ", algorithmName(a), e.timeUs,
+             e.applicable ? "" : " n/a");
+    priced += item;
+  }
+  // Predictions within kTieTolerance of each other are a tie (the model is not that accurate),
+  // and a tie goes to the algorithm earlier in kPreference.
+  for (Algorithm a : kPreference) {
+    const int i = static_cast<int>(a);
+    const AlgorithmEstimate& e = choice.estimates[i];
     if (!e.applicable || !e.allowed) continue;
-    // Strictly cheaper only: ties go to the earlier (simpler) algorithm.
-    if (best < 0 || e.timeUs < choice.estimates[best].timeUs * (1 - 1e-9)) best = i;
+    if (best < 0 || e.timeUs < choice.estimates[best].timeUs * (1 - kTieTolerance)) best = i;
   }
   if (best < 0) {
-    best = static_cast<int>(AllReduceAlgorithm::Ring);
+    best = static_cast<int>(defaultAlgorithm(collective));
     source = "fallback: no allowed algorithm can run this call (" + source + ")";
-    WEFT_INFO(kLogTune, "AllReduce: %s; using ring", source.c_str());
+    WEFT_INFO(kLogTune, "%s: %s; using %s", collectiveName(collective), source.c_str(), algorithmName(static_cast<Algorithm>(best)));
   }
-  choice.algorithm = static_cast<AllReduceAlgorithm>(best);
+  choice.algorithm = static_cast<Algorithm>(best);
   choice.timeUs = choice.estimates[best].timeUs;
   choice.reason = source;
-  WEFT_INFO(kLogTune, "AllReduce %zu bytes, %d ranks, %zu nodes: %s (%s), predicted %.1f us [ring %.1f tree %.1f rhd %.1f hier %.1f direct %.1f%s]",
-            in.bytes, in.nranks, in.nodes.empty() ? size_t(1) : in.nodes.size(), allReduceAlgorithmName(choice.algorithm),
-            source.c_str(), choice.timeUs, choice.estimates[0].timeUs, choice.estimates[1].timeUs,
-            choice.estimates[2].timeUs, choice.estimates[3].timeUs, choice.estimates[4].timeUs,
-            choice.estimates[4].applicable ? "" : " n/a");
+  WEFT_INFO(kLogTune, "%s %zu bytes, %d ranks, %zu nodes: %s (%s), predicted %.1f us [%s]", collectiveName(collective),
+            in.bytes, in.nranks, in.nodes.empty() ? size_t(1) : in.nodes.size(), algorithmName(choice.algorithm),
+            source.c_str(), choice.timeUs, priced.c_str());
   *out = std::move(choice);
   return ncclSuccess;
 }
 
-Schedule buildAllReduceSchedule(AllReduceAlgorithm algorithm, const AllReduceShape& s) {
+ncclResult_t selectAllReduceAlgorithm(const SelectionInput& input, AlgorithmChoice* out) {
+  SelectionInput allReduce = input;
+  allReduce.collective = Collective::AllReduce;
+  return selectAlgorithm(allReduce, out);
+}
+
+Schedule buildAllReduceSchedule(Algorithm algorithm, const AllReduceShape& s) {
   std::vector<int> order = s.order;
   if (order.empty()) {
     order.resize(s.nranks);
@@ -181,10 +249,10 @@ Schedule buildAllReduceSchedule(AllReduceAlgorithm algorithm, const AllReduceSha
   std::vector<std::vector<int>> nodes = s.nodes;
   if (nodes.empty()) nodes.push_back(order);
   switch (algorithm) {
-    case AllReduceAlgorithm::Tree: return buildTreeAllReduce({s.count, s.elementSize, s.rank, order, s.average});
-    case AllReduceAlgorithm::Rhd: return buildRhdAllReduce({s.count, s.elementSize, s.rank, order, s.average});
-    case AllReduceAlgorithm::Hier: return buildHierarchicalAllReduce({s.count, s.elementSize, s.rank, nodes, s.average});
-    case AllReduceAlgorithm::Direct: return buildDirectAllReduce({s.count, s.elementSize, s.rank, s.nranks, s.average});
+    case Algorithm::Tree: return buildTreeAllReduce({s.count, s.elementSize, s.rank, order, s.average});
+    case Algorithm::Rhd: return buildRhdAllReduce({s.count, s.elementSize, s.rank, order, s.average});
+    case Algorithm::Hier: return buildHierarchicalAllReduce({s.count, s.elementSize, s.rank, nodes, s.average});
+    case Algorithm::Direct: return buildDirectAllReduce({s.count, s.elementSize, s.rank, s.nranks, s.average});
     default: return buildRingAllReduce({s.count, s.elementSize, s.rank, order, s.average});
   }
 }

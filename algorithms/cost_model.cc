@@ -7,23 +7,12 @@
 #include <sstream>
 #include <strings.h>
 
+#include "algorithms/cost_terms.h"
 #include "common/env.h"
 #include "common/status.h"
 #include "topology/topology_model.h"
 
 namespace weft {
-
-const char* allReduceAlgorithmName(AllReduceAlgorithm algorithm) {
-  switch (algorithm) {
-    case AllReduceAlgorithm::Ring: return "ring";
-    case AllReduceAlgorithm::Tree: return "tree";
-    case AllReduceAlgorithm::Rhd: return "rhd";
-    case AllReduceAlgorithm::Hier: return "hier";
-    case AllReduceAlgorithm::Direct: return "direct";
-    case AllReduceAlgorithm::Count: break;
-  }
-  return "?";
-}
 
 LinkTable::LinkTable() {
   for (int i = 0; i < static_cast<int>(LinkType::Count); ++i) {
@@ -164,24 +153,13 @@ LinkCost CostModel::interPerRank(int ranksPerNode) const {
   return link;
 }
 
-namespace {
+namespace cost {
 
-int log2Floor(int n) {
-  int k = 0;
-  while ((2 << k) <= n) ++k;
-  return k;
-}
 int log2Ceil(int n) {
   int k = 0;
   while ((1 << k) < n) ++k;
   return k;
 }
-
-struct Shape {
-  double bytes;
-  int n, nodes, local;  // local: ranks per node (smallest node when uneven)
-  bool uniform;
-};
 
 Shape shapeOf(const CostInput& input) {
   Shape s{static_cast<double>(input.bytes), std::max(1, input.nranks), 1, std::max(1, input.nranks), true};
@@ -194,14 +172,51 @@ Shape shapeOf(const CostInput& input) {
   return s;
 }
 
-double ringUs(const Shape& s, const CostModel& m) {
-  if (s.n == 1) return m.memory.timeUs(s.bytes);
-  double piece = s.bytes / s.n;
+double ringStepUs(const Shape& s, const CostModel& m, double piece) {
+  if (s.nodes > 1 && s.local == 1) return m.nic.timeUs(piece);
   double step = m.intra.timeUs(piece);
   // A single ring crosses each node boundary once, through one NIC.
   if (s.nodes > 1) step = std::max(step, m.nic.timeUs(piece));
-  if (s.local == 1 && s.nodes > 1) step = m.nic.timeUs(piece);
-  return 2.0 * (s.n - 1) * step;
+  return step;
+}
+
+std::vector<int> nodeOfPositions(const CostInput& input, int n) {
+  std::vector<int> nodeOf(n, 0);
+  int position = 0;
+  for (size_t k = 0; k < input.nodeSizes.size(); ++k)
+    for (int i = 0; i < input.nodeSizes[k] && position < n; ++i) nodeOf[position++] = static_cast<int>(k);
+  return nodeOf;
+}
+
+bool exchangeCrossesNodes(const std::vector<int>& nodeOf, const PowerOfTwoFold& fold, int mask) {
+  for (int v = 0; v < fold.pw; ++v)
+    if (nodeOf[fold.actingPosition(v)] != nodeOf[fold.actingPosition(v ^ mask)]) return true;
+  return false;
+}
+
+bool foldCrossesNodes(const std::vector<int>& nodeOf, const PowerOfTwoFold& fold) {
+  for (int v = 0; v < fold.extra; ++v)
+    if (nodeOf[2 * v] != nodeOf[2 * v + 1]) return true;
+  return false;
+}
+
+}  // namespace cost
+
+namespace {
+
+using cost::Shape;
+using cost::shapeOf;
+
+int log2Floor(int n) {
+  int k = 0;
+  while ((2 << k) <= n) ++k;
+  return k;
+}
+int log2Ceil(int n) { return cost::log2Ceil(n); }
+
+double ringUs(const Shape& s, const CostModel& m) {
+  if (s.n == 1) return m.memory.timeUs(s.bytes);
+  return 2.0 * (s.n - 1) * cost::ringStepUs(s, m, s.bytes / s.n);
 }
 
 double treeUs(const Shape& s, const CostModel& m) {
@@ -218,37 +233,31 @@ double treeUs(const Shape& s, const CostModel& m) {
   double alpha = intraHops * m.intra.latencyUs + interHops * inter.latencyUs;
   double slice = std::min(static_cast<double>(m.sliceBytes), s.bytes / 2);
   // Up and down: the latency of the path twice, one slice filling the pipeline at each hop,
-  // then the stream: every rank receives S in the reduction and S in the broadcast.
-  return 2.0 * (alpha + depth * slice / (bandwidth * 1e3)) + 2.0 * s.bytes / (bandwidth * 1e3);
+  // then the stream. Every rank receives S in the reduction and S in the broadcast, mostly
+  // from ranks of its own node. An edge that crosses nodes belongs to one tree and carries that
+  // tree's S/2 in each phase; with one level of crossing edges (two nodes) a rank has at most
+  // one of them, with more levels a rank can be the crossing parent in one tree and the
+  // crossing child in the other, and its NIC carries all of its S.
+  double stream = 2.0 * s.bytes / (m.intra.bandwidthGBps * 1e3);
+  const double crossingShare = std::min(2, interHops) / 2.0;  // of S, per phase
+  if (interHops > 0) stream = std::max(stream, 2.0 * crossingShare * s.bytes / (inter.bandwidthGBps * 1e3));
+  return 2.0 * (alpha + depth * slice / (bandwidth * 1e3)) + stream;
 }
 
 double rhdUs(const Shape& s, const CostInput& input, const CostModel& m) {
   if (s.n == 1) return m.memory.timeUs(s.bytes);
-  // Positions are node-major (the layout's ring order). An exchange step is as slow as its
-  // slowest pair: inter-node when any pair of partners is on different nodes. The fold of a
-  // non-power of two maps virtual rank v < r to position 2v+1, which stretches distances.
-  std::vector<int> nodeOf(s.n, 0);
-  if (!input.nodeSizes.empty()) {
-    int position = 0;
-    for (size_t k = 0; k < input.nodeSizes.size(); ++k)
-      for (int i = 0; i < input.nodeSizes[k] && position < s.n; ++i) nodeOf[position++] = static_cast<int>(k);
-  }
-  int pw = 1 << log2Floor(s.n);
-  int extra = s.n - pw;
-  auto real = [&](int v) { return v < extra ? 2 * v + 1 : v + extra; };
-  LinkCost inter = m.interPerRank(s.local);
+  // An exchange step is as slow as its slowest pair: inter-node when any pair of partners is on
+  // different nodes. The fold of a non-power of two stretches distances.
+  const std::vector<int> nodeOf = cost::nodeOfPositions(input, s.n);
+  const PowerOfTwoFold fold(s.n);
+  const LinkCost inter = m.interPerRank(s.local);
   double t = 0, piece = s.bytes;
-  for (int mask = 1; mask < pw; mask <<= 1) {
-    bool crosses = false;
-    for (int v = 0; v < pw && !crosses; ++v) crosses = nodeOf[real(v)] != nodeOf[real(v ^ mask)];
+  for (int mask = 1; mask < fold.pw; mask <<= 1) {
     piece /= 2;
-    t += 2.0 * (crosses ? inter : m.intra).timeUs(piece);  // halving and, later, doubling
+    t += 2.0 * (cost::exchangeCrossesNodes(nodeOf, fold, mask) ? inter : m.intra).timeUs(piece);  // halving, doubling
   }
-  if (extra > 0) {  // the folded ranks' hand-over and hand-back of the whole buffer
-    bool crosses = false;
-    for (int v = 0; v < extra && !crosses; ++v) crosses = nodeOf[2 * v] != nodeOf[2 * v + 1];
-    t += 2.0 * (crosses ? inter : m.intra).timeUs(s.bytes);
-  }
+  if (fold.extra > 0)  // the folded ranks' hand-over and hand-back of the whole buffer
+    t += 2.0 * (cost::foldCrossesNodes(nodeOf, fold) ? inter : m.intra).timeUs(s.bytes);
   return t;
 }
 
@@ -267,15 +276,15 @@ double directUs(const Shape& s, const CostModel& m) {
 
 }  // namespace
 
-double predictAllReduceUs(AllReduceAlgorithm algorithm, const CostInput& input, const CostModel& model) {
+double predictAllReduceUs(Algorithm algorithm, const CostInput& input, const CostModel& model) {
   Shape s = shapeOf(input);
   switch (algorithm) {
-    case AllReduceAlgorithm::Ring: return ringUs(s, model);
-    case AllReduceAlgorithm::Tree: return treeUs(s, model);
-    case AllReduceAlgorithm::Rhd: return rhdUs(s, input, model);
-    case AllReduceAlgorithm::Hier: return hierUs(s, model);
-    case AllReduceAlgorithm::Direct: return directUs(s, model);
-    case AllReduceAlgorithm::Count: break;
+    case Algorithm::Ring: return ringUs(s, model);
+    case Algorithm::Tree: return treeUs(s, model);
+    case Algorithm::Rhd: return rhdUs(s, input, model);
+    case Algorithm::Hier: return hierUs(s, model);
+    case Algorithm::Direct: return directUs(s, model);
+    default: break;  // not an all-reduce algorithm
   }
   return 0;
 }

@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "algorithms/algorithm.h"
 #include "nccl.h"
 #include "topology/link_model.h"
 
@@ -32,9 +33,6 @@ struct LinkCost {
   double timeUs(double bytes) const { return latencyUs + bytes / (bandwidthGBps * 1e3); }
 };
 
-enum class AllReduceAlgorithm : int { Ring = 0, Tree, Rhd, Hier, Direct, Count };
-constexpr int kAllReduceAlgorithmCount = static_cast<int>(AllReduceAlgorithm::Count);
-const char* allReduceAlgorithmName(AllReduceAlgorithm algorithm);  // "ring", "tree", ...
 
 // Per link class latency/bandwidth: the link_model.h table, then the topology, then tuning.
 struct LinkTable {
@@ -82,8 +80,9 @@ struct CostInput {
 };
 
 // Predicted time in microseconds of `algorithm` for `input` (the hierarchical one on uneven
-// nodes is priced as the ring it falls back to; direct assumes one node).
-double predictAllReduceUs(AllReduceAlgorithm algorithm, const CostInput& input, const CostModel& model);
+// nodes is priced as the ring it falls back to; direct assumes one node); 0 for algorithms that
+// are not all-reduce algorithms (collective_cost.h prices those).
+double predictAllReduceUs(Algorithm algorithm, const CostInput& input, const CostModel& model);
 
 // The bandwidth lower bound of any all-reduce: 2(n-1)/n * S / B, B the fastest per-rank link.
 double allReduceLowerBoundUs(const CostInput& input, const CostModel& model);

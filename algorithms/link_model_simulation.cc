@@ -145,7 +145,7 @@ Schedule pipelineSchedule(const Schedule& schedule, size_t sliceBytes, const std
   return out;
 }
 
-SimulatedAllReduce simulateAllReduceTime(AllReduceAlgorithm algorithm, size_t bytes, int nranks,
+SimulatedAllReduce simulateAllReduceTime(Algorithm algorithm, size_t bytes, int nranks,
                                          const std::vector<std::vector<int>>& nodesIn, const CostModel& model) {
   SimulatedAllReduce result;
   if (nranks < 1) {
@@ -178,14 +178,14 @@ SimulatedAllReduce simulateAllReduceTime(AllReduceAlgorithm algorithm, size_t by
   schedules.reserve(nranks);
   // The tree's slices: the executor's slice size in real bytes, at most 64 per half.
   size_t sliceElements = 0;
-  if (algorithm == AllReduceAlgorithm::Tree) {
+  if (algorithm == Algorithm::Tree) {
     double realSlice = std::max(static_cast<double>(model.sliceBytes), static_cast<double>(bytes) / 2 / 64);
     sliceElements = static_cast<size_t>(std::ceil(realSlice / result.byteScale / es));
     sliceElements = std::max<size_t>(1, sliceElements);
   }
   // The tree's two halves are independent streams the executor runs side by side: each rank's
   // steps on half t run as virtual rank 2 * rank + t (the link model maps it back).
-  const int streams = algorithm == AllReduceAlgorithm::Tree && nranks > 1 ? 2 : 1;
+  const int streams = algorithm == Algorithm::Tree && nranks > 1 ? 2 : 1;
   schedules.resize(static_cast<size_t>(streams) * nranks);
   for (int r = 0; r < nranks; ++r) {
     shape.rank = r;
@@ -242,7 +242,7 @@ SimulatedAllReduce simulateAllReduceTime(AllReduceAlgorithm algorithm, size_t by
     for (int r = 0; r < nranks; ++r) expected += static_cast<double>((r * 7 + i) % 13);
     for (int r = 0; r < nranks; ++r)
       if (recv[r][i] != static_cast<float>(expected)) {
-        result.error = std::string(allReduceAlgorithmName(algorithm)) + ": rank " + std::to_string(r) + " element " +
+        result.error = std::string(algorithmName(algorithm)) + ": rank " + std::to_string(r) + " element " +
                        std::to_string(i) + " is wrong after the simulation";
         return result;
       }

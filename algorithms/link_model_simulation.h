@@ -90,7 +90,7 @@ struct SimulatedAllReduce {
 // executor pipelines it and the closed form assumes so; its two halves (trees) run as two
 // streams per rank (virtual ranks 2r and 2r + 1 on one set of links), as the executor runs
 // them side by side. The other algorithms run step by step, as their closed forms price them.
-SimulatedAllReduce simulateAllReduceTime(AllReduceAlgorithm algorithm, size_t bytes, int nranks,
+SimulatedAllReduce simulateAllReduceTime(Algorithm algorithm, size_t bytes, int nranks,
                                          const std::vector<std::vector<int>>& nodes, const CostModel& model);
 
 // The executor's slicing, in an order the in-order simulator can run: the steps from

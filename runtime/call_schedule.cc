@@ -42,22 +42,48 @@ bool sendAliasesRecv(const CollectiveCall& call) {
   }
 }
 
-ncclResult_t selectAllReduce(const CollectiveCall& call, AllReduceAlgorithm* out) {
+Collective costCollective(const CollectiveCall& call) {
+  switch (call.kind) {
+    case CollectiveKind::AllGather: return Collective::AllGather;
+    case CollectiveKind::ReduceScatter: return Collective::ReduceScatter;
+    case CollectiveKind::Broadcast: return Collective::Broadcast;
+    case CollectiveKind::Reduce: return Collective::Reduce;
+    case CollectiveKind::AllToAll: return Collective::AllToAll;
+    case CollectiveKind::Gather: return Collective::Gather;
+    case CollectiveKind::Scatter: return Collective::Scatter;
+    default: return Collective::AllReduce;
+  }
+}
+
+size_t costBytes(const CollectiveCall& call) {
+  const size_t bytes = call.count * dataTypeSize(call.datatype);
+  switch (call.kind) {
+    case CollectiveKind::AllGather:
+    case CollectiveKind::ReduceScatter:
+    case CollectiveKind::AllToAll:
+    case CollectiveKind::Gather:
+    case CollectiveKind::Scatter: return bytes * static_cast<size_t>(call.comm->nranks);
+    default: return bytes;
+  }
+}
+
+ncclResult_t selectForCall(const CollectiveCall& call, Algorithm* out) {
   ncclComm* comm = call.comm;
   SelectionInput input;
-  input.bytes = call.count * dataTypeSize(call.datatype);
+  input.collective = costCollective(call);
+  input.bytes = costBytes(call);
   input.nranks = comm->nranks;
   input.nodes = comm->nodes;
   input.model = comm->costModel;
   input.directAvailable = false;  // decided per call by the direct path's handshake instead
   readAlgorithmEnv(&input);
   AlgorithmChoice choice;
-  WEFT_CHECK(selectAllReduceAlgorithm(input, &choice));
-  *out = choice.algorithm == AllReduceAlgorithm::Direct ? AllReduceAlgorithm::Ring : choice.algorithm;
+  WEFT_CHECK(selectAlgorithm(input, &choice));
+  *out = choice.algorithm == Algorithm::Direct ? Algorithm::Ring : choice.algorithm;
   return ncclSuccess;
 }
 
-Schedule scheduleForCall(const CollectiveCall& call, bool direct, AllReduceAlgorithm selected, const char** algorithm) {
+Schedule scheduleForCall(const CollectiveCall& call, bool direct, Algorithm selected, const char** algorithm) {
   ncclComm* comm = call.comm;
   const size_t elementSize = dataTypeSize(call.datatype);
   const int rank = comm->rank;
@@ -65,39 +91,60 @@ Schedule scheduleForCall(const CollectiveCall& call, bool direct, AllReduceAlgor
   const bool average = call.op == ncclAvg;
   const bool preScale = call.op >= ncclNumOps;
   const bool inPlace = callIsInPlace(call);
+  if (call.kind != CollectiveKind::AllReduce) *algorithm = algorithmName(selected);
   switch (call.kind) {
     case CollectiveKind::AllReduce: {
       if (direct) {
-        *algorithm = "DIRECT";
+        *algorithm = "direct";
         return buildDirectAllReduce({call.count, elementSize, rank, n, average});
       }
       // Only the ring scales inputs for PreMulSum; the other algorithms get the cost model's pick.
-      AllReduceAlgorithm chosen = preScale ? AllReduceAlgorithm::Ring : selected;
-      *algorithm = allReduceAlgorithmName(chosen);
-      if (chosen == AllReduceAlgorithm::Ring)
+      Algorithm chosen = preScale ? Algorithm::Ring : selected;
+      *algorithm = algorithmName(chosen);
+      if (chosen == Algorithm::Ring)
         return buildRingAllReduce({call.count, elementSize, rank, comm->ringOrder, average, preScale});
       return buildAllReduceSchedule(chosen, {call.count, elementSize, rank, n, comm->ringOrder, comm->nodes, average});
     }
-    case CollectiveKind::AllGather:
-      *algorithm = "RING";
-      return buildRingAllGather({call.count, elementSize, rank, n, comm->ringOrder, inPlace});
-    case CollectiveKind::ReduceScatter:
-      *algorithm = "RING";
-      return buildRingReduceScatter({call.count, elementSize, rank, n, comm->ringOrder, average, preScale, inPlace});
-    case CollectiveKind::Broadcast:
-      *algorithm = "CHAIN";
-      return buildChainBroadcast({call.count, elementSize, rank, n, call.root, comm->ringOrder});
-    case CollectiveKind::Reduce:
-      *algorithm = "CHAIN";
-      return buildChainReduce({call.count, elementSize, rank, n, call.root, comm->ringOrder, average, preScale});
-    case CollectiveKind::AllToAll:
-      *algorithm = "PAIRWISE";
-      return buildPairwiseAllToAll({call.count, elementSize, rank, n, inPlace});
+    case CollectiveKind::AllGather: {
+      const AllGatherParams params{call.count, elementSize, rank, n, comm->ringOrder, inPlace, comm->nodes};
+      switch (selected) {
+        case Algorithm::Rhd: return buildRecursiveDoublingAllGather(params);
+        case Algorithm::Bruck: return buildBruckAllGather(params);
+        case Algorithm::Hier: return buildHierarchicalAllGather(params);
+        default: *algorithm = "ring"; return buildRingAllGather(params);
+      }
+    }
+    case CollectiveKind::ReduceScatter: {
+      const ReduceScatterParams params{call.count, elementSize, rank, n, comm->ringOrder, average, preScale, inPlace, comm->nodes};
+      switch (selected) {
+        case Algorithm::Rhd: return buildRecursiveHalvingReduceScatter(params);
+        case Algorithm::Hier: return buildHierarchicalReduceScatter(params);
+        default: *algorithm = "ring"; return buildRingReduceScatter(params);
+      }
+    }
+    case CollectiveKind::Broadcast: {
+      const BroadcastParams params{call.count, elementSize, rank, n, call.root, comm->ringOrder};
+      if (selected == Algorithm::Binomial) return buildBinomialBroadcast(params);
+      *algorithm = "ring";
+      return buildChainBroadcast(params);
+    }
+    case CollectiveKind::Reduce: {
+      const ReduceParams params{call.count, elementSize, rank, n, call.root, comm->ringOrder, average, preScale};
+      if (selected == Algorithm::Binomial) return buildBinomialReduce(params);
+      *algorithm = "ring";
+      return buildChainReduce(params);
+    }
+    case CollectiveKind::AllToAll: {
+      const AllToAllParams params{call.count, elementSize, rank, n, inPlace};
+      if (selected == Algorithm::Bruck) return buildBruckAllToAll(params);
+      *algorithm = "pairwise";
+      return buildPairwiseAllToAll(params);
+    }
     case CollectiveKind::Gather:
-      *algorithm = "LINEAR";
+      *algorithm = "linear";
       return buildLinearGather({call.count, elementSize, rank, n, call.root, inPlace});
     case CollectiveKind::Scatter:
-      *algorithm = "LINEAR";
+      *algorithm = "linear";
       return buildLinearScatter({call.count, elementSize, rank, n, call.root, inPlace});
     case CollectiveKind::Send:
     case CollectiveKind::Recv: break;  // scheduleForPointToPoint

@@ -17,13 +17,17 @@ bool callIsInPlace(const CollectiveCall& call);
 // True when the schedule names BufferKind::Send for memory that is also Recv (same pointer).
 bool sendAliasesRecv(const CollectiveCall& call);
 
-// The all-reduce algorithm the cost model picks for `call` (NCCL_ALGO / WEFT_ALGO override it;
-// an unknown WEFT_ALGO name is an error listing the valid ones).
-ncclResult_t selectAllReduce(const CollectiveCall& call, AllReduceAlgorithm* out);
+// The collective and size (as nccl-tests counts it) the cost model sees for `call`.
+Collective costCollective(const CollectiveCall& call);
+size_t costBytes(const CollectiveCall& call);
+
+// The algorithm the cost model picks for `call` (NCCL_ALGO / WEFT_ALGO override it; an unknown
+// name is an error listing the valid ones). Not for send/recv.
+ncclResult_t selectForCall(const CollectiveCall& call, Algorithm* out);
 
 // The schedule for one collective; `direct` picks the shared-buffer all-reduce, `selected` the
-// all-reduce algorithm otherwise.
-Schedule scheduleForCall(const CollectiveCall& call, bool direct, AllReduceAlgorithm selected, const char** algorithm);
+// algorithm otherwise (from selectForCall).
+Schedule scheduleForCall(const CollectiveCall& call, bool direct, Algorithm selected, const char** algorithm);
 
 // One schedule for a group's sends and receives on one communicator. Steps address user
 // memory directly: ranges are absolute addresses over null Send/Recv bases.

@@ -55,8 +55,8 @@ ncclResult_t planFor(const CollectiveCall& call, bool direct, const PreparedSche
       *out = &entry.plan;
       return ncclSuccess;
     }
-  AllReduceAlgorithm selected = AllReduceAlgorithm::Ring;
-  if (call.kind == CollectiveKind::AllReduce && !direct) WEFT_CHECK(selectAllReduce(call, &selected));
+  Algorithm selected = Algorithm::Ring;
+  if (!direct) WEFT_CHECK(selectForCall(call, &selected));
   auto& entry = comm->planCache[comm->planCacheNext++ % 4];
   entry.key = ~0ull;
   const char* algorithm = "?";

@@ -1,14 +1,15 @@
 // weft-info: what weft would do, without running anything.
 //
-//   weft-info plan allreduce SIZE --ranks N [--ranks-per-node L] [--topo FILE] [--direct]
+//   weft-info plan COLLECTIVE SIZE --ranks N [--ranks-per-node L] [--topo FILE] [--direct]
 //             [--simulate] [--print-schedule RANK [--algo NAME]]
-//       every all-reduce algorithm's predicted time and bus bandwidth for SIZE bytes on N ranks
-//       (L per node; default all on one node), the one selection picks, and optionally one
-//       rank's schedule. --simulate adds a column: the time the simulator gives when it runs
+//       every algorithm's predicted time and bus bandwidth for a COLLECTIVE (allreduce,
+//       allgather, reducescatter, broadcast, reduce, alltoall, gather, scatter) of SIZE bytes
+//       (as nccl-tests counts them) on N ranks (L per node; default all on one node), the one
+//       selection picks, and, for allreduce, optionally one rank's schedule. --simulate adds a column: the time the simulator gives when it runs
 //       every rank's schedule against the link model of algorithms/link_model_simulation.h
 //       (per-link latency and bandwidth, NICs and ports shared by concurrent transfers);
 //       up to 1024 ranks.
-//   weft-info table allreduce --ranks N[,N...] [--ranks-per-node L] [--topo FILE]
+//   weft-info table COLLECTIVE --ranks N[,N...] [--ranks-per-node L] [--topo FILE]
 //             [--from SIZE] [--to SIZE] [--step FACTOR]
 //       predicted bus bandwidth of every algorithm for sizes from..to (default 8 B to 4 GiB, x2), the choice,
 //       the bandwidth ceiling, and the crossover sizes: the table in docs/algorithms.md.
@@ -35,12 +36,14 @@ namespace {
 
 void usage(FILE* to) {
   std::fprintf(to,
-               "usage: weft-info plan allreduce SIZE --ranks N [--ranks-per-node L] [--topo FILE] [--direct]\n"
+               "usage: weft-info plan COLLECTIVE SIZE --ranks N [--ranks-per-node L] [--topo FILE] [--direct]\n"
                "                 [--simulate] [--print-schedule RANK [--algo NAME]]\n"
-               "       weft-info table allreduce --ranks N[,N...] [--ranks-per-node L] [--topo FILE]\n"
+               "       weft-info table COLLECTIVE --ranks N[,N...] [--ranks-per-node L] [--topo FILE]\n"
                "                 [--from SIZE] [--to SIZE] [--step FACTOR]\n"
                "SIZE: bytes with optional K, M, G suffix (powers of 1024). Without --topo: host memory,\n"
-               "one 12.5 GB/s NIC per node. WEFT_TUNING_FILE, WEFT_ALGO and NCCL_ALGO apply.\n");
+               "one 12.5 GB/s NIC per node. WEFT_TUNING_FILE, WEFT_ALGO and NCCL_ALGO apply.\n"
+               "COLLECTIVE: allreduce, allgather, reducescatter, broadcast, reduce, alltoall, gather, scatter;\n"
+               "--simulate and --print-schedule are for allreduce.\n");
 }
 
 bool parseSize(const char* text, size_t* out) {
@@ -78,8 +81,9 @@ std::vector<std::vector<int>> makeNodes(int n, int perNode) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  Collective collective = Collective::AllReduce;
   if (argc < 3 || (std::strcmp(argv[1], "plan") != 0 && std::strcmp(argv[1], "table") != 0) ||
-      std::strcmp(argv[2], "allreduce") != 0) {
+      !parseCollective(argv[2], &collective)) {
     usage(argc > 1 && (!std::strcmp(argv[1], "-h") || !std::strcmp(argv[1], "--help")) ? stdout : stderr);
     return argc > 1 && (!std::strcmp(argv[1], "-h") || !std::strcmp(argv[1], "--help")) ? 0 : 2;
   }
@@ -149,6 +153,11 @@ int main(int argc, char** argv) {
     usage(stderr);
     return 2;
   }
+  const bool allReduce = collective == Collective::AllReduce;
+  if (!allReduce && (simulateToo || printRank >= 0)) {
+    std::fprintf(stderr, "weft-info: --simulate and --print-schedule are for allreduce\n");
+    return 2;
+  }
   TopologyModel model;
   const TopologyModel* modelPtr = nullptr;
   if (!topo.empty()) {
@@ -174,6 +183,7 @@ int main(int argc, char** argv) {
 
   auto inputFor = [&](int n, size_t size) {
     SelectionInput in = base;
+    in.collective = collective;
     in.bytes = size;
     in.nranks = n;
     in.nodes = makeNodes(n, perNode > 0 ? perNode : n);
@@ -184,14 +194,14 @@ int main(int argc, char** argv) {
     int n = rankCounts[0];
     SelectionInput in = inputFor(n, bytes);
     AlgorithmChoice choice;
-    if (selectAllReduceAlgorithm(in, &choice) != ncclSuccess) {
+    if (selectAlgorithm(in, &choice) != ncclSuccess) {
       std::fprintf(stderr, "weft-info: %s\n", lastErrorMessage().c_str());
       return 1;
     }
     CostInput cost{bytes, n, {}};
     for (auto& node : in.nodes) cost.nodeSizes.push_back(static_cast<int>(node.size()));
-    std::printf("allreduce %s bytes on %d ranks (%zu nodes x %d)\n", sizeText(bytes).c_str(), n, in.nodes.size(),
-                perNode > 0 ? perNode : n);
+    std::printf("%s %s bytes on %d ranks (%zu nodes x %d)\n", collectiveName(collective), sizeText(bytes).c_str(), n,
+                in.nodes.size(), perNode > 0 ? perNode : n);
     if (simulateToo && n > 1024) {
       std::fprintf(stderr, "weft-info: --simulate: at most 1024 ranks\n");
       return 2;
@@ -199,6 +209,7 @@ int main(int argc, char** argv) {
     if (simulateToo) std::printf("%-8s %14s %12s %14s %12s  %s\n", "algo", "time_us", "busbw_GB/s", "sim_us", "sim_busbw", "");
     else std::printf("%-8s %14s %12s  %s\n", "algo", "time_us", "busbw_GB/s", "");
     for (const AlgorithmEstimate& e : choice.estimates) {
+      if (!algorithmApplies(collective, e.algorithm)) continue;
       std::string notes = e.note;
       if (!e.allowed) notes = std::string("excluded") + (notes.empty() ? "" : "; ") + notes;
       if (e.algorithm == choice.algorithm) notes = "<- chosen" + (notes.empty() ? "" : "; " + notes);
@@ -213,23 +224,25 @@ int main(int argc, char** argv) {
         sim = std::string(" ") + text;
       }
       if (!e.applicable)
-        std::printf("%-8s %14s %12s%s  %s\n", allReduceAlgorithmName(e.algorithm), "-", "-", sim.c_str(), notes.c_str());
+        std::printf("%-8s %14s %12s%s  %s\n", algorithmName(e.algorithm), "-", "-", sim.c_str(), notes.c_str());
       else
-        std::printf("%-8s %14.2f %12.2f%s  %s\n", allReduceAlgorithmName(e.algorithm), e.timeUs, e.busBandwidthGBps,
+        std::printf("%-8s %14.2f %12.2f%s  %s\n", algorithmName(e.algorithm), e.timeUs, e.busBandwidthGBps,
                     sim.c_str(), notes.c_str());
     }
-    double bound = allReduceLowerBoundUs(cost, in.model);
-    std::printf("%-8s %14.2f %12.2f%s  (bandwidth-only lower bound)\n", "bound", bound,
-                allReduceBusBandwidthGBps(bytes, n, bound), simulateToo ? "              -            -" : "");
-    std::printf("chosen: %s (%s)\n", allReduceAlgorithmName(choice.algorithm), choice.reason.c_str());
+    if (allReduce) {
+      double bound = allReduceLowerBoundUs(cost, in.model);
+      std::printf("%-8s %14.2f %12.2f%s  (bandwidth-only lower bound)\n", "bound", bound,
+                  allReduceBusBandwidthGBps(bytes, n, bound), simulateToo ? "              -            -" : "");
+    }
+    std::printf("chosen: %s (%s)\n", algorithmName(choice.algorithm), choice.reason.c_str());
     if (printRank >= 0) {
       if (printRank >= n) {
         std::fprintf(stderr, "weft-info: --print-schedule %d: only %d ranks\n", printRank, n);
         return 2;
       }
-      AllReduceAlgorithm algo = choice.algorithm;
-      if (!algoName.empty() && !parseAllReduceAlgorithm(algoName, &algo)) {
-        std::fprintf(stderr, "weft-info: unknown --algo '%s' (ring, tree, rhd, hier, direct)\n", algoName.c_str());
+      Algorithm algo = choice.algorithm;
+      if (!algoName.empty() && !parseAlgorithm(algoName, &algo)) {
+        std::fprintf(stderr, "weft-info: unknown --algo '%s' (%s)\n", algoName.c_str(), algorithmsOf(Collective::AllReduce));
         return 2;
       }
       AllReduceShape shape;
@@ -240,7 +253,7 @@ int main(int argc, char** argv) {
       shape.nodes = in.nodes;
       Schedule s = buildAllReduceSchedule(algo, shape);
       std::printf("\nschedule of rank %d, %s, %zu float32 (scratch %zu bytes):\n%s", printRank,
-                  allReduceAlgorithmName(algo), shape.count, s.scratchBytes, s.toString().c_str());
+                  algorithmName(algo), shape.count, s.scratchBytes, s.toString().c_str());
     }
     return 0;
   }
@@ -249,36 +262,49 @@ int main(int argc, char** argv) {
   for (int n : rankCounts) {
     int local = perNode > 0 ? std::min(perNode, n) : n;
     std::printf("\n## %d ranks (%d nodes x %d)\n\n", n, (n + local - 1) / local, local);
-    std::printf("| size | ring | tree | rhd | hier | chosen | ceiling |\n|---:|---:|---:|---:|---:|:--|---:|\n");
-    AllReduceAlgorithm previous = AllReduceAlgorithm::Count;
+    // Columns: the collective's algorithms (direct needs mapped buffers, so it is left out).
+    std::vector<Algorithm> columns;
+    for (int a = 0; a < kAlgorithmCount; ++a)
+      if (algorithmApplies(collective, static_cast<Algorithm>(a)) && static_cast<Algorithm>(a) != Algorithm::Direct)
+        columns.push_back(static_cast<Algorithm>(a));
+    std::printf("|%s size |", allReduce ? "" : (std::string(" ") + collectiveName(collective)).c_str());
+    for (Algorithm a : columns) std::printf(" %s |", algorithmName(a));
+    std::printf(" chosen |%s\n|---:|", allReduce ? " ceiling |" : "");
+    for (size_t c = 0; c < columns.size(); ++c) std::printf("---:|");
+    std::printf(":--|%s\n", allReduce ? "---:|" : "");
+    Algorithm previous = Algorithm::Count;
     std::vector<std::string> crossovers;
     for (size_t size = from; size <= to; size *= step) {
       SelectionInput in = inputFor(n, size);
       AlgorithmChoice choice;
-      if (selectAllReduceAlgorithm(in, &choice) != ncclSuccess) {
+      if (selectAlgorithm(in, &choice) != ncclSuccess) {
         std::fprintf(stderr, "weft-info: %s\n", lastErrorMessage().c_str());
         return 1;
       }
       CostInput cost{size, n, {}};
       for (auto& node : in.nodes) cost.nodeSizes.push_back(static_cast<int>(node.size()));
       std::printf("| %s |", sizeText(size).c_str());
-      for (int a = 0; a < 4; ++a) {
-        const AlgorithmEstimate& e = choice.estimates[a];
-        std::printf(a == static_cast<int>(choice.algorithm) ? " **%.3g** |" : " %.3g |", e.busBandwidthGBps);
+      for (Algorithm a : columns) {
+        const AlgorithmEstimate& e = choice.estimates[static_cast<int>(a)];
+        std::printf(a == choice.algorithm ? " **%.3g** |" : " %.3g |", e.busBandwidthGBps);
       }
-      double bound = allReduceLowerBoundUs(cost, in.model);
-      std::printf(" %s | %.3g |\n", allReduceAlgorithmName(choice.algorithm), allReduceBusBandwidthGBps(size, n, bound));
-      if (previous != AllReduceAlgorithm::Count && choice.algorithm != previous) {
+      std::printf(" %s |", algorithmName(choice.algorithm));
+      if (allReduce) {
+        double bound = allReduceLowerBoundUs(cost, in.model);
+        std::printf(" %.3g |", allReduceBusBandwidthGBps(size, n, bound));
+      }
+      std::printf("\n");
+      if (previous != Algorithm::Count && choice.algorithm != previous) {
         // Refine the crossover between size/4 and size by bisection on the predicted times.
         size_t lo = size / step, hi = size;
         while (hi - lo > std::max<size_t>(1, lo / 64)) {
           size_t mid = lo + (hi - lo) / 2;
           AlgorithmChoice c;
-          if (selectAllReduceAlgorithm(inputFor(n, mid), &c) != ncclSuccess) return 1;
+          if (selectAlgorithm(inputFor(n, mid), &c) != ncclSuccess) return 1;
           (c.algorithm == previous ? lo : hi) = mid;
         }
-        crossovers.push_back(std::string(allReduceAlgorithmName(previous)) + " -> " +
-                             allReduceAlgorithmName(choice.algorithm) + " at ~" + sizeText(hi) + " (" +
+        crossovers.push_back(std::string(algorithmName(previous)) + " -> " +
+                             algorithmName(choice.algorithm) + " at ~" + sizeText(hi) + " (" +
                              std::to_string(hi) + " bytes)");
       }
       previous = choice.algorithm;

@@ -7,6 +7,7 @@
 #include <cstring>
 #include <functional>
 #include <random>
+#include <tuple>
 #include <vector>
 
 #include "common/dtype.h"
@@ -176,6 +177,30 @@ TEST_P(CollectiveRanks, EveryCollectiveTypeOpAndPlacement) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Ranks, CollectiveRanks, ::testing::Values(1, 2, 3, 4, 5, 8));
+
+// Each algorithm of each collective forced through WEFT_ALGO's per-collective sections, across
+// rank processes, against the reference. 4 and 8 ranks run as two fake hosts, so that the
+// hierarchical schedules have rails to use.
+class ForcedCollectiveAlgorithms : public ::testing::TestWithParam<std::tuple<const char*, int>> {};
+
+TEST_P(ForcedCollectiveAlgorithms, MatchReference) {
+  const char* policy = std::get<0>(GetParam());
+  const int n = std::get<1>(GetParam());
+  auto outcomes = runRankProcesses(n, [&](int rank, const ncclUniqueId& id) {
+    setenv("WEFT_ALGO", policy, 1);
+    if (n >= 4) setenv("WEFT_HOSTNAME", rank < n / 2 ? "nodeA" : "nodeB", 1);
+    return collectiveGrid(rank, n, id, {0, 1, 7, 1003}, false) == 0 ? 0 : 1;
+  }, 300);
+  EXPECT_EQ(describeFailures(outcomes), "");
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Algorithms, ForcedCollectiveAlgorithms,
+    ::testing::Combine(::testing::Values("allgather:ring;reducescatter:ring;broadcast:ring;reduce:ring;alltoall:pairwise",
+                                         "allgather:rhd;reducescatter:rhd;broadcast:binomial;reduce:binomial;alltoall:bruck",
+                                         "allgather:bruck;reducescatter:hier",
+                                         "allgather:hier;reducescatter:hier"),
+                       ::testing::Values(3, 4, 8)));
 
 // One million + 3 elements, the largest count, for every collective at 2 ranks (float).
 TEST(CollectivesLarge, MillionPlusThreeAtTwoRanks) {

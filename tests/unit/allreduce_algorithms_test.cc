@@ -45,7 +45,7 @@ std::vector<int> nodeMajor(const std::vector<std::vector<int>>& nodes) {
 }
 
 // Runs `algorithm` on n ranks; returns "" or the first failure.
-std::string check(AllReduceAlgorithm algorithm, int n, size_t count, bool inPlace, bool average,
+std::string check(Algorithm algorithm, int n, size_t count, bool inPlace, bool average,
                   const std::vector<std::vector<int>>& nodes) {
   AllReduceShape shape;
   shape.count = count;
@@ -107,7 +107,7 @@ std::string check(AllReduceAlgorithm algorithm, int n, size_t count, bool inPlac
   return "";
 }
 
-const AllReduceAlgorithm kMine[] = {AllReduceAlgorithm::Tree, AllReduceAlgorithm::Rhd, AllReduceAlgorithm::Hier};
+const Algorithm kMine[] = {Algorithm::Tree, Algorithm::Rhd, Algorithm::Hier};
 
 int perNodeFor(int n) { return n % 8 == 0 ? 8 : n % 4 == 0 ? 4 : n % 2 == 0 ? 2 : 1; }
 
@@ -115,10 +115,10 @@ TEST(AllReduceAlgorithms, CorrectFor1To64Ranks) {
   for (int n = 1; n <= 64; ++n)
     for (size_t count : {size_t(0), size_t(1), size_t(n > 1 ? n - 1 : 0), size_t(n), size_t(2 * n + 1), size_t(97)})
       for (bool inPlace : {false, true})
-        for (AllReduceAlgorithm a : kMine) {
+        for (Algorithm a : kMine) {
           bool average = (n + count) % 2 == 1;
           std::string error = check(a, n, count, inPlace, average, makeNodes(n, perNodeFor(n)));
-          ASSERT_EQ(error, "") << allReduceAlgorithmName(a) << " n=" << n << " count=" << count
+          ASSERT_EQ(error, "") << algorithmName(a) << " n=" << n << " count=" << count
                                << (inPlace ? " in place" : "") << (average ? " avg" : " sum");
         }
 }
@@ -126,11 +126,11 @@ TEST(AllReduceAlgorithms, CorrectFor1To64Ranks) {
 TEST(AllReduceAlgorithms, CorrectForLargeRankCountsWithSmallCounts) {
   for (int n : {96, 128, 255, 256, 1000, 1024})
     for (size_t count : {size_t(0), size_t(1), size_t(n / 3), size_t(2 * n + 1)})
-      for (AllReduceAlgorithm a : kMine) {
+      for (Algorithm a : kMine) {
         bool inPlace = count % 2 == 1;
         bool average = n % 2 == 0 && count > 1;
         std::string error = check(a, n, count, inPlace, average, makeNodes(n, 8));
-        ASSERT_EQ(error, "") << allReduceAlgorithmName(a) << " n=" << n << " count=" << count;
+        ASSERT_EQ(error, "") << algorithmName(a) << " n=" << n << " count=" << count;
       }
 }
 
@@ -139,15 +139,15 @@ TEST(AllReduceAlgorithms, AverageAndSumBothWaysAtEveryCountBelowTheRankCount) {
   for (size_t count = 0; count <= 13; ++count)
     for (bool inPlace : {false, true})
       for (bool average : {false, true})
-        for (AllReduceAlgorithm a : kMine)
+        for (Algorithm a : kMine)
           ASSERT_EQ(check(a, n, count, inPlace, average, makeNodes(n, 4)), "")
-              << allReduceAlgorithmName(a) << " count=" << count << " inPlace=" << inPlace << " avg=" << average;
+              << algorithmName(a) << " count=" << count << " inPlace=" << inPlace << " avg=" << average;
 }
 
 TEST(AllReduceAlgorithms, RingAndDirectThroughTheCommonEntryPoint) {
   for (int n : {1, 2, 3, 7, 8})
     for (size_t count : {size_t(0), size_t(1), size_t(n + 2)}) {
-      EXPECT_EQ(check(AllReduceAlgorithm::Ring, n, count, false, true, makeNodes(n, n)), "") << n;
+      EXPECT_EQ(check(Algorithm::Ring, n, count, false, true, makeNodes(n, n)), "") << n;
     }
 }
 
@@ -156,15 +156,15 @@ TEST(HierarchicalAllReduce, InterleavedAndUnevenNodes) {
   for (int n : {4, 6, 16, 24})
     for (size_t count : {size_t(1), size_t(5), size_t(3 * n + 1)})
       for (bool inPlace : {false, true})
-        for (AllReduceAlgorithm a : kMine)
+        for (Algorithm a : kMine)
           ASSERT_EQ(check(a, n, count, inPlace, true, makeNodes(n, n / 2, true)), "")
-              << allReduceAlgorithmName(a) << " n=" << n << " count=" << count;
+              << algorithmName(a) << " n=" << n << " count=" << count;
   // Uneven nodes (3 + 5 ranks; 8 + 8 + 1): the documented fallback, a ring in node order.
   std::vector<std::vector<int>> uneven = {{0, 1, 2}, {3, 4, 5, 6, 7}};
   EXPECT_FALSE(nodesAreUniform(uneven));
   for (size_t count : {size_t(0), size_t(1), size_t(7), size_t(40)})
-    EXPECT_EQ(check(AllReduceAlgorithm::Hier, 8, count, count % 2, true, uneven), "") << count;
-  EXPECT_EQ(check(AllReduceAlgorithm::Hier, 17, 50, false, false, makeNodes(17, 8)), "");
+    EXPECT_EQ(check(Algorithm::Hier, 8, count, count % 2, true, uneven), "") << count;
+  EXPECT_EQ(check(Algorithm::Hier, 17, 50, false, false, makeNodes(17, 8)), "");
 }
 
 TEST(HierarchicalAllReduce, OnlyRailPeersCrossNodes) {
