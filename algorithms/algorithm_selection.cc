@@ -2,15 +2,10 @@
 
 #include <cctype>
 #include <cstdio>
-#include <numeric>
 #include <strings.h>
 
 #include "algorithms/collective_cost.h"
-#include "algorithms/direct_allreduce.h"
 #include "algorithms/hierarchical_allreduce.h"
-#include "algorithms/rhd_allreduce.h"
-#include "algorithms/ring_allreduce.h"
-#include "algorithms/tree_allreduce.h"
 #include "common/env.h"
 #include "common/log.h"
 #include "common/status.h"
@@ -238,23 +233,6 @@ ncclResult_t selectAllReduceAlgorithm(const SelectionInput& input, AlgorithmChoi
   SelectionInput allReduce = input;
   allReduce.collective = Collective::AllReduce;
   return selectAlgorithm(allReduce, out);
-}
-
-Schedule buildAllReduceSchedule(Algorithm algorithm, const AllReduceShape& s) {
-  std::vector<int> order = s.order;
-  if (order.empty()) {
-    order.resize(s.nranks);
-    std::iota(order.begin(), order.end(), 0);
-  }
-  std::vector<std::vector<int>> nodes = s.nodes;
-  if (nodes.empty()) nodes.push_back(order);
-  switch (algorithm) {
-    case Algorithm::Tree: return buildTreeAllReduce({s.count, s.elementSize, s.rank, order, s.average});
-    case Algorithm::Rhd: return buildRhdAllReduce({s.count, s.elementSize, s.rank, order, s.average});
-    case Algorithm::Hier: return buildHierarchicalAllReduce({s.count, s.elementSize, s.rank, nodes, s.average});
-    case Algorithm::Direct: return buildDirectAllReduce({s.count, s.elementSize, s.rank, s.nranks, s.average});
-    default: return buildRingAllReduce({s.count, s.elementSize, s.rank, order, s.average});
-  }
 }
 
 }  // namespace weft

@@ -31,6 +31,7 @@
 #include <vector>
 
 #include "algorithms/algorithm.h"
+#include "algorithms/collective_schedule.h"
 #include "algorithms/cost_model.h"
 #include "algorithms/schedule.h"
 #include "nccl.h"
@@ -89,17 +90,5 @@ ncclResult_t parseAlgorithmPolicy(const char* variable, const std::string& value
 bool parseAlgorithm(const std::string& name, Algorithm* algorithm);
 // "allreduce" -> AllReduce etc. (case-insensitive; '_' ignored); false when unknown.
 bool parseCollective(const std::string& name, Collective* collective);
-
-// Everything the all-reduce builders need, for any algorithm (what the runtime and weft-info have).
-struct AllReduceShape {
-  size_t count = 0;
-  size_t elementSize = 0;
-  int rank = 0;
-  int nranks = 1;
-  std::vector<int> order;                // ring / tree / rhd order (RankLayout::ringOrder); empty: 0..n-1
-  std::vector<std::vector<int>> nodes;   // RankLayout::nodes; empty: one node
-  bool average = false;
-};
-Schedule buildAllReduceSchedule(Algorithm algorithm, const AllReduceShape& shape);
 
 }  // namespace weft

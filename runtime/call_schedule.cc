@@ -3,15 +3,9 @@
 #include <cstdint>
 
 #include "algorithms/algorithm_selection.h"
-#include "algorithms/allgather.h"
-#include "algorithms/alltoall.h"
-#include "algorithms/broadcast.h"
+#include "algorithms/collective_schedule.h"
 #include "algorithms/direct_allreduce.h"
-#include "algorithms/gather_scatter.h"
 #include "algorithms/point_to_point.h"
-#include "algorithms/reduce.h"
-#include "algorithms/reduce_scatter.h"
-#include "algorithms/ring_allreduce.h"
 #include "common/dtype.h"
 #include "common/status.h"
 #include "runtime/communicator.h"
@@ -86,71 +80,30 @@ ncclResult_t selectForCall(const CollectiveCall& call, Algorithm* out) {
 Schedule scheduleForCall(const CollectiveCall& call, bool direct, Algorithm selected, const char** algorithm) {
   ncclComm* comm = call.comm;
   const size_t elementSize = dataTypeSize(call.datatype);
-  const int rank = comm->rank;
-  const int n = comm->nranks;
-  const bool average = call.op == ncclAvg;
-  const bool preScale = call.op >= ncclNumOps;
-  const bool inPlace = callIsInPlace(call);
-  if (call.kind != CollectiveKind::AllReduce) *algorithm = algorithmName(selected);
-  switch (call.kind) {
-    case CollectiveKind::AllReduce: {
-      if (direct) {
-        *algorithm = "direct";
-        return buildDirectAllReduce({call.count, elementSize, rank, n, average});
-      }
-      // Only the ring scales inputs for PreMulSum; the other algorithms get the cost model's pick.
-      Algorithm chosen = preScale ? Algorithm::Ring : selected;
-      *algorithm = algorithmName(chosen);
-      if (chosen == Algorithm::Ring)
-        return buildRingAllReduce({call.count, elementSize, rank, comm->ringOrder, average, preScale});
-      return buildAllReduceSchedule(chosen, {call.count, elementSize, rank, n, comm->ringOrder, comm->nodes, average});
-    }
-    case CollectiveKind::AllGather: {
-      const AllGatherParams params{call.count, elementSize, rank, n, comm->ringOrder, inPlace, comm->nodes};
-      switch (selected) {
-        case Algorithm::Rhd: return buildRecursiveDoublingAllGather(params);
-        case Algorithm::Bruck: return buildBruckAllGather(params);
-        case Algorithm::Hier: return buildHierarchicalAllGather(params);
-        default: *algorithm = "ring"; return buildRingAllGather(params);
-      }
-    }
-    case CollectiveKind::ReduceScatter: {
-      const ReduceScatterParams params{call.count, elementSize, rank, n, comm->ringOrder, average, preScale, inPlace, comm->nodes};
-      switch (selected) {
-        case Algorithm::Rhd: return buildRecursiveHalvingReduceScatter(params);
-        case Algorithm::Hier: return buildHierarchicalReduceScatter(params);
-        default: *algorithm = "ring"; return buildRingReduceScatter(params);
-      }
-    }
-    case CollectiveKind::Broadcast: {
-      const BroadcastParams params{call.count, elementSize, rank, n, call.root, comm->ringOrder};
-      if (selected == Algorithm::Binomial) return buildBinomialBroadcast(params);
-      *algorithm = "ring";
-      return buildChainBroadcast(params);
-    }
-    case CollectiveKind::Reduce: {
-      const ReduceParams params{call.count, elementSize, rank, n, call.root, comm->ringOrder, average, preScale};
-      if (selected == Algorithm::Binomial) return buildBinomialReduce(params);
-      *algorithm = "ring";
-      return buildChainReduce(params);
-    }
-    case CollectiveKind::AllToAll: {
-      const AllToAllParams params{call.count, elementSize, rank, n, inPlace};
-      if (selected == Algorithm::Bruck) return buildBruckAllToAll(params);
-      *algorithm = "pairwise";
-      return buildPairwiseAllToAll(params);
-    }
-    case CollectiveKind::Gather:
-      *algorithm = "linear";
-      return buildLinearGather({call.count, elementSize, rank, n, call.root, inPlace});
-    case CollectiveKind::Scatter:
-      *algorithm = "linear";
-      return buildLinearScatter({call.count, elementSize, rank, n, call.root, inPlace});
-    case CollectiveKind::Send:
-    case CollectiveKind::Recv: break;  // scheduleForPointToPoint
+  if (call.kind == CollectiveKind::Send || call.kind == CollectiveKind::Recv) {  // scheduleForPointToPoint
+    *algorithm = "?";
+    return {};
   }
-  *algorithm = "?";
-  return {};
+  if (call.kind == CollectiveKind::AllReduce && direct) {
+    *algorithm = "direct";
+    return buildDirectAllReduce({call.count, elementSize, comm->rank, comm->nranks, call.op == ncclAvg});
+  }
+  CollectiveShape shape;
+  shape.collective = costCollective(call);
+  shape.count = call.count;
+  shape.elementSize = elementSize;
+  shape.rank = comm->rank;
+  shape.nranks = comm->nranks;
+  shape.root = call.root;
+  shape.order = comm->ringOrder;
+  shape.nodes = comm->nodes;
+  shape.average = call.op == ncclAvg;
+  shape.preScale = call.op >= ncclNumOps;
+  shape.inPlace = callIsInPlace(call);
+  Algorithm ran = selected;
+  Schedule schedule = buildCollectiveSchedule(selected, shape, &ran);
+  *algorithm = algorithmName(ran);
+  return schedule;
 }
 
 ncclResult_t scheduleForPointToPoint(const std::vector<const CollectiveCall*>& calls, Schedule* schedule) {

@@ -5,7 +5,7 @@
 //       every algorithm's predicted time and bus bandwidth for a COLLECTIVE (allreduce,
 //       allgather, reducescatter, broadcast, reduce, alltoall, gather, scatter) of SIZE bytes
 //       (as nccl-tests counts them) on N ranks (L per node; default all on one node), the one
-//       selection picks, and, for allreduce, optionally one rank's schedule. --simulate adds a column: the time the simulator gives when it runs
+//       selection picks, and optionally one rank's schedule (root 0). --simulate adds a column: the time the simulator gives when it runs
 //       every rank's schedule against the link model of algorithms/link_model_simulation.h
 //       (per-link latency and bandwidth, NICs and ports shared by concurrent transfers);
 //       up to 1024 ranks.
@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "algorithms/algorithm_selection.h"
+#include "algorithms/collective_schedule.h"
 #include "algorithms/cost_model.h"
 #include "algorithms/link_model_simulation.h"
 #include "common/status.h"
@@ -43,7 +44,7 @@ void usage(FILE* to) {
                "SIZE: bytes with optional K, M, G suffix (powers of 1024). Without --topo: host memory,\n"
                "one 12.5 GB/s NIC per node. WEFT_TUNING_FILE, WEFT_ALGO and NCCL_ALGO apply.\n"
                "COLLECTIVE: allreduce, allgather, reducescatter, broadcast, reduce, alltoall, gather, scatter;\n"
-               "--simulate and --print-schedule are for allreduce.\n");
+               "--simulate is for allreduce.\n");
 }
 
 bool parseSize(const char* text, size_t* out) {
@@ -154,8 +155,8 @@ int main(int argc, char** argv) {
     return 2;
   }
   const bool allReduce = collective == Collective::AllReduce;
-  if (!allReduce && (simulateToo || printRank >= 0)) {
-    std::fprintf(stderr, "weft-info: --simulate and --print-schedule are for allreduce\n");
+  if (!allReduce && simulateToo) {
+    std::fprintf(stderr, "weft-info: --simulate is for allreduce\n");
     return 2;
   }
   TopologyModel model;
@@ -241,19 +242,25 @@ int main(int argc, char** argv) {
         return 2;
       }
       Algorithm algo = choice.algorithm;
-      if (!algoName.empty() && !parseAlgorithm(algoName, &algo)) {
-        std::fprintf(stderr, "weft-info: unknown --algo '%s' (%s)\n", algoName.c_str(), algorithmsOf(Collective::AllReduce));
+      if (!algoName.empty() && (!parseAlgorithm(algoName, &algo) || !algorithmApplies(collective, algo))) {
+        std::fprintf(stderr, "weft-info: --algo '%s' is not a %s algorithm (%s)\n", algoName.c_str(),
+                     collectiveName(collective), algorithmsOf(collective));
         return 2;
       }
-      AllReduceShape shape;
-      shape.count = bytes / 4;
+      // SIZE counts as nccl-tests does: per-rank blocks for the gathering and scattering ones.
+      const bool perRank = collective == Collective::AllGather || collective == Collective::ReduceScatter ||
+                           collective == Collective::AllToAll || collective == Collective::Gather ||
+                           collective == Collective::Scatter;
+      CollectiveShape shape;
+      shape.collective = collective;
+      shape.count = bytes / 4 / (perRank ? static_cast<size_t>(n) : 1);
       shape.elementSize = 4;
       shape.rank = printRank;
       shape.nranks = n;
       shape.nodes = in.nodes;
-      Schedule s = buildAllReduceSchedule(algo, shape);
-      std::printf("\nschedule of rank %d, %s, %zu float32 (scratch %zu bytes):\n%s", printRank,
-                  algorithmName(algo), shape.count, s.scratchBytes, s.toString().c_str());
+      Schedule s = buildCollectiveSchedule(algo, shape);
+      std::printf("\nschedule of rank %d, %s, %zu float32%s, root 0 (scratch %zu bytes):\n%s", printRank,
+                  algorithmName(algo), shape.count, perRank ? " per rank" : "", s.scratchBytes, s.toString().c_str());
     }
     return 0;
   }

@@ -53,3 +53,19 @@ if(TARGET all_reduce_perf AND TARGET weftrun)
                        perf.all_reduce_perf.np2_memalloc
                        PROPERTIES LABELS integration TIMEOUT 300 FAIL_REGULAR_EXPRESSION "${perf_fail}")
 endif()
+
+# weft-info: the plan names the cost model's choice for collectives other than all-reduce, prints
+# a rank's schedule, and refuses an algorithm the collective does not have.
+if(TARGET weft-info)
+  set(weft_info_topo ${PROJECT_SOURCE_DIR}/tests/fixtures/topology/dgx_h100.xml)
+  add_test(NAME tools.weft_info.allgather_large_is_hier
+           COMMAND weft-info plan allgather 1G --ranks 64 --ranks-per-node 8 --topo ${weft_info_topo})
+  set_tests_properties(tools.weft_info.allgather_large_is_hier PROPERTIES LABELS unit PASS_REGULAR_EXPRESSION "chosen: hier")
+  add_test(NAME tools.weft_info.broadcast_small_is_binomial
+           COMMAND weft-info plan broadcast 8 --ranks 512 --ranks-per-node 8 --topo ${weft_info_topo} --print-schedule 3)
+  set_tests_properties(tools.weft_info.broadcast_small_is_binomial PROPERTIES LABELS unit
+                       PASS_REGULAR_EXPRESSION "chosen: binomial.*schedule of rank 3, binomial.*recv +peer 2")
+  add_test(NAME tools.weft_info.rejects_foreign_algorithm
+           COMMAND weft-info plan allgather 1K --ranks 8 --print-schedule 0 --algo tree)
+  set_tests_properties(tools.weft_info.rejects_foreign_algorithm PROPERTIES LABELS unit WILL_FAIL TRUE)
+endif()

@@ -1,0 +1,45 @@
+// From (collective, algorithm, call shape) to the builder that makes this rank's schedule: the
+// one dispatch the runtime, weft-info and the tests share.
+#pragma once
+
+#include <cstddef>
+#include <vector>
+
+#include "algorithms/algorithm.h"
+#include "algorithms/schedule.h"
+
+namespace weft {
+
+struct CollectiveShape {
+  Collective collective = Collective::AllReduce;
+  size_t count = 0;        // the NCCL call's count: per rank for all-gather (send), reduce-scatter
+                           // (recv), all-to-all, gather and scatter (per peer); the buffer otherwise
+  size_t elementSize = 0;
+  int rank = 0;
+  int nranks = 1;
+  int root = 0;                          // broadcast, reduce, gather, scatter
+  std::vector<int> order;                // the ring order (RankLayout::ringOrder); empty: 0..n-1
+  std::vector<std::vector<int>> nodes;   // RankLayout::nodes; empty: one node
+  bool average = false;                  // ncclAvg
+  bool preScale = false;                 // PreMulSum
+  bool inPlace = false;                  // NCCL's in-place layout for the collective
+};
+
+// The schedule of `algorithm` for `shape`; an algorithm the collective does not have falls back
+// to its default (ring, pairwise, linear), and a PreMulSum all-reduce runs the ring (the only
+// all-reduce that scales its inputs). `ran`, when given, receives the algorithm built.
+Schedule buildCollectiveSchedule(Algorithm algorithm, const CollectiveShape& shape, Algorithm* ran = nullptr);
+
+// The all-reduce case (what the simulator-based tools use).
+struct AllReduceShape {
+  size_t count = 0;
+  size_t elementSize = 0;
+  int rank = 0;
+  int nranks = 1;
+  std::vector<int> order;                // ring / tree / rhd order (RankLayout::ringOrder); empty: 0..n-1
+  std::vector<std::vector<int>> nodes;   // RankLayout::nodes; empty: one node
+  bool average = false;
+};
+Schedule buildAllReduceSchedule(Algorithm algorithm, const AllReduceShape& shape);
+
+}  // namespace weft
