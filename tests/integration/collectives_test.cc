@@ -200,7 +200,7 @@ INSTANTIATE_TEST_SUITE_P(
                                          "allgather:rhd;reducescatter:rhd;broadcast:binomial;reduce:binomial;alltoall:bruck",
                                          "allgather:bruck;reducescatter:hier",
                                          "allgather:hier;reducescatter:hier"),
-                       ::testing::Values(3, 4, 8)));
+                       ::testing::Values(2, 3, 4, 8)));
 
 // One million + 3 elements, the largest count, for every collective at 2 ranks (float).
 TEST(CollectivesLarge, MillionPlusThreeAtTwoRanks) {

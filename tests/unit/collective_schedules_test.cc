@@ -427,6 +427,39 @@ TEST(CollectiveSchedules, GatherAndScatter) {
 // Random groups of sends and receives: every rank sends a few messages of random sizes to random
 // peers (itself included); the receiver posts its receives in a shuffled order that keeps the
 // order per peer. Each message must land where its receive says.
+// The largest communicators, every collective and algorithm once: 1000 and 1024 ranks,
+// one element a rank (fewer elements than ranks for the broadcast-like collectives), in place
+// where the in-place layout differs. The algorithms whose message count grows as n^2 (ring and
+// hierarchical all-gather and reduce-scatter, pairwise all-to-all: ~1M simulated messages each,
+// minutes here) run in collective_schedules_scale_test, labelled slow.
+#ifndef WEFT_SCHEDULES_AT_SCALE
+TEST(CollectiveSchedules, ThousandRanksLogDepthAndLinearAlgorithms) {
+  for (int n : {1000, 1024}) {
+    const Typed t{n % 2 ? ncclInt32 : ncclFloat64};
+    for (GatherAlgorithm a : {GatherAlgorithm::Bruck, GatherAlgorithm::RecursiveDoubling})
+      ASSERT_NO_FATAL_FAILURE(checkAllGather(n, 1, n == 1024, a, t));
+    ASSERT_NO_FATAL_FAILURE(checkReduceScatter(n, 1, n == 1024, n == 1000, false, ScatterAlgorithm::RecursiveHalving, t));
+    for (bool chain : {false, true}) {
+      ASSERT_NO_FATAL_FAILURE(checkBroadcast(n, 7, n - 1, false, chain, t));
+      ASSERT_NO_FATAL_FAILURE(checkReduce(n, 7, n / 3, true, chain, 0, t));
+    }
+    ASSERT_NO_FATAL_FAILURE(checkAllToAll(n, 1, false, true, t));
+    for (bool gather : {false, true}) ASSERT_NO_FATAL_FAILURE(checkGatherScatter(n, 1, n / 2, true, gather, t));
+  }
+}
+#else
+TEST(CollectiveSchedulesAtScale, ThousandRanksQuadraticAlgorithms) {
+  for (int n : {1000, 1024}) {
+    const Typed t{n % 2 ? ncclInt32 : ncclFloat64};
+    for (GatherAlgorithm a : {GatherAlgorithm::Ring, GatherAlgorithm::Hierarchical})
+      ASSERT_NO_FATAL_FAILURE(checkAllGather(n, 1, n == 1024, a, t));
+    for (ScatterAlgorithm a : {ScatterAlgorithm::Ring, ScatterAlgorithm::Hierarchical})
+      ASSERT_NO_FATAL_FAILURE(checkReduceScatter(n, 1, n == 1024, n == 1000, false, a, t));
+    ASSERT_NO_FATAL_FAILURE(checkAllToAll(n, 1, false, false, t));
+  }
+}
+#endif
+
 TEST(CollectiveSchedules, PointToPointGroups) {
   std::uniform_int_distribution<int> small(0, 5);
   for (int n : rankCounts()) {
