@@ -1,5 +1,5 @@
 // Codec throughput on one core: GB/s of float32 input (64 MiB) for each encode and decode,
-// beside memcpy and a read-only pass measured in the same run; top-k of 1% of 64M floats
+// beside memcpy and a read-only pass measured in the same run; top-k of 1% of its 16M floats
 // (exact and approximate) beside std::nth_element. Buffers are allocated and pre-faulted
 // outside the timed loops.
 //
@@ -128,7 +128,7 @@ void BM_DecodeAdd(benchmark::State& state) {
 }
 BENCHMARK(BM_DecodeAdd)->Arg(2)->Arg(4)->Arg(6)->Unit(benchmark::kMillisecond)->UseRealTime();
 
-// ---- top-k of 1% of 64M floats ----
+// ---- top-k of 1% of 16M floats ----
 
 constexpr size_t kTopK = kCount / 100;
 
