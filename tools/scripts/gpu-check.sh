@@ -1,0 +1,247 @@
+#!/usr/bin/env bash
+# The CUDA codecs on a lent GPU machine, in one prepared call (issue 6: "CPU and CUDA versions
+# produce the same bytes"; "the CUDA codecs against the device-to-device copy bandwidth").
+#
+# With the device tool, from this repository (the command runs in the root of a copy of it):
+#     tools/scripts/gpu-check.sh --fetch-deps      # once, here: .debs the device may lack
+#     run(command="bash tools/scripts/gpu-check.sh", carry=[".gpu-deps"], timeout_s=450)
+# Steps, each bounded by a timeout, all output under $OUT (else ./gpu-check-out):
+#   1. nvidia-smi -L; without a usable GPU it stops here (exit 2) before building anything,
+#      unless WEFT_GPU_CHECK_NO_GPU=continue (then the GPU programs report themselves skipped).
+#   2. dependencies (GoogleTest, Google Benchmark, hwloc, pkg-config): if any is missing, the
+#      packages carried in .gpu-deps/ (made by --fetch-deps) are unpacked into a private prefix
+#      (never into /; WEFT_GPU_CHECK_FORCE_CARRIED=1 uses them even when nothing is missing);
+#      else, if apt-get can reach a registry, tools/scripts/install-deps.sh; else it stops
+#      (exit 3) naming what is missing.
+#   3. configure ${WEFT_GPU_BUILD_DIR:-/tmp/weft-gpu-check} (Release, -DWEFT_WITH_CUDA=ON,
+#      WEFT_TEST_AREAS=compression) and build compression_cuda_test, bench_compression_cuda and
+#      bench_compression with -j$(nproc).
+#   4. compression_cuda_test: the CUDA codecs give the CPU codecs' bytes (test.log).
+#   5. bench_compression_cuda: GB/s of float32 input for each CUDA encode/decode on 64 MiB
+#      beside cudaMemcpyAsync device to device, 3 repetitions (bench_cuda.txt / .json).
+#   6. bench_compression: the CPU codecs on one core, for comparison (bench_cpu.txt / .json).
+# summary.txt holds each step's status, the test summary and both tables (median of the
+# repetitions, % of the copy measured in the same run); setup.log the dependency, configure and
+# build output. Exit status: 0 all passed, 1 a step failed, 2 no usable GPU, 3 missing
+# dependencies. Every step has its own timeout, and none runs past WEFT_GPU_CHECK_DEADLINE
+# (default 400 s from the start), so the summary is written well inside a 450 s timeout_s.
+set -uo pipefail
+
+root=$(cd "$(dirname "$0")/../.." && pwd)
+debs="$root/.gpu-deps"
+deb_packages=(libgtest-dev libbenchmark-dev libbenchmark1debian libhwloc-dev libhwloc15 libudev1 pkgconf-bin libpkgconf3)
+
+if [ "${1:-}" = "--fetch-deps" ]; then
+  # Here, on the development machine: the Debian packages the device machine may lack, into
+  # .gpu-deps/ (ignored through .git/info/exclude, so `carry` can name it).
+  mkdir -p "$debs"
+  (cd "$debs" && timeout 300 apt-get download "${deb_packages[@]}") || { echo "gpu-check: apt-get download failed" >&2; exit 1; }
+  exclude="$root/.git/info/exclude"
+  if [ -d "$root/.git/info" ] && ! grep -qx '/.gpu-deps/' "$exclude" 2>/dev/null; then echo '/.gpu-deps/' >>"$exclude"; fi
+  ls -l "$debs"
+  exit 0
+fi
+
+out=${OUT:-$PWD/gpu-check-out}
+build=${WEFT_GPU_BUILD_DIR:-/tmp/weft-gpu-check}
+prefix=${WEFT_GPU_DEPS_PREFIX:-/tmp/weft-gpu-deps}
+# Every step ends by this many seconds after the start; keep it below the device tool's timeout_s.
+deadline=${WEFT_GPU_CHECK_DEADLINE:-400}
+mkdir -p "$out"
+summary="$out/summary.txt"
+setup="$out/setup.log"
+: >"$summary"
+: >"$setup"
+status=0
+
+say() { echo "gpu-check: $*" | tee -a "$summary"; }
+# step NAME LOG SECONDS CMD...: runs CMD with a timeout (SECONDS, cut to what is left before the
+# deadline, so that the summary is always written), appending to LOG; records the result.
+step() {
+  local name=$1 log=$2 seconds=$3
+  shift 3
+  local start=$SECONDS rc left=$((deadline - SECONDS))
+  if [ $left -lt 5 ]; then
+    say "$name: NOT RUN, the ${deadline} s deadline (WEFT_GPU_CHECK_DEADLINE) has passed"
+    status=1
+    return 124
+  fi
+  [ $left -lt "$seconds" ] && seconds=$left
+  echo "== $name: $*" >>"$log"
+  timeout --kill-after=10 "$seconds" "$@" >>"$log" 2>&1
+  rc=$?
+  if [ $rc -eq 0 ]; then
+    say "$name: ok ($((SECONDS - start)) s)"
+  else
+    if [ $rc -eq 124 ]; then
+      say "$name: TIMED OUT after $seconds s (log: $(basename "$log"))"
+    else
+      say "$name: FAILED, exit $rc ($((SECONDS - start)) s; log: $(basename "$log"))"
+    fi
+    status=1
+  fi
+  return $rc
+}
+
+say "repository $root, build $build, output $out, $(nproc) cores, $(date -u +%FT%TZ)"
+if commit=$(git -C "$root" rev-parse --short HEAD 2>/dev/null); then
+  git -C "$root" diff --quiet HEAD 2>/dev/null || commit+=" (with uncommitted changes)"
+  say "commit $commit"
+fi
+
+# ---- 1. the GPU ----
+gpu_why=""
+if ! command -v nvidia-smi >/dev/null; then
+  gpu_why="nvidia-smi is not installed"
+elif ! gpus=$(timeout 30 nvidia-smi -L 2>&1); then
+  gpu_why="nvidia-smi -L failed: $(echo "$gpus" | head -n 3 | tr '\n' ' ')"
+elif ! echo "$gpus" | grep -q '^GPU '; then
+  gpu_why="nvidia-smi lists no GPU"
+else
+  echo "$gpus" | tee -a "$summary"
+fi
+if [ -n "$gpu_why" ]; then
+  if [ "${WEFT_GPU_CHECK_NO_GPU:-}" != continue ]; then
+    say "no usable NVIDIA GPU: $gpu_why; stopping before the build (WEFT_GPU_CHECK_NO_GPU=continue builds and runs anyway)"
+    exit 2
+  fi
+  say "no usable NVIDIA GPU: $gpu_why; continuing (WEFT_GPU_CHECK_NO_GPU=continue): the GPU programs will report skipped"
+fi
+
+# ---- 2. dependencies ----
+if ! command -v nvcc >/dev/null && [ -x /usr/local/cuda/bin/nvcc ]; then export PATH=/usr/local/cuda/bin:$PATH; fi
+
+missing_deps() {
+  local m=() d found
+  for tool in cmake g++ nvcc; do command -v "$tool" >/dev/null || m+=("$tool"); done
+  if command -v "${PKG_CONFIG:-pkg-config}" >/dev/null; then
+    "${PKG_CONFIG:-pkg-config}" --exists hwloc || m+=(hwloc)
+  else
+    m+=(pkg-config)
+  fi
+  for header in gtest/gtest.h benchmark/benchmark.h; do
+    found=""
+    for d in /usr/include /usr/local/include "$prefix/usr/include"; do [ -f "$d/$header" ] && found=1; done
+    [ -n "$found" ] || m+=("${header%%/*}")
+  done
+  echo "${m[*]}"
+}
+
+use_carried_debs() {
+  local deb pkg member
+  rm -rf "$prefix"
+  mkdir -p "$prefix"
+  for deb in "$debs"/*.deb; do
+    if command -v dpkg-deb >/dev/null; then
+      pkg=$(dpkg-deb -f "$deb" Package)
+      if [ "${WEFT_GPU_CHECK_FORCE_CARRIED:-}" != 1 ] &&
+        dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed"; then
+        echo "carried $pkg: already installed, not unpacked" >>"$setup"
+        continue
+      fi
+      dpkg-deb -x "$deb" "$prefix" || return 1
+    else  # no dpkg: a .deb is an ar archive holding data.tar.*
+      member=$(ar t "$deb" | grep '^data\.tar') && (cd "$prefix" && ar x "$deb" "$member") &&
+        tar -xf "$prefix/$member" -C "$prefix" && rm -f "$prefix/$member" || return 1
+    fi
+    echo "carried $(basename "$deb"): unpacked into $prefix" >>"$setup"
+  done
+  local lib="$prefix/usr/lib/x86_64-linux-gnu"
+  # The .pc files name prefix=/usr; point them at the private prefix.
+  for pc in "$lib"/pkgconfig/*.pc; do [ -f "$pc" ] && sed -i "s|^prefix=/usr\$|prefix=$prefix/usr|" "$pc"; done
+  export PKG_CONFIG_PATH="$lib/pkgconfig${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}"
+  export CMAKE_PREFIX_PATH="$prefix/usr${CMAKE_PREFIX_PATH:+:$CMAKE_PREFIX_PATH}"
+  export LD_LIBRARY_PATH="$lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+  if ! command -v pkg-config >/dev/null && [ -x "$prefix/usr/bin/pkgconf" ]; then export PKG_CONFIG="$prefix/usr/bin/pkgconf"; fi
+}
+
+missing=$(missing_deps)
+if { [ -n "$missing" ] || [ "${WEFT_GPU_CHECK_FORCE_CARRIED:-}" = 1 ]; } && compgen -G "$debs/*.deb" >/dev/null; then
+  say "missing: ${missing:-nothing (WEFT_GPU_CHECK_FORCE_CARRIED=1)}; unpacking the carried packages of .gpu-deps/ into $prefix"
+  use_carried_debs || say "unpacking the carried packages failed (setup.log)"
+  missing=$(missing_deps)
+fi
+if [ -n "$missing" ] && command -v apt-get >/dev/null; then
+  say "missing: $missing; trying apt-get"
+  if step "apt-get update" "$setup" 60 apt-get update -qq; then
+    step "install-deps.sh" "$setup" 180 bash "$root/tools/scripts/install-deps.sh"
+  fi
+  missing=$(missing_deps)
+fi
+if [ -n "$missing" ]; then
+  say "missing dependencies: $missing, and no package registry reachable. Run tools/scripts/gpu-check.sh --fetch-deps on a machine with apt, then name .gpu-deps in the device tool's carry. (nvcc, cmake and g++ cannot be carried this way.)"
+  exit 3
+fi
+status=0  # a failed apt-get that was not needed after all does not count
+
+# ---- 3. configure and build ----
+generator=()
+command -v ninja >/dev/null && generator=(-G Ninja)
+cmake_args=(-S "$root" -B "$build" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release -DWEFT_WITH_CUDA=ON
+            -DWEFT_TEST_AREAS=compression)
+[ -n "${PKG_CONFIG:-}" ] && cmake_args+=(-DPKG_CONFIG_EXECUTABLE="$PKG_CONFIG")
+# shellcheck disable=SC2206
+cmake_args+=(${WEFT_GPU_CHECK_CMAKE_ARGS:-})
+step configure "$setup" 120 cmake "${cmake_args[@]}" || exit 1
+step build "$setup" 300 cmake --build "$build" -j "${WEFT_GPU_CHECK_JOBS:-$(nproc)}" \
+  --target compression_cuda_test bench_compression_cuda bench_compression || exit 1
+
+# ---- 4. CPU and CUDA bytes ----
+test_log="$out/test.log"
+step "compression_cuda_test" "$test_log" 240 "$build/tests/compression_cuda_test" --gtest_color=no
+# GoogleTest's closing summary (counts, then each failed or skipped test), and the first skip's reason.
+sed -n '/^\[==========\] .* ran\./,$p' "$test_log" | head -n 60 >>"$summary"
+grep -m 1 -A 1 ': Skipped$' "$test_log" | tail -n 1 | sed 's/^/first skip: /' >>"$summary"
+# With a GPU listed, a skip means the programs could not use it: that is a failure here.
+if [ -z "$gpu_why" ] && grep -q '^\[  SKIPPED \] [0-9]' "$test_log"; then
+  say "compression_cuda_test: FAILED: tests skipped although nvidia-smi lists a GPU"
+  status=1
+fi
+
+# ---- 5, 6. benchmarks ----
+bench_flags=(--benchmark_repetitions=3 --benchmark_out_format=json)
+step "bench_compression_cuda" "$out/bench_cuda.txt" 120 "$build/perf/bench_compression_cuda" \
+  --benchmark_min_time="${WEFT_GPU_CHECK_MIN_TIME:-0.05}" "${bench_flags[@]}" --benchmark_out="$out/bench_cuda.json"
+if grep -q '^skipped:' "$out/bench_cuda.txt"; then
+  say "bench_compression_cuda: $(grep -m 1 '^skipped:' "$out/bench_cuda.txt")"
+  [ -z "$gpu_why" ] && { say "bench_compression_cuda: FAILED: skipped although nvidia-smi lists a GPU"; status=1; }
+fi
+if grep -q 'ERROR OCCURRED' "$out/bench_cuda.txt"; then
+  say "bench_compression_cuda: FAILED: $(grep -c 'ERROR OCCURRED' "$out/bench_cuda.txt") benchmarks stopped with an error (bench_cuda.txt)"
+  status=1
+fi
+step "bench_compression (CPU, one core)" "$out/bench_cpu.txt" 120 "$build/perf/bench_compression" \
+  --benchmark_min_time="${WEFT_GPU_CHECK_CPU_MIN_TIME:-0.2}" "${bench_flags[@]}" --benchmark_out="$out/bench_cpu.json"
+
+# Median GB/s of each benchmark and its share of the copy of the same run.
+table() {
+  python3 - "$1" "$2" <<'EOF'
+import json, sys
+path, ceiling = sys.argv[1], sys.argv[2]
+try:
+    runs = json.load(open(path))["benchmarks"]
+except Exception as e:
+    print(f"(no results in {path}: {e})"); sys.exit(0)
+rows = [r for r in runs if r.get("aggregate_name") == "median"] or [r for r in runs if r.get("run_type") == "iteration"]
+# Time per call (manual time where the benchmark uses it) and GB/s of the 64 MiB of float32 input.
+name = lambda r: r["run_name"].replace("/manual_time", "").replace("/real_time", "")
+us = {name(r): r["real_time"] * {"ns": 1e-3, "us": 1.0, "ms": 1e3, "s": 1e6}[r["time_unit"]] for r in rows}
+ref = us.get(ceiling)
+print(f"| benchmark | codec | us / 64 MiB | GB/s | vs {ceiling} |")
+print("| --- | --- | --- | --- | --- |")
+for r in rows:
+    t = us[name(r)]
+    share = f"{100 * ref / t:.0f}%" if ref else "-"
+    print(f"| {name(r).replace('BM_', '')} | {r.get('label', '')} | {t:.1f} | {(64 << 20) / t / 1e3:.1f} | {share} |")
+EOF
+}
+if command -v python3 >/dev/null; then
+  for pair in bench_cuda.json:BM_MemcpyD2D bench_cpu.json:BM_Memcpy; do
+    json=${pair%%:*}
+    [ -s "$out/$json" ] && { echo; echo "$json (median of 3):"; table "$out/$json" "${pair#*:}"; } >>"$summary"
+  done
+fi
+say "done, exit $status"
+echo "==== summary.txt"
+cat "$summary"
+exit $status
