@@ -26,7 +26,7 @@ Schedule allReduce(Algorithm a, const CollectiveShape& s, const std::vector<int>
     case Algorithm::Rhd: return buildRhdAllReduce({s.count, s.elementSize, s.rank, order, s.average});
     case Algorithm::Hier: return buildHierarchicalAllReduce({s.count, s.elementSize, s.rank, nodes, s.average});
     case Algorithm::Direct: return buildDirectAllReduce({s.count, s.elementSize, s.rank, s.nranks, s.average});
-    default: return buildRingAllReduce({s.count, s.elementSize, s.rank, order, s.average, s.preScale});
+    default: return buildRingAllReduce({s.count, s.elementSize, s.rank, order, s.average, s.preScale, s.channels, s.nodes});
   }
 }
 
@@ -84,6 +84,7 @@ Schedule buildAllReduceSchedule(Algorithm algorithm, const AllReduceShape& s) {
   shape.order = s.order;
   shape.nodes = s.nodes;
   shape.average = s.average;
+  shape.channels = s.channels;
   return buildCollectiveSchedule(algorithm, shape);
 }
 

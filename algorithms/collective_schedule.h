@@ -23,6 +23,7 @@ struct CollectiveShape {
   bool average = false;                  // ncclAvg
   bool preScale = false;                 // PreMulSum
   bool inPlace = false;                  // NCCL's in-place layout for the collective
+  int channels = 1;                      // ring all-reduce channels (CostModel::ringChannels)
 };
 
 // The schedule of `algorithm` for `shape`; an algorithm the collective does not have falls back
@@ -39,6 +40,7 @@ struct AllReduceShape {
   std::vector<int> order;                // ring / tree / rhd order (RankLayout::ringOrder); empty: 0..n-1
   std::vector<std::vector<int>> nodes;   // RankLayout::nodes; empty: one node
   bool average = false;
+  int channels = 1;                      // ring channels (CostModel::ringChannels)
 };
 Schedule buildAllReduceSchedule(Algorithm algorithm, const AllReduceShape& shape);
 

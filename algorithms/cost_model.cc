@@ -146,6 +146,20 @@ CostModel costModelFromLinks(const LinkTable& table, IntraNodeMedium medium, con
   return cost;
 }
 
+int CostModel::ringChannels(int ranksPerNode, int nodes, double bytes) const {
+  int channels = nodes > 1 ? std::max(1, std::min(nicsPerNode, ranksPerNode)) : 1;
+  channels = std::max(minChannels, std::min(maxChannels, channels));
+  const double bySize = std::max(1.0, std::floor(bytes / kMinChannelBytes));
+  return static_cast<int>(std::min<double>(channels, bySize));
+}
+
+void applyChannelEnv(CostModel* model) {
+  const int64_t low = envInt("NCCL_MIN_NCHANNELS", model->minChannels);
+  const int64_t high = envInt("NCCL_MAX_NCHANNELS", model->maxChannels);
+  model->maxChannels = static_cast<int>(std::clamp<int64_t>(high, 1, 64));
+  model->minChannels = static_cast<int>(std::clamp<int64_t>(low, 1, model->maxChannels));
+}
+
 LinkCost CostModel::interPerRank(int ranksPerNode) const {
   LinkCost link = nic;
   int sharing = std::max(1, ranksPerNode);
@@ -216,7 +230,12 @@ int log2Ceil(int n) { return cost::log2Ceil(n); }
 
 double ringUs(const Shape& s, const CostModel& m) {
   if (s.n == 1) return m.memory.timeUs(s.bytes);
-  return 2.0 * (s.n - 1) * cost::ringStepUs(s, m, s.bytes / s.n);
+  // C channels run side by side: each step moves S/n through every rank's intra-node port, and
+  // S/(C n) through each of C NICs at a node boundary.
+  const int channels = m.ringChannels(s.local, s.nodes, s.bytes);
+  if (channels == 1 || s.nodes == 1 || s.local == 1) return 2.0 * (s.n - 1) * cost::ringStepUs(s, m, s.bytes / s.n);
+  const double step = std::max(m.intra.timeUs(s.bytes / s.n), m.nic.timeUs(s.bytes / (channels * static_cast<double>(s.n))));
+  return 2.0 * (s.n - 1) * step;
 }
 
 double treeUs(const Shape& s, const CostModel& m) {

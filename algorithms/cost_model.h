@@ -54,10 +54,24 @@ struct CostModel {
   LinkCost memory;         // reading a peer's buffer directly (direct all-reduce)
   size_t sliceBytes = 256 << 10;  // the executor's pipelining unit (tree pipeline fill)
 
+  // Bounds on the ring all-reduce's channels (NCCL_MIN_NCHANNELS / NCCL_MAX_NCHANNELS).
+  int minChannels = 1;
+  int maxChannels = 32;
+
   // The inter-node bandwidth one rank gets when all `ranksPerNode` ranks of a node use the
   // network at once (hierarchical rails, trees): the node's NICs shared among them.
   LinkCost interPerRank(int ranksPerNode) const;
+
+  // Channels of a ring all-reduce of `bytes` (algorithms/channels.h): one per NIC a node's
+  // ranks can use when there are several nodes (each channel leaves the node through its own
+  // NIC), else one; clamped to [minChannels, maxChannels]; then at most one per
+  // kMinChannelBytes of the call, so that small calls stay on one ring.
+  int ringChannels(int ranksPerNode, int nodes, double bytes) const;
+  static constexpr double kMinChannelBytes = 64 * 1024;
 };
+
+// Reads NCCL_MIN_NCHANNELS and NCCL_MAX_NCHANNELS (as NCCL does: 1 <= min <= max) into `model`.
+void applyChannelEnv(CostModel* model);
 
 // The table's defaults for `model` (may be null: host memory, one 12.5 GB/s NIC): NIC speed and
 // count from the model's NICs, NVLink bandwidth from its GPUs.

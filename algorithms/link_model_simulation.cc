@@ -174,6 +174,9 @@ SimulatedAllReduce simulateAllReduceTime(Algorithm algorithm, size_t bytes, int 
   shape.nranks = nranks;
   shape.nodes = nodes;
   for (const auto& node : nodes) shape.order.insert(shape.order.end(), node.begin(), node.end());
+  int smallestNode = nranks;
+  for (const auto& node : nodes) smallestNode = std::min(smallestNode, static_cast<int>(node.size()));
+  shape.channels = model.ringChannels(smallestNode, static_cast<int>(nodes.size()), static_cast<double>(bytes));
   std::vector<Schedule> schedules;
   schedules.reserve(nranks);
   // The tree's slices: the executor's slice size in real bytes, at most 64 per half.

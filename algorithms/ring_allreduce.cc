@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "algorithms/channels.h"
+
 namespace weft {
 
 ElementSpan splitEvenly(size_t count, int parts, int chunk) {
@@ -12,7 +14,28 @@ ElementSpan splitEvenly(size_t count, int parts, int chunk) {
   return {begin, begin + base + (c < extra ? 1 : 0)};
 }
 
+namespace {
+
+Schedule buildChannels(const RingAllReduceParams& p) {
+  std::vector<Schedule> parts;
+  std::vector<size_t> begins;
+  for (int c = 0; c < p.channels; ++c) {
+    const ElementSpan span = splitEvenly(p.count, p.channels, c);
+    if (span.end == span.begin) continue;  // every rank skips the same empty parts
+    RingAllReduceParams part = p;
+    part.count = span.end - span.begin;
+    part.channels = 1;
+    part.ringOrder = channelRing(p.nodes, p.ringOrder, c);
+    parts.push_back(buildRingAllReduce(part));
+    begins.push_back(span.begin);
+  }
+  return mergeChannels(std::move(parts), begins, p.elementSize);
+}
+
+}  // namespace
+
 Schedule buildRingAllReduce(const RingAllReduceParams& p) {
+  if (p.channels > 1 && p.count > 1 && p.ringOrder.size() > 1) return buildChannels(p);
   Schedule schedule;
   const int n = static_cast<int>(p.ringOrder.size());
   schedule.divisor = static_cast<uint64_t>(n);
@@ -27,11 +50,11 @@ Schedule buildRingAllReduce(const RingAllReduceParams& p) {
   // never written).
   BufferKind input = BufferKind::Send;
   if (p.preScale) {
-    schedule.steps.push_back({StepKind::Scale, -1, whole(BufferKind::Send), whole(BufferKind::Recv)});
+    schedule.steps.push_back({StepKind::Scale, -1, whole(BufferKind::Send), whole(BufferKind::Recv), {}});
     input = BufferKind::Recv;
   }
   if (n == 1) {
-    if (!p.preScale) schedule.steps.push_back({StepKind::Copy, -1, whole(BufferKind::Send), whole(BufferKind::Recv)});
+    if (!p.preScale) schedule.steps.push_back({StepKind::Copy, -1, whole(BufferKind::Send), whole(BufferKind::Recv), {}});
     return schedule;
   }
   const int next = p.ringOrder[(position + 1) % n];
@@ -41,19 +64,19 @@ Schedule buildRingAllReduce(const RingAllReduceParams& p) {
   // into this rank's partial sum. Chunks are numbered by ring position.
   for (int s = 0; s < n - 1; ++s) {
     BufferKind from = s == 0 ? input : BufferKind::Recv;
-    schedule.steps.push_back({StepKind::Send, next, chunkRange(from, position - s), {}});
+    schedule.steps.push_back({StepKind::Send, next, chunkRange(from, position - s), {}, {}});
     schedule.steps.push_back({StepKind::RecvReduce, prev, chunkRange(input, position - s - 1),
-                              chunkRange(BufferKind::Recv, position - s - 1)});
+                              chunkRange(BufferKind::Recv, position - s - 1), {}});
   }
   // This rank now owns the fully reduced chunk (pos + 1).
   if (p.average) {
     BufferRange owned = chunkRange(BufferKind::Recv, position + 1);
-    schedule.steps.push_back({StepKind::Divide, -1, owned, owned});
+    schedule.steps.push_back({StepKind::Divide, -1, owned, owned, {}});
   }
   // All-gather: pass the reduced chunks around the ring.
   for (int s = 0; s < n - 1; ++s) {
-    schedule.steps.push_back({StepKind::Send, next, chunkRange(BufferKind::Recv, position + 1 - s), {}});
-    schedule.steps.push_back({StepKind::Recv, prev, {}, chunkRange(BufferKind::Recv, position - s)});
+    schedule.steps.push_back({StepKind::Send, next, chunkRange(BufferKind::Recv, position + 1 - s), {}, {}});
+    schedule.steps.push_back({StepKind::Recv, prev, {}, chunkRange(BufferKind::Recv, position - s), {}});
   }
   return schedule;
 }

@@ -17,6 +17,10 @@ struct RingAllReduceParams {
   std::vector<int> ringOrder;  // ranks in ring order (a permutation of 0..n-1)
   bool average = false;    // end with a Divide by n on the owned chunk
   bool preScale = false;   // PreMulSum: scale the whole input into Recv first and reduce from there
+  // Channels (algorithms/channels.h): the buffer is cut into `channels` parts, part c reduced
+  // around channelRing(nodes, ringOrder, c); all parts run together. 1: one ring.
+  int channels = 1;
+  std::vector<std::vector<int>> nodes = {};  // RankLayout::nodes, for the channels' rings; may be empty
 };
 
 Schedule buildRingAllReduce(const RingAllReduceParams& params);

@@ -68,6 +68,7 @@ ncclResult_t buildCostModel(ncclComm* comm) {
   LinkTable table;
   WEFT_CHECK(linkTableFromEnv(model, &table));
   comm->costModel = costModelFromLinks(table, IntraNodeMedium::Memory, model);
+  applyChannelEnv(&comm->costModel);
   return ncclSuccess;
 }
 

@@ -17,6 +17,7 @@
 // SIZE: bytes, with K, M, G (powers of 1024). --topo loads an hwloc XML topology (NIC speed and
 // count, NVLink) for every node; without it: host memory, one 12.5 GB/s NIC per node. The
 // WEFT_TUNING_FILE, WEFT_ALGO and NCCL_ALGO variables apply as in the library.
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -175,6 +176,7 @@ int main(int argc, char** argv) {
   }
   SelectionInput base;
   base.model = costModelFromLinks(links, IntraNodeMedium::Auto, modelPtr);
+  applyChannelEnv(&base.model);
   base.directAvailable = direct;
   readAlgorithmEnv(&base);
   std::printf("# links: intra-node %.3g GB/s %.3g us; NIC %.3g GB/s %.3g us x %d per node%s%s\n",
@@ -258,6 +260,11 @@ int main(int argc, char** argv) {
       shape.rank = printRank;
       shape.nranks = n;
       shape.nodes = in.nodes;
+      if (collective == Collective::AllReduce) {
+        int smallest = n;
+        for (const auto& node : in.nodes) smallest = std::min(smallest, static_cast<int>(node.size()));
+        shape.channels = in.model.ringChannels(smallest, static_cast<int>(in.nodes.size()), static_cast<double>(bytes));
+      }
       Schedule s = buildCollectiveSchedule(algo, shape);
       std::printf("\nschedule of rank %d, %s, %zu float32%s, root 0 (scratch %zu bytes):\n%s", printRank,
                   algorithmName(algo), shape.count, perRank ? " per rank" : "", s.scratchBytes, s.toString().c_str());

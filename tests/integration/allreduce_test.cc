@@ -103,10 +103,14 @@ TEST_P(ForcedAlgorithm, MatchesReference) {
   const char* algorithm = std::get<0>(GetParam());
   const int nranks = std::get<1>(GetParam());
   auto outcomes = runRankProcesses(nranks, [&](int rank, const ncclUniqueId& id) {
-    if (!strcmp(algorithm, "NCCL_ALGO=Tree"))
+    if (!strcmp(algorithm, "NCCL_ALGO=Tree")) {
       setenv("NCCL_ALGO", "Tree", 1);
-    else
+    } else if (!strcmp(algorithm, "ring x4 channels")) {  // the ring on four channels
+      setenv("WEFT_ALGO", "ring", 1);
+      setenv("NCCL_MIN_NCHANNELS", "4", 1);
+    } else {
       setenv("WEFT_ALGO", algorithm, 1);
+    }
     // Two fake hosts for 4 and 8 ranks, so that the hierarchical schedule has rails to use.
     if (nranks >= 4) setenv("WEFT_HOSTNAME", rank < nranks / 2 ? "nodeA" : "nodeB", 1);
     ncclComm_t comm;
@@ -132,7 +136,7 @@ TEST_P(ForcedAlgorithm, MatchesReference) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Algorithms, ForcedAlgorithm,
-                         ::testing::Combine(::testing::Values("ring", "tree", "rhd", "hier", "NCCL_ALGO=Tree"),
+                         ::testing::Combine(::testing::Values("ring", "tree", "rhd", "hier", "NCCL_ALGO=Tree", "ring x4 channels"),
                                             ::testing::Values(2, 3, 4, 8)));
 
 TEST(AlgorithmOverride, UnknownWeftAlgoNamesTheValidOnes) {

@@ -46,8 +46,9 @@ std::vector<int> nodeMajor(const std::vector<std::vector<int>>& nodes) {
 
 // Runs `algorithm` on n ranks; returns "" or the first failure.
 std::string check(Algorithm algorithm, int n, size_t count, bool inPlace, bool average,
-                  const std::vector<std::vector<int>>& nodes) {
+                  const std::vector<std::vector<int>>& nodes, int channels = 1) {
   AllReduceShape shape;
+  shape.channels = channels;
   shape.count = count;
   shape.elementSize = 8;
   shape.nranks = n;
@@ -120,6 +121,20 @@ TEST(AllReduceAlgorithms, CorrectFor1To64Ranks) {
           std::string error = check(a, n, count, inPlace, average, makeNodes(n, perNodeFor(n)));
           ASSERT_EQ(error, "") << algorithmName(a) << " n=" << n << " count=" << count
                                << (inPlace ? " in place" : "") << (average ? " avg" : " sum");
+        }
+}
+
+// The ring on several channels (algorithms/channels.h): each channel's part on its own rotated
+// ring, all interleaved in one schedule; counts below the channel count leave channels empty.
+TEST(AllReduceAlgorithms, RingChannelsCorrectFor1To64Ranks) {
+  for (int n = 1; n <= 64; ++n)
+    for (int channels : {2, 3, 8})
+      for (size_t count : {size_t(0), size_t(1), size_t(channels - 1), size_t(n), size_t(3 * n * channels + 5)})
+        for (bool inPlace : {false, true}) {
+          bool average = (n + count + channels) % 2 == 1;
+          std::string error = check(Algorithm::Ring, n, count, inPlace, average, makeNodes(n, perNodeFor(n), n % 3 == 0), channels);
+          ASSERT_EQ(error, "") << "ring x" << channels << " n=" << n << " count=" << count << (inPlace ? " in place" : "")
+                               << (average ? " avg" : " sum");
         }
 }
 
