@@ -3,10 +3,12 @@
 #include <algorithm>
 #include <numeric>
 
+#include "algorithms/channels.h"
 #include "algorithms/hierarchical_allreduce.h"
 #include "algorithms/power_of_two_fold.h"
 #include "algorithms/rail_layout.h"
 #include "algorithms/rank_runs.h"
+#include "algorithms/ring_allreduce.h"
 
 namespace weft {
 
@@ -28,26 +30,42 @@ BufferRange ownBlock(const AllGatherParams& p) {
 
 }  // namespace
 
-Schedule buildRingAllGather(const AllGatherParams& p) {
+namespace {
+
+// The ring over elements [first, first + elements) of every rank's block: the whole call, or
+// one channel's part of it (rank r's part at r * block + first in Recv).
+Schedule ringAllGatherPart(const AllGatherParams& p, const std::vector<int>& ring, size_t first, size_t elements) {
   Schedule schedule;
-  const std::vector<int> ring = ringOf(p);
   const int n = static_cast<int>(ring.size());
-  const size_t block = p.count * p.elementSize;
-  if (block == 0) return schedule;
-  auto recvBlock = [&](int r) { return BufferRange{BufferKind::Recv, static_cast<size_t>(r) * block, block}; };
-  const BufferRange own = ownBlock(p);
-  if (!p.inPlace) schedule.steps.push_back({StepKind::Copy, -1, own, recvBlock(p.rank), {}});
+  const size_t block = p.count * p.elementSize, part = elements * p.elementSize, skip = first * p.elementSize;
+  if (part == 0) return schedule;
+  auto recvPart = [&](int r) { return BufferRange{BufferKind::Recv, static_cast<size_t>(r) * block + skip, part}; };
+  BufferRange own = ownBlock(p);
+  own.offset += skip;
+  own.bytes = part;
+  if (!p.inPlace) schedule.steps.push_back({StepKind::Copy, -1, own, recvPart(p.rank), {}});
   if (n == 1) return schedule;
   const int pos = static_cast<int>(std::find(ring.begin(), ring.end(), p.rank) - ring.begin());
   const int next = ring[(pos + 1) % n];
   const int prev = ring[(pos + n - 1) % n];
   // Step s: send the block of ring position pos-s (own at s = 0), receive that of pos-s-1.
   for (int s = 0; s < n - 1; ++s) {
-    BufferRange out = s == 0 ? own : recvBlock(ring[(pos - s + n) % n]);
+    BufferRange out = s == 0 ? own : recvPart(ring[(pos - s + n) % n]);
     schedule.steps.push_back({StepKind::Send, next, out, {}, {}});
-    schedule.steps.push_back({StepKind::Recv, prev, {}, recvBlock(ring[(pos - s - 1 + 2 * n) % n]), {}});
+    schedule.steps.push_back({StepKind::Recv, prev, {}, recvPart(ring[(pos - s - 1 + 2 * n) % n]), {}});
   }
   return schedule;
+}
+
+}  // namespace
+
+Schedule buildRingAllGather(const AllGatherParams& p) {
+  const std::vector<int> ring = ringOf(p);
+  if (p.channels <= 1 || p.count < 2 || ring.size() < 2) return ringAllGatherPart(p, ring, 0, p.count);
+  return buildOnChannels(p.channels, p.count, p.nodes, ring, p.elementSize, false,
+                         [&](const std::vector<int>& channelRing, size_t first, size_t elements) {
+                           return ringAllGatherPart(p, channelRing, first, elements);
+                         });
 }
 
 Schedule buildBruckAllGather(const AllGatherParams& p) {

@@ -20,7 +20,9 @@ struct AllGatherParams {
   int nranks = 1;              // used when ringOrder is empty
   std::vector<int> ringOrder;  // ring and recursive doubling: ranks in ring order; empty = 0..nranks-1
   bool inPlace = false;        // sendbuff == recvbuff + rank*count
-  std::vector<std::vector<int>> nodes = {};  // hierarchical only: RankLayout::nodes
+  std::vector<std::vector<int>> nodes = {};  // hierarchical, and the ring's channels: RankLayout::nodes
+  int channels = 1;            // ring only: every block cut in `channels` parts, each part around its
+                               // own ring (algorithms/channels.h), all parts side by side
 };
 
 // Ring: n-1 steps, each rank forwards the block it received in the previous step.

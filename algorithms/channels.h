@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <vector>
 
+#include "algorithms/ring_allreduce.h"
 #include "algorithms/schedule.h"
 
 namespace weft {
@@ -23,5 +24,23 @@ std::vector<int> channelRing(const std::vector<std::vector<int>>& nodes, const s
 // executor runs whatever is ready, so the channels proceed together). Every channel must have the
 // same divisor.
 Schedule mergeChannels(std::vector<Schedule> parts, const std::vector<size_t>& begins, size_t elementSize);
+
+// Cuts `count` elements into `channels` even spans and builds channel c's part with
+// buildPart(channelRing(nodes, ring, c), first, elements), then merges the parts. `relative`:
+// the parts address their span from 0 (mergeChannels moves them to `first`); otherwise they
+// address the call's buffers already. Empty spans are skipped on every rank alike.
+template <typename BuildPart>
+Schedule buildOnChannels(int channels, size_t count, const std::vector<std::vector<int>>& nodes,
+                         const std::vector<int>& ring, size_t elementSize, bool relative, BuildPart buildPart) {
+  std::vector<Schedule> parts;
+  std::vector<size_t> begins;
+  for (int c = 0; c < channels; ++c) {
+    const ElementSpan span = splitEvenly(count, channels, c);
+    if (span.end == span.begin) continue;
+    parts.push_back(buildPart(channelRing(nodes, ring, c), span.begin, span.end - span.begin));
+    begins.push_back(relative ? span.begin : 0);
+  }
+  return mergeChannels(std::move(parts), begins, elementSize);
+}
 
 }  // namespace weft

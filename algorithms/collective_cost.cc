@@ -16,8 +16,13 @@ LinkCost networkPerRank(const Shape& s, const CostModel& m) { return s.local == 
 
 bool hierarchyApplies(const Shape& s) { return s.uniform && s.nodes > 1 && s.local > 1; }
 
-// All-gather ring / reduce-scatter ring: n-1 steps of one block.
-double ringGatherUs(const Shape& s, const CostModel& m) { return (s.n - 1) * cost::ringStepUs(s, m, s.bytes / s.n); }
+// All-gather ring / reduce-scatter ring: n-1 steps of one block; on C channels (across nodes)
+// each step moves a block through every rank's port and a C-th of it through each of C NICs.
+double ringGatherUs(const Shape& s, const CostModel& m) {
+  const int channels = m.ringChannels(s.local, s.nodes, s.bytes);
+  if (channels == 1 || s.nodes == 1 || s.local == 1) return (s.n - 1) * cost::ringStepUs(s, m, s.bytes / s.n);
+  return (s.n - 1) * std::max(m.intra.timeUs(s.bytes / s.n), m.nic.timeUs(s.bytes / (channels * static_cast<double>(s.n))));
+}
 
 // Recursive doubling all-gather (`halving` false) or recursive halving reduce-scatter: one
 // exchange per power of two, moving `mask` virtual ranks' blocks, plus the fold's two extra

@@ -44,14 +44,15 @@ Schedule buildCollectiveSchedule(Algorithm algorithm, const CollectiveShape& s, 
   switch (s.collective) {
     case Collective::AllReduce: return allReduce(a, s, order);
     case Collective::AllGather: {
-      const AllGatherParams p{s.count, s.elementSize, s.rank, s.nranks, order, s.inPlace, s.nodes};
+      const AllGatherParams p{s.count, s.elementSize, s.rank, s.nranks, order, s.inPlace, s.nodes, s.channels};
       if (a == Algorithm::Rhd) return buildRecursiveDoublingAllGather(p);
       if (a == Algorithm::Bruck) return buildBruckAllGather(p);
       if (a == Algorithm::Hier) return buildHierarchicalAllGather(p);
       return buildRingAllGather(p);
     }
     case Collective::ReduceScatter: {
-      const ReduceScatterParams p{s.count, s.elementSize, s.rank, s.nranks, order, s.average, s.preScale, s.inPlace, s.nodes};
+      const ReduceScatterParams p{s.count,   s.elementSize, s.rank,    s.nranks, order,
+                                  s.average, s.preScale,    s.inPlace, s.nodes,  s.channels};
       if (a == Algorithm::Rhd) return buildRecursiveHalvingReduceScatter(p);
       if (a == Algorithm::Hier) return buildHierarchicalReduceScatter(p);
       return buildRingReduceScatter(p);

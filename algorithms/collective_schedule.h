@@ -23,7 +23,8 @@ struct CollectiveShape {
   bool average = false;                  // ncclAvg
   bool preScale = false;                 // PreMulSum
   bool inPlace = false;                  // NCCL's in-place layout for the collective
-  int channels = 1;                      // ring all-reduce channels (CostModel::ringChannels)
+  int channels = 1;                      // ring channels of all-reduce, all-gather and
+                                         // reduce-scatter (CostModel::ringChannels)
 };
 
 // The schedule of `algorithm` for `shape`; an algorithm the collective does not have falls back

@@ -3,29 +3,31 @@
 #include <algorithm>
 #include <numeric>
 
+#include "algorithms/channels.h"
 #include "algorithms/hierarchical_allreduce.h"
 #include "algorithms/power_of_two_fold.h"
 #include "algorithms/rail_layout.h"
 #include "algorithms/rank_runs.h"
+#include "algorithms/ring_allreduce.h"
 
 namespace weft {
 
-Schedule buildRingReduceScatter(const ReduceScatterParams& p) {
+namespace {
+
+// The ring over elements [first, first + elements) of every block: the whole call, or one
+// channel's part of it (block b's part at b * block + first in Send, the result's at first in
+// Recv).
+Schedule ringReduceScatterPart(const ReduceScatterParams& p, const std::vector<int>& ring, size_t first, size_t elements) {
   Schedule schedule;
-  std::vector<int> ring = p.ringOrder;
-  if (ring.empty()) {
-    ring.resize(p.nranks);
-    std::iota(ring.begin(), ring.end(), 0);
-  }
   const int n = static_cast<int>(ring.size());
   schedule.divisor = static_cast<uint64_t>(n);
-  const size_t block = p.recvCount * p.elementSize;
-  if (block == 0) return schedule;
-  const BufferRange result{BufferKind::Recv, 0, block};
+  const size_t block = p.recvCount * p.elementSize, part = elements * p.elementSize, skip = first * p.elementSize;
+  if (part == 0) return schedule;
+  const BufferRange result{BufferKind::Recv, skip, part};
   // This rank's contribution to block b (its own block is the result range when in place).
   auto input = [&](int b) {
     if (p.inPlace && b == p.rank) return result;
-    return BufferRange{BufferKind::Send, static_cast<size_t>(b) * block, block};
+    return BufferRange{BufferKind::Send, static_cast<size_t>(b) * block + skip, part};
   };
   // The local operand for block b, written to `into` first when it must be scaled.
   auto operand = [&](int b, const BufferRange& into) {
@@ -42,8 +44,8 @@ Schedule buildRingReduceScatter(const ReduceScatterParams& p) {
   const int next = ring[(pos + 1) % n];
   const int prev = ring[(pos + n - 1) % n];
   auto blockAt = [&](int position) { return ring[((position % n) + n) % n]; };
-  auto slot = [&](int s) { return BufferRange{BufferKind::Scratch, static_cast<size_t>(s % 2) * block, block}; };
-  schedule.scratchBytes = (n > 2 || p.preScale) ? 2 * block : 0;
+  auto slot = [&](int s) { return BufferRange{BufferKind::Scratch, static_cast<size_t>(s % 2) * part, part}; };
+  schedule.scratchBytes = (n > 2 || p.preScale) ? 2 * part : 0;
   // Step 0 sends this rank's part of the block owned by position pos-1; at step s it folds its
   // part of block (pos-s-2) into the partial sum from prev, which it forwards next step. The
   // last fold (s = n-2) is this rank's own block, into Recv.
@@ -57,6 +59,26 @@ Schedule buildRingReduceScatter(const ReduceScatterParams& p) {
   }
   if (p.average) schedule.steps.push_back({StepKind::Divide, -1, result, result, {}});
   return schedule;
+}
+
+std::vector<int> ringOf(const ReduceScatterParams& p) {
+  if (!p.ringOrder.empty()) return p.ringOrder;
+  std::vector<int> ring(p.nranks);
+  std::iota(ring.begin(), ring.end(), 0);
+  return ring;
+}
+
+}  // namespace
+
+Schedule buildRingReduceScatter(const ReduceScatterParams& p) {
+  const std::vector<int> ring = ringOf(p);
+  if (p.channels <= 1 || p.recvCount < 2 || ring.size() < 2) return ringReduceScatterPart(p, ring, 0, p.recvCount);
+  Schedule merged = buildOnChannels(p.channels, p.recvCount, p.nodes, ring, p.elementSize, false,
+                                    [&](const std::vector<int>& channelRing, size_t first, size_t elements) {
+                                      return ringReduceScatterPart(p, channelRing, first, elements);
+                                    });
+  merged.divisor = static_cast<uint64_t>(ring.size());
+  return merged;
 }
 
 namespace {
@@ -90,11 +112,7 @@ void stageInput(const ReduceScatterParams& p, const std::vector<int>& ranksInScr
 }  // namespace
 
 Schedule buildRecursiveHalvingReduceScatter(const ReduceScatterParams& p) {
-  std::vector<int> order = p.ringOrder;
-  if (order.empty()) {
-    order.resize(p.nranks);
-    std::iota(order.begin(), order.end(), 0);
-  }
+  const std::vector<int> order = ringOf(p);
   const int n = static_cast<int>(order.size());
   if (n == 1) return buildRingReduceScatter(p);
   Schedule schedule;

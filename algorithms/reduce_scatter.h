@@ -22,7 +22,9 @@ struct ReduceScatterParams {
   bool average = false;        // ncclAvg: end with a Divide by nranks (schedule.divisor)
   bool preScale = false;       // PreMulSum: each local block is Scaled before it is reduced
   bool inPlace = false;        // recvbuff == sendbuff + rank*recvCount
-  std::vector<std::vector<int>> nodes = {};  // hierarchical only: RankLayout::nodes
+  std::vector<std::vector<int>> nodes = {};  // hierarchical, and the ring's channels: RankLayout::nodes
+  int channels = 1;            // ring only: every block cut in `channels` parts, each part around its
+                               // own ring (algorithms/channels.h), all parts side by side
 };
 
 // Ring: partial sums travel n-1 hops through two Scratch slots; the last hop reduces into Recv.

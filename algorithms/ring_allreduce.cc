@@ -14,28 +14,16 @@ ElementSpan splitEvenly(size_t count, int parts, int chunk) {
   return {begin, begin + base + (c < extra ? 1 : 0)};
 }
 
-namespace {
-
-Schedule buildChannels(const RingAllReduceParams& p) {
-  std::vector<Schedule> parts;
-  std::vector<size_t> begins;
-  for (int c = 0; c < p.channels; ++c) {
-    const ElementSpan span = splitEvenly(p.count, p.channels, c);
-    if (span.end == span.begin) continue;  // every rank skips the same empty parts
-    RingAllReduceParams part = p;
-    part.count = span.end - span.begin;
-    part.channels = 1;
-    part.ringOrder = channelRing(p.nodes, p.ringOrder, c);
-    parts.push_back(buildRingAllReduce(part));
-    begins.push_back(span.begin);
-  }
-  return mergeChannels(std::move(parts), begins, p.elementSize);
-}
-
-}  // namespace
-
 Schedule buildRingAllReduce(const RingAllReduceParams& p) {
-  if (p.channels > 1 && p.count > 1 && p.ringOrder.size() > 1) return buildChannels(p);
+  if (p.channels > 1 && p.count > 1 && p.ringOrder.size() > 1)
+    return buildOnChannels(p.channels, p.count, p.nodes, p.ringOrder, p.elementSize, true,
+                           [&](const std::vector<int>& channelRing, size_t, size_t elements) {
+                             RingAllReduceParams part = p;
+                             part.count = elements;
+                             part.channels = 1;
+                             part.ringOrder = channelRing;
+                             return buildRingAllReduce(part);
+                           });
   Schedule schedule;
   const int n = static_cast<int>(p.ringOrder.size());
   schedule.divisor = static_cast<uint64_t>(n);

@@ -101,11 +101,12 @@ Schedule scheduleForCall(const CollectiveCall& call, bool direct, Algorithm sele
   shape.average = call.op == ncclAvg;
   shape.preScale = call.op >= ncclNumOps;
   shape.inPlace = callIsInPlace(call);
-  if (shape.collective == Collective::AllReduce) {
+  if (shape.collective == Collective::AllReduce || shape.collective == Collective::AllGather ||
+      shape.collective == Collective::ReduceScatter) {
     size_t smallestNode = static_cast<size_t>(comm->nranks);
     for (const auto& node : comm->nodes) smallestNode = std::min(smallestNode, node.size());
     shape.channels = comm->costModel.ringChannels(static_cast<int>(smallestNode), static_cast<int>(comm->nodes.size()),
-                                                  static_cast<double>(call.count * elementSize));
+                                                  static_cast<double>(costBytes(call)));
   }
   Algorithm ran = selected;
   Schedule schedule = buildCollectiveSchedule(selected, shape, &ran);

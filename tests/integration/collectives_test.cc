@@ -186,10 +186,19 @@ class ForcedCollectiveAlgorithms : public ::testing::TestWithParam<std::tuple<co
 TEST_P(ForcedCollectiveAlgorithms, MatchReference) {
   const char* policy = std::get<0>(GetParam());
   const int n = std::get<1>(GetParam());
+  // "channels": the rings of all-reduce, all-gather and reduce-scatter on three channels, with
+  // counts large enough that every channel has work (at least 64 KiB a channel).
+  const bool channels = !strcmp(policy, "channels");
   auto outcomes = runRankProcesses(n, [&](int rank, const ncclUniqueId& id) {
-    setenv("WEFT_ALGO", policy, 1);
+    if (channels) {
+      setenv("WEFT_ALGO", "allreduce:ring;allgather:ring;reducescatter:ring", 1);
+      setenv("NCCL_MIN_NCHANNELS", "3", 1);
+    } else {
+      setenv("WEFT_ALGO", policy, 1);
+    }
     if (n >= 4) setenv("WEFT_HOSTNAME", rank < n / 2 ? "nodeA" : "nodeB", 1);
-    return collectiveGrid(rank, n, id, {0, 1, 7, 1003}, false) == 0 ? 0 : 1;
+    const std::vector<size_t> counts = channels ? std::vector<size_t>{7, 100003} : std::vector<size_t>{0, 1, 7, 1003};
+    return collectiveGrid(rank, n, id, counts, false) == 0 ? 0 : 1;
   }, 300);
   EXPECT_EQ(describeFailures(outcomes), "");
 }
@@ -199,7 +208,7 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Combine(::testing::Values("allgather:ring;reducescatter:ring;broadcast:ring;reduce:ring;alltoall:pairwise",
                                          "allgather:rhd;reducescatter:rhd;broadcast:binomial;reduce:binomial;alltoall:bruck",
                                          "allgather:bruck;reducescatter:hier",
-                                         "allgather:hier;reducescatter:hier"),
+                                         "allgather:hier;reducescatter:hier", "channels"),
                        ::testing::Values(2, 3, 4, 8)));
 
 // One million + 3 elements, the largest count, for every collective at 2 ranks (float).

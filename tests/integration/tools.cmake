@@ -58,9 +58,13 @@ endif()
 # a rank's schedule, and refuses an algorithm the collective does not have.
 if(TARGET weft-info)
   set(weft_info_topo ${PROJECT_SOURCE_DIR}/tests/fixtures/topology/dgx_h100.xml)
-  add_test(NAME tools.weft_info.allgather_large_is_hier
+  add_test(NAME tools.weft_info.allgather_large_is_ring
            COMMAND weft-info plan allgather 1G --ranks 64 --ranks-per-node 8 --topo ${weft_info_topo})
-  set_tests_properties(tools.weft_info.allgather_large_is_hier PROPERTIES LABELS unit PASS_REGULAR_EXPRESSION "chosen: hier")
+  set_tests_properties(tools.weft_info.allgather_large_is_ring PROPERTIES LABELS unit PASS_REGULAR_EXPRESSION "chosen: ring")
+  add_test(NAME tools.weft_info.allgather_one_channel_is_hier
+           COMMAND weft-info plan allgather 1G --ranks 64 --ranks-per-node 8 --topo ${weft_info_topo})
+  set_tests_properties(tools.weft_info.allgather_one_channel_is_hier PROPERTIES LABELS unit
+                       ENVIRONMENT NCCL_MAX_NCHANNELS=1 PASS_REGULAR_EXPRESSION "chosen: hier")
   add_test(NAME tools.weft_info.broadcast_small_is_binomial
            COMMAND weft-info plan broadcast 8 --ranks 512 --ranks-per-node 8 --topo ${weft_info_topo} --print-schedule 3)
   set_tests_properties(tools.weft_info.broadcast_small_is_binomial PROPERTIES LABELS unit

@@ -289,10 +289,19 @@ TEST_F(CollectiveSelection, AllGatherAndReduceScatter) {
       AlgorithmChoice small = choose(collective, 8 * n, n);
       EXPECT_TRUE(small.algorithm == Algorithm::Rhd || small.algorithm == Algorithm::Bruck) << name << " " << n;
       EXPECT_LT(small.timeUs * 5, time(small, Algorithm::Ring)) << name << " " << n;
-      // 1 GiB across nodes: hierarchical, every rank's own NIC carries its rail.
+      // 1 GiB across nodes: the ring on one channel per NIC; on one channel it would go through
+      // a single NIC per node boundary and hierarchical (every rank's own NIC carries its
+      // rail) takes over.
       AlgorithmChoice large = choose(collective, size_t(1) << 30, n);
-      EXPECT_EQ(large.algorithm, Algorithm::Hier) << name << " " << n;
-      EXPECT_LT(large.timeUs * 1.3, time(large, Algorithm::Ring)) << name << " " << n;
+      EXPECT_EQ(large.algorithm, Algorithm::Ring) << name << " " << n;
+      EXPECT_LT(large.timeUs * 3, time(large, Algorithm::Hier)) << name << " " << n;
+      SelectionInput oneChannel = input(size_t(1) << 30, n);
+      oneChannel.collective = collective;
+      oneChannel.model.maxChannels = 1;
+      AlgorithmChoice single;
+      ASSERT_EQ(selectAlgorithm(oneChannel, &single), ncclSuccess);
+      EXPECT_EQ(single.algorithm, Algorithm::Hier) << name << " " << n;
+      EXPECT_LT(single.timeUs * 1.3, time(single, Algorithm::Ring)) << name << " " << n;
     }
     // One node, large: the ring or recursive halving/doubling (equal bytes), not Bruck's copies.
     AlgorithmChoice one = choose(collective, size_t(1) << 30, 8);

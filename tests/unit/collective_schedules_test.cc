@@ -161,10 +161,11 @@ std::vector<std::vector<int>> testNodes(int n) {
   return nodes;
 }
 
-enum class GatherAlgorithm { Ring, Bruck, RecursiveDoubling, Hierarchical };
+enum class GatherAlgorithm { Ring, RingChannels, Bruck, RecursiveDoubling, Hierarchical };
 const char* gatherName(GatherAlgorithm a) {
   switch (a) {
     case GatherAlgorithm::Ring: return "ring allgather";
+    case GatherAlgorithm::RingChannels: return "ring allgather on 3 channels";
     case GatherAlgorithm::Bruck: return "bruck allgather";
     case GatherAlgorithm::RecursiveDoubling: return "recursive doubling allgather";
     case GatherAlgorithm::Hierarchical: return "hierarchical allgather";
@@ -182,9 +183,10 @@ void checkAllGather(int n, size_t count, bool inPlace, GatherAlgorithm algorithm
   for (int r = 0; r < n; ++r) {
     layout(memory[r], t, count, n * count, inPlace ? static_cast<long>(r * count) : -1);
     for (size_t i = 0; i < count; ++i) t.put(const_cast<char*>(memory[r].buffers.send), i, inputs[r][i]);
-    AllGatherParams p{count, t.size(), r, n, ring, inPlace, nodes};
+    AllGatherParams p{count, t.size(), r, n, ring, inPlace, nodes, algorithm == GatherAlgorithm::RingChannels ? 3 : 1};
     switch (algorithm) {
-      case GatherAlgorithm::Ring: schedules.push_back(buildRingAllGather(p)); break;
+      case GatherAlgorithm::Ring:
+      case GatherAlgorithm::RingChannels: schedules.push_back(buildRingAllGather(p)); break;
       case GatherAlgorithm::Bruck: schedules.push_back(buildBruckAllGather(p)); break;
       case GatherAlgorithm::RecursiveDoubling: schedules.push_back(buildRecursiveDoublingAllGather(p)); break;
       case GatherAlgorithm::Hierarchical: schedules.push_back(buildHierarchicalAllGather(p)); break;
@@ -202,18 +204,21 @@ TEST(CollectiveSchedules, AllGatherEveryAlgorithm) {
   for (int n : rankCounts())
     for (size_t count : elementCounts(n, true))
       for (bool inPlace : {false, true})
-        for (GatherAlgorithm algorithm : {GatherAlgorithm::Ring, GatherAlgorithm::Bruck, GatherAlgorithm::RecursiveDoubling,
-                                          GatherAlgorithm::Hierarchical}) {
+        for (GatherAlgorithm algorithm : {GatherAlgorithm::Ring, GatherAlgorithm::RingChannels, GatherAlgorithm::Bruck,
+                                          GatherAlgorithm::RecursiveDoubling, GatherAlgorithm::Hierarchical}) {
+          // Channels multiply the steps (and the in-place hazard checks): up to 24 ranks.
+          if (algorithm == GatherAlgorithm::RingChannels && n > 24) continue;
           checkAllGather(n, count, inPlace, algorithm, Typed{n % 2 ? ncclInt32 : ncclFloat64});
           if (HasFatalFailure()) return;
         }
 }
 
-enum class ScatterAlgorithm { Ring, RecursiveHalving, Hierarchical };
+enum class ScatterAlgorithm { Ring, RingChannels, RecursiveHalving, Hierarchical };
 
 void checkReduceScatter(int n, size_t count, bool inPlace, bool average, bool preScale, ScatterAlgorithm algorithm,
                         const Typed& t) {
-  const char* name = algorithm == ScatterAlgorithm::Ring ? "ring reducescatter"
+  const char* name = algorithm == ScatterAlgorithm::Ring           ? "ring reducescatter"
+                     : algorithm == ScatterAlgorithm::RingChannels ? "ring reducescatter on 3 channels"
                      : algorithm == ScatterAlgorithm::RecursiveHalving ? "recursive halving reducescatter"
                                                                        : "hierarchical reducescatter";
   const std::string what = label((std::string(name) + (preScale ? " premulsum" : average ? " avg" : "")).c_str(), n,
@@ -232,8 +237,10 @@ void checkReduceScatter(int n, size_t count, bool inPlace, bool average, bool pr
   for (int r = 0; r < n; ++r) {
     layout(memory[r], t, n * count, count, inPlace ? static_cast<long>(r * count) : -1);
     for (size_t i = 0; i < n * count; ++i) t.put(const_cast<char*>(memory[r].buffers.send), i, inputs[r][i]);
-    ReduceScatterParams p{count, t.size(), r, n, ring, average, preScale, inPlace, nodes};
-    schedules.push_back(algorithm == ScatterAlgorithm::Ring               ? buildRingReduceScatter(p)
+    ReduceScatterParams p{count,   t.size(), r,     n, ring, average, preScale, inPlace,
+                          nodes, algorithm == ScatterAlgorithm::RingChannels ? 3 : 1};
+    schedules.push_back(algorithm == ScatterAlgorithm::Ring || algorithm == ScatterAlgorithm::RingChannels
+                            ? buildRingReduceScatter(p)
                         : algorithm == ScatterAlgorithm::RecursiveHalving ? buildRecursiveHalvingReduceScatter(p)
                                                                           : buildHierarchicalReduceScatter(p));
   }
@@ -260,8 +267,9 @@ TEST(CollectiveSchedules, ReduceScatterEveryAlgorithm) {
     for (size_t count : elementCounts(n, true))
       for (bool inPlace : {false, true})
         for (int variant = 0; variant < 3; ++variant)
-          for (ScatterAlgorithm algorithm :
-               {ScatterAlgorithm::Ring, ScatterAlgorithm::RecursiveHalving, ScatterAlgorithm::Hierarchical}) {
+          for (ScatterAlgorithm algorithm : {ScatterAlgorithm::Ring, ScatterAlgorithm::RingChannels,
+                                             ScatterAlgorithm::RecursiveHalving, ScatterAlgorithm::Hierarchical}) {
+            if (algorithm == ScatterAlgorithm::RingChannels && n > 24) continue;  // as for all-gather
             checkReduceScatter(n, count, inPlace, variant == 1, variant == 2, algorithm,
                                Typed{n % 2 ? ncclInt32 : ncclFloat64});
             if (HasFatalFailure()) return;
