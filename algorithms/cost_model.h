@@ -54,7 +54,7 @@ struct CostModel {
   LinkCost memory;         // reading a peer's buffer directly (direct all-reduce)
   size_t sliceBytes = 256 << 10;  // the executor's pipelining unit (tree pipeline fill)
 
-  // Bounds on the ring all-reduce's channels (NCCL_MIN_NCHANNELS / NCCL_MAX_NCHANNELS).
+  // Bounds on the rings' channels (NCCL_MIN_NCHANNELS / NCCL_MAX_NCHANNELS).
   int minChannels = 1;
   int maxChannels = 32;
 
@@ -62,7 +62,8 @@ struct CostModel {
   // network at once (hierarchical rails, trees): the node's NICs shared among them.
   LinkCost interPerRank(int ranksPerNode) const;
 
-  // Channels of a ring all-reduce of `bytes` (algorithms/channels.h): one per NIC a node's
+  // Channels of a ring (all-reduce, all-gather, reduce-scatter) of `bytes`, the size
+  // nccl-tests reports (algorithms/channels.h): one per NIC a node's
   // ranks can use when there are several nodes (each channel leaves the node through its own
   // NIC), else one; clamped to [minChannels, maxChannels]; then at most one per
   // kMinChannelBytes of the call, so that small calls stay on one ring.
