@@ -33,11 +33,9 @@ deb_packages=(libgtest-dev libbenchmark-dev libbenchmark1debian libhwloc-dev lib
 
 if [ "${1:-}" = "--fetch-deps" ]; then
   # Here, on the development machine: the Debian packages the device machine may lack, into
-  # .gpu-deps/ (ignored through .git/info/exclude, so `carry` can name it).
+  # .gpu-deps/ (ignored by .gitignore, so it travels only when `carry` names it).
   mkdir -p "$debs"
   (cd "$debs" && timeout 300 apt-get download "${deb_packages[@]}") || { echo "gpu-check: apt-get download failed" >&2; exit 1; }
-  exclude="$root/.git/info/exclude"
-  if [ -d "$root/.git/info" ] && ! grep -qx '/.gpu-deps/' "$exclude" 2>/dev/null; then echo '/.gpu-deps/' >>"$exclude"; fi
   ls -l "$debs"
   exit 0
 fi
