@@ -4,21 +4,13 @@
 #include "common/dtype.h"
 #include "common/log.h"
 #include "common/status.h"
+#include "compression/rng.h"
 #include "runtime/call_schedule.h"
 #include "runtime/communicator.h"
 
 namespace weft {
 
-namespace {
-
-uint64_t mix(uint64_t x) {
-  x += 0x9e3779b97f4a7c15ull;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-  return x ^ (x >> 31);
-}
-
-}  // namespace
+using compression::splitmix64;
 
 ncclResult_t prepareCompressedAllReduce(const CollectiveCall& call, CompressedRunSetup* setup) {
   *setup = CompressedRunSetup{};
@@ -65,7 +57,8 @@ ncclResult_t prepareCompressedAllReduce(const CollectiveCall& call, CompressedRu
   }
   // The prepared schedule, from a small cache of shapes.
   const bool inPlace = sendAliasesRecv(call);
-  uint64_t key = mix(call.count) ^ mix(static_cast<uint64_t>(call.datatype) * 4 + (call.op == ncclAvg ? 2 : 0) + inPlace);
+  uint64_t key = splitmix64(call.count) ^
+                 splitmix64(static_cast<uint64_t>(call.datatype) * 4 + (call.op == ncclAvg ? 2 : 0) + inPlace);
   CommCompression::PlanEntry* plan = nullptr;
   for (auto& p : state.plans)
     if (p.key == key && sameCodecConfig(p.codec, codec)) plan = &p;
@@ -92,7 +85,8 @@ ncclResult_t prepareCompressedAllReduce(const CollectiveCall& call, CompressedRu
   setup->plan = &plan->plan;
   setup->codec.codec = entry->codec.get();
   setup->codec.residual = residual;
-  setup->codec.seed = seed ^ mix(comm->collectiveSequence) ^ mix(0x5eedull + static_cast<uint64_t>(comm->rank));
+  setup->codec.seed =
+      seed ^ splitmix64(comm->collectiveSequence) ^ splitmix64(0x5eedull + static_cast<uint64_t>(comm->rank));
   return ncclSuccess;
 }
 
