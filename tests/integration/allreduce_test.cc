@@ -18,10 +18,6 @@ using namespace weft::testing;
 
 namespace {
 
-const ncclDataType_t kAllTypes[] = {ncclInt8,    ncclUint8,   ncclInt32,   ncclUint32,     ncclInt64,     ncclUint64,
-                                    ncclFloat16, ncclFloat32, ncclFloat64, ncclBfloat16, ncclFloat8e4m3, ncclFloat8e5m2};
-const ncclRedOp_t kAllOps[] = {ncclSum, ncclProd, ncclMax, ncclMin, ncclAvg};
-
 // One rank's part: every type x op x placement x count, reporting mismatches on stderr.
 int allReduceGrid(int rank, int nranks, const ncclUniqueId& id, const std::vector<size_t>& counts) {
   ncclComm_t comm;

@@ -9,6 +9,12 @@
 
 namespace weft::testing {
 
+// Every NCCL data type and every built-in reduction operator, for test grids.
+inline constexpr ncclDataType_t kAllTypes[] = {ncclInt8,    ncclUint8,   ncclInt32,   ncclUint32,
+                                               ncclInt64,   ncclUint64,  ncclFloat16, ncclFloat32,
+                                               ncclFloat64, ncclBfloat16, ncclFloat8e4m3, ncclFloat8e5m2};
+inline constexpr ncclRedOp_t kAllOps[] = {ncclSum, ncclProd, ncclMax, ncclMin, ncclAvg};
+
 // The value rank `rank` contributes at element `index` for operator `op`: small integers
 // (and, for products, mostly +-1) so that sums and products are exact in every type.
 double inputValue(int rank, size_t index, ncclDataType_t type, ncclRedOp_t op, unsigned seed);
