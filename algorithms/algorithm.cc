@@ -75,6 +75,17 @@ const char* algorithmsOf(Collective collective) {
   return "";
 }
 
+bool sizeCountsEveryRank(Collective collective) {
+  switch (collective) {
+    case Collective::AllGather:
+    case Collective::ReduceScatter:
+    case Collective::AllToAll:
+    case Collective::Gather:
+    case Collective::Scatter: return true;
+    default: return false;
+  }
+}
+
 double busBandwidthFactor(Collective collective, int nranks) {
   const double n = nranks < 1 ? 1 : nranks;
   switch (collective) {

@@ -31,6 +31,11 @@ Algorithm defaultAlgorithm(Collective collective);
 // The algorithms of `collective`, comma separated, for messages ("ring, rhd, bruck, hier").
 const char* algorithmsOf(Collective collective);
 
+// Whether the size nccl-tests reports for `collective` is the call's count times the rank count
+// (all-gather, reduce-scatter, all-to-all, gather, scatter: count is per rank) rather than the
+// count itself.
+bool sizeCountsEveryRank(Collective collective);
+
 // nccl-tests' bus bandwidth factor: busbw = factor * size / time, where size is the buffer the
 // perf tool reports (all-gather: the gathered output, reduce-scatter: the input, all-to-all:
 // one rank's send buffer, the others: the buffer): 2(n-1)/n for all-reduce, (n-1)/n for

@@ -5,7 +5,7 @@
 #include <strings.h>
 
 #include "algorithms/collective_cost.h"
-#include "algorithms/hierarchical_allreduce.h"
+#include "algorithms/rail_layout.h"
 #include "common/env.h"
 #include "common/log.h"
 #include "common/status.h"
@@ -176,8 +176,7 @@ ncclResult_t selectAlgorithm(const SelectionInput& in, AlgorithmChoice* out) {
   }
   const AlgorithmMask& allowed = policy.allowed[static_cast<int>(collective)];
 
-  CostInput cost{in.bytes, in.nranks, {}};
-  for (const auto& node : in.nodes) cost.nodeSizes.push_back(static_cast<int>(node.size()));
+  const CostInput cost = costInputFor(in.bytes, in.nranks, in.nodes);
   const bool oneNode = in.nodes.size() <= 1;
   const bool uniform = in.nodes.empty() || nodesAreUniform(in.nodes);
   int best = -1;

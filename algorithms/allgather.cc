@@ -1,10 +1,8 @@
 #include "algorithms/allgather.h"
 
 #include <algorithm>
-#include <numeric>
 
 #include "algorithms/channels.h"
-#include "algorithms/hierarchical_allreduce.h"
 #include "algorithms/power_of_two_fold.h"
 #include "algorithms/rail_layout.h"
 #include "algorithms/rank_runs.h"
@@ -13,13 +11,6 @@
 namespace weft {
 
 namespace {
-
-std::vector<int> ringOf(const AllGatherParams& p) {
-  if (!p.ringOrder.empty()) return p.ringOrder;
-  std::vector<int> ring(p.nranks);
-  std::iota(ring.begin(), ring.end(), 0);
-  return ring;
-}
 
 // This rank's contribution: the send buffer, or its block of Recv when in place.
 BufferRange ownBlock(const AllGatherParams& p) {
@@ -60,7 +51,7 @@ Schedule ringAllGatherPart(const AllGatherParams& p, const std::vector<int>& rin
 }  // namespace
 
 Schedule buildRingAllGather(const AllGatherParams& p) {
-  const std::vector<int> ring = ringOf(p);
+  const std::vector<int> ring = orderOrIdentity(p.ringOrder, p.nranks);
   if (p.channels <= 1 || p.count < 2 || ring.size() < 2) return ringAllGatherPart(p, ring, 0, p.count);
   return buildOnChannels(p.channels, p.count, p.nodes, ring, p.elementSize, false,
                          [&](const std::vector<int>& channelRing, size_t first, size_t elements) {
@@ -100,7 +91,7 @@ Schedule buildBruckAllGather(const AllGatherParams& p) {
 
 Schedule buildRecursiveDoublingAllGather(const AllGatherParams& p) {
   Schedule schedule;
-  const std::vector<int> order = ringOf(p);
+  const std::vector<int> order = orderOrIdentity(p.ringOrder, p.nranks);
   const int n = static_cast<int>(order.size());
   const size_t block = p.count * p.elementSize;
   if (block == 0) return schedule;
@@ -143,18 +134,16 @@ Schedule buildRecursiveDoublingAllGather(const AllGatherParams& p) {
 }
 
 Schedule buildHierarchicalAllGather(const AllGatherParams& p) {
-  const int nodes = static_cast<int>(p.nodes.size());
-  const int local = nodes ? static_cast<int>(p.nodes.front().size()) : 0;
-  if (!nodesAreUniform(p.nodes) || nodes == 1 || local == 1) {
+  if (!hasRails(p.nodes)) {
     AllGatherParams ring = p;
-    ring.ringOrder.clear();
-    for (const auto& node : p.nodes) ring.ringOrder.insert(ring.ringOrder.end(), node.begin(), node.end());
+    ring.ringOrder = nodeMajorOrder(p.nodes);
     return buildRingAllGather(ring);
   }
   Schedule schedule;
   const size_t block = p.count * p.elementSize;
   if (block == 0) return schedule;
   const RailLayout at(p.nodes, p.rank, block);
+  const int nodes = at.nodeCount, local = at.local;
   schedule.scratchBytes = at.scratchBytes();
   const BufferRange own = ownBlock(p);
   schedule.steps.push_back({StepKind::Copy, -1, own, at.slot(at.l, at.myNode), {}});

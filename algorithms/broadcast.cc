@@ -1,7 +1,6 @@
 #include "algorithms/broadcast.h"
 
 #include <algorithm>
-#include <numeric>
 
 namespace weft {
 
@@ -16,11 +15,7 @@ void rootCopy(Schedule& schedule, size_t bytes) {
 
 Schedule buildChainBroadcast(const BroadcastParams& p) {
   Schedule schedule;
-  std::vector<int> ring = p.ringOrder;
-  if (ring.empty()) {
-    ring.resize(p.nranks);
-    std::iota(ring.begin(), ring.end(), 0);
-  }
+  const std::vector<int> ring = orderOrIdentity(p.ringOrder, p.nranks);
   const int n = static_cast<int>(ring.size());
   const size_t bytes = p.count * p.elementSize;
   if (bytes == 0) return schedule;

@@ -10,19 +10,8 @@ namespace {
 
 using cost::Shape;
 
-// The link a step takes when some of its pairs cross nodes: the NIC shared by the node's ranks
-// that send at once.
-LinkCost networkPerRank(const Shape& s, const CostModel& m) { return s.local == 1 ? m.nic : m.interPerRank(s.local); }
-
-bool hierarchyApplies(const Shape& s) { return s.uniform && s.nodes > 1 && s.local > 1; }
-
-// All-gather ring / reduce-scatter ring: n-1 steps of one block; on C channels (across nodes)
-// each step moves a block through every rank's port and a C-th of it through each of C NICs.
-double ringGatherUs(const Shape& s, const CostModel& m) {
-  const int channels = m.ringChannels(s.local, s.nodes, s.bytes);
-  if (channels == 1 || s.nodes == 1 || s.local == 1) return (s.n - 1) * cost::ringStepUs(s, m, s.bytes / s.n);
-  return (s.n - 1) * std::max(m.intra.timeUs(s.bytes / s.n), m.nic.timeUs(s.bytes / (channels * static_cast<double>(s.n))));
-}
+// All-gather ring / reduce-scatter ring: n-1 steps of one block (on the rings' channels).
+double ringGatherUs(const Shape& s, const CostModel& m) { return (s.n - 1) * cost::ringStepUs(s, m, s.bytes / s.n); }
 
 // Recursive doubling all-gather (`halving` false) or recursive halving reduce-scatter: one
 // exchange per power of two, moving `mask` virtual ranks' blocks, plus the fold's two extra
@@ -32,7 +21,7 @@ double doublingUs(const Shape& s, const CostInput& input, const CostModel& m, bo
   const PowerOfTwoFold fold(s.n);
   const double block = s.bytes / s.n;
   const double perVirtual = block * s.n / fold.pw;
-  const LinkCost inter = networkPerRank(s, m);
+  const LinkCost inter = m.interPerRank(s.local);
   double t = 0;
   for (int mask = 1; mask < fold.pw; mask <<= 1)
     t += (cost::exchangeCrossesNodes(nodeOf, fold, mask) ? inter : m.intra).timeUs(mask * perVirtual);
@@ -48,7 +37,7 @@ double doublingUs(const Shape& s, const CostInput& input, const CostModel& m, bo
 // Scratch (a copy in and a rotation out).
 double bruckGatherUs(const Shape& s, const CostModel& m) {
   const double block = s.bytes / s.n;
-  const LinkCost link = s.nodes > 1 ? networkPerRank(s, m) : m.intra;
+  const LinkCost link = s.nodes > 1 ? m.interPerRank(s.local) : m.intra;
   double t = 2 * m.memory.timeUs(s.bytes);
   for (int k = 1; k < s.n; k <<= 1) t += link.timeUs(std::min(k, s.n - k) * block);
   return t;
@@ -57,7 +46,7 @@ double bruckGatherUs(const Shape& s, const CostModel& m) {
 // Hierarchical all-gather / reduce-scatter: N-1 single blocks along the rail, L-1 whole rails
 // (N blocks) inside the node, one staging pass through Scratch.
 double hierGatherUs(const Shape& s, const CostModel& m) {
-  if (!hierarchyApplies(s)) return ringGatherUs(s, m);
+  if (!cost::hasRails(s)) return ringGatherUs(s, m);
   const double block = s.bytes / s.n;
   return (s.nodes - 1) * m.interPerRank(s.local).timeUs(block) + (s.local - 1) * m.intra.timeUs(s.nodes * block) +
          m.memory.timeUs(s.bytes);
@@ -92,14 +81,14 @@ double pairwiseUs(const Shape& s, const CostModel& m) {
   const double block = s.bytes / s.n;
   const int remote = s.nodes > 1 ? s.n - s.local : 0;
   return m.memory.timeUs(block) + (s.n - 1 - remote) * m.intra.timeUs(block) +
-         remote * networkPerRank(s, m).timeUs(block);
+         remote * m.interPerRank(s.local).timeUs(block);
 }
 
 // Bruck all-to-all: a rotation, ceil(log2 n) rounds each packing, sending and unpacking the
 // blocks whose index has bit k set, a rotation back.
 double bruckAllToAllUs(const Shape& s, const CostModel& m) {
   const double block = s.bytes / s.n;
-  const LinkCost link = s.nodes > 1 ? networkPerRank(s, m) : m.intra;
+  const LinkCost link = s.nodes > 1 ? m.interPerRank(s.local) : m.intra;
   double t = 2 * m.memory.timeUs(s.bytes);
   for (int bit = 1; bit < s.n; bit <<= 1) {
     int moved = 0;

@@ -1,6 +1,5 @@
 #include "algorithms/collective_schedule.h"
 
-#include <numeric>
 
 #include "algorithms/allgather.h"
 #include "algorithms/alltoall.h"
@@ -36,11 +35,7 @@ Schedule buildCollectiveSchedule(Algorithm algorithm, const CollectiveShape& s, 
   Algorithm a = algorithmApplies(s.collective, algorithm) ? algorithm : defaultAlgorithm(s.collective);
   if (s.collective == Collective::AllReduce && s.preScale) a = Algorithm::Ring;
   if (ran) *ran = a;
-  std::vector<int> order = s.order;
-  if (order.empty()) {
-    order.resize(s.nranks);
-    std::iota(order.begin(), order.end(), 0);
-  }
+  const std::vector<int> order = orderOrIdentity(s.order, s.nranks);
   switch (s.collective) {
     case Collective::AllReduce: return allReduce(a, s, order);
     case Collective::AllGather: {

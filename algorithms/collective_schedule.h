@@ -23,8 +23,8 @@ struct CollectiveShape {
   bool average = false;                  // ncclAvg
   bool preScale = false;                 // PreMulSum
   bool inPlace = false;                  // NCCL's in-place layout for the collective
-  int channels = 1;                      // ring channels of all-reduce, all-gather and
-                                         // reduce-scatter (CostModel::ringChannels)
+  int channels = 1;                      // ring channels (CostModel::ringChannels); only the
+                                         // all-reduce, all-gather and reduce-scatter rings use it
 };
 
 // The schedule of `algorithm` for `shape`; an algorithm the collective does not have falls back

@@ -153,6 +153,18 @@ int CostModel::ringChannels(int ranksPerNode, int nodes, double bytes) const {
   return static_cast<int>(std::min<double>(channels, bySize));
 }
 
+int CostModel::ringChannels(const std::vector<std::vector<int>>& nodes, double bytes) const {
+  size_t smallest = nodes.empty() ? 1 : nodes.front().size();
+  for (const auto& node : nodes) smallest = std::min(smallest, node.size());
+  return ringChannels(static_cast<int>(smallest), std::max(1, static_cast<int>(nodes.size())), bytes);
+}
+
+CostInput costInputFor(size_t bytes, int nranks, const std::vector<std::vector<int>>& nodes) {
+  CostInput input{bytes, nranks, {}};
+  for (const auto& node : nodes) input.nodeSizes.push_back(static_cast<int>(node.size()));
+  return input;
+}
+
 void applyChannelEnv(CostModel* model) {
   const int64_t low = envInt("NCCL_MIN_NCHANNELS", model->minChannels);
   const int64_t high = envInt("NCCL_MAX_NCHANNELS", model->maxChannels);
@@ -169,12 +181,6 @@ LinkCost CostModel::interPerRank(int ranksPerNode) const {
 
 namespace cost {
 
-int log2Ceil(int n) {
-  int k = 0;
-  while ((1 << k) < n) ++k;
-  return k;
-}
-
 Shape shapeOf(const CostInput& input) {
   Shape s{static_cast<double>(input.bytes), std::max(1, input.nranks), 1, std::max(1, input.nranks), true};
   if (!input.nodeSizes.empty()) {
@@ -189,8 +195,8 @@ Shape shapeOf(const CostInput& input) {
 double ringStepUs(const Shape& s, const CostModel& m, double piece) {
   if (s.nodes > 1 && s.local == 1) return m.nic.timeUs(piece);
   double step = m.intra.timeUs(piece);
-  // A single ring crosses each node boundary once, through one NIC.
-  if (s.nodes > 1) step = std::max(step, m.nic.timeUs(piece));
+  // Each of the C channels crosses a node boundary through its own NIC with a C-th of the piece.
+  if (s.nodes > 1) step = std::max(step, m.nic.timeUs(piece / m.ringChannels(s.local, s.nodes, s.bytes)));
   return step;
 }
 
@@ -226,16 +232,15 @@ int log2Floor(int n) {
   while ((2 << k) <= n) ++k;
   return k;
 }
-int log2Ceil(int n) { return cost::log2Ceil(n); }
+int log2Ceil(int n) {
+  int k = 0;
+  while ((1 << k) < n) ++k;
+  return k;
+}
 
 double ringUs(const Shape& s, const CostModel& m) {
   if (s.n == 1) return m.memory.timeUs(s.bytes);
-  // C channels run side by side: each step moves S/n through every rank's intra-node port, and
-  // S/(C n) through each of C NICs at a node boundary.
-  const int channels = m.ringChannels(s.local, s.nodes, s.bytes);
-  if (channels == 1 || s.nodes == 1 || s.local == 1) return 2.0 * (s.n - 1) * cost::ringStepUs(s, m, s.bytes / s.n);
-  const double step = std::max(m.intra.timeUs(s.bytes / s.n), m.nic.timeUs(s.bytes / (channels * static_cast<double>(s.n))));
-  return 2.0 * (s.n - 1) * step;
+  return 2.0 * (s.n - 1) * cost::ringStepUs(s, m, s.bytes / s.n);
 }
 
 double treeUs(const Shape& s, const CostModel& m) {
@@ -281,7 +286,7 @@ double rhdUs(const Shape& s, const CostInput& input, const CostModel& m) {
 }
 
 double hierUs(const Shape& s, const CostModel& m) {
-  if (!s.uniform || s.nodes == 1 || s.local == 1) return ringUs(s, m);
+  if (!cost::hasRails(s)) return ringUs(s, m);
   double intra = 2.0 * (s.local - 1) * m.intra.timeUs(s.bytes / s.local);
   double inter = 2.0 * (s.nodes - 1) * m.interPerRank(s.local).timeUs(s.bytes / (static_cast<double>(s.local) * s.nodes));
   return intra + inter;

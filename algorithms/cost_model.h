@@ -68,6 +68,8 @@ struct CostModel {
   // NIC), else one; clamped to [minChannels, maxChannels]; then at most one per
   // kMinChannelBytes of the call, so that small calls stay on one ring.
   int ringChannels(int ranksPerNode, int nodes, double bytes) const;
+  // The same for a layout (RankLayout::nodes; empty: one node), sized by its smallest node.
+  int ringChannels(const std::vector<std::vector<int>>& nodes, double bytes) const;
   static constexpr double kMinChannelBytes = 64 * 1024;
 };
 
@@ -93,6 +95,8 @@ struct CostInput {
   int nranks = 1;
   std::vector<int> nodeSizes;  // ranks per node; empty: all on one node
 };
+// The shape of a call of `bytes` on `nranks` ranks laid out in `nodes` (RankLayout::nodes).
+CostInput costInputFor(size_t bytes, int nranks, const std::vector<std::vector<int>>& nodes);
 
 // Predicted time in microseconds of `algorithm` for `input` (the hierarchical one on uneven
 // nodes is priced as the ring it falls back to; direct assumes one node); 0 for algorithms that

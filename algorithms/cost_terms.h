@@ -17,10 +17,12 @@ struct Shape {
 };
 Shape shapeOf(const CostInput& input);
 
-int log2Ceil(int n);
+// Whether the hierarchical schedules have rails here (else they run as the ring).
+inline bool hasRails(const Shape& s) { return s.uniform && s.nodes > 1 && s.local > 1; }
 
-// One step of a single ring moving `piece` bytes: as slow as its slowest hop (one NIC where it
-// crosses a node boundary).
+// One step of a ring moving `piece` bytes through every rank: as slow as its slowest hop. Where
+// it crosses a node boundary, each of the ring's channels (CostModel::ringChannels for the
+// call's size) takes a share of the piece through its own NIC.
 double ringStepUs(const Shape& s, const CostModel& m, double piece);
 
 // The node of each position (all 0 on one node).

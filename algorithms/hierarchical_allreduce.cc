@@ -1,47 +1,30 @@
 #include "algorithms/hierarchical_allreduce.h"
 
-#include <algorithm>
-
 #include "algorithms/ring_allreduce.h"
 
 namespace weft {
 
-bool nodesAreUniform(const std::vector<std::vector<int>>& nodes) {
-  for (const auto& node : nodes)
-    if (node.size() != nodes.front().size()) return false;
-  return !nodes.empty();
-}
-
 Schedule buildHierarchicalAllReduce(const HierarchicalAllReduceParams& p) {
-  const int nNodes = static_cast<int>(p.nodes.size());
-  const int local = nNodes ? static_cast<int>(p.nodes.front().size()) : 0;
-  if (!nodesAreUniform(p.nodes) || nNodes == 1 || local == 1) {
+  if (!hasRails(p.nodes)) {
     RingAllReduceParams ring;
     ring.count = p.count;
     ring.elementSize = p.elementSize;
     ring.rank = p.rank;
     ring.average = p.average;
-    for (const auto& node : p.nodes) ring.ringOrder.insert(ring.ringOrder.end(), node.begin(), node.end());
+    ring.ringOrder = nodeMajorOrder(p.nodes);
     return buildRingAllReduce(ring);
   }
-  int myNode = 0, l = 0;
-  for (int k = 0; k < nNodes; ++k) {
-    auto it = std::find(p.nodes[k].begin(), p.nodes[k].end(), p.rank);
-    if (it != p.nodes[k].end()) {
-      myNode = k;
-      l = static_cast<int>(it - p.nodes[k].begin());
-    }
-  }
+  const RailLayout at(p.nodes, p.rank, 0);  // positions only: nothing is staged in Scratch
+  const int nNodes = at.nodeCount, local = at.local, myNode = at.myNode, l = at.l;
   const size_t es = p.elementSize;
   Schedule schedule;
   schedule.divisor = static_cast<uint64_t>(nNodes) * static_cast<uint64_t>(local);
-  auto mod = [](int a, int m) { return ((a % m) + m) % m; };
+  auto mod = RailLayout::wrap;
   auto chunk = [&](BufferKind buffer, int c) {
     ElementSpan span = splitEvenly(p.count, local, mod(c, local));
     return BufferRange{buffer, span.begin * es, (span.end - span.begin) * es};
   };
-  const int next = p.nodes[myNode][mod(l + 1, local)];
-  const int prev = p.nodes[myNode][mod(l - 1, local)];
+  const int next = at.next(), prev = at.prev();
   // (1) Intra-node reduce-scatter (the ring's first half).
   for (int s = 0; s < local - 1; ++s) {
     schedule.steps.push_back({StepKind::Send, next, chunk(s == 0 ? BufferKind::Send : BufferKind::Recv, l - s), {}, {}});
@@ -53,8 +36,7 @@ Schedule buildHierarchicalAllReduce(const HierarchicalAllReduceParams& p) {
     ElementSpan span = splitEvenly(owned.end - owned.begin, nNodes, mod(c, nNodes));
     return BufferRange{BufferKind::Recv, (owned.begin + span.begin) * es, (span.end - span.begin) * es};
   };
-  const int up = p.nodes[mod(myNode + 1, nNodes)][l];
-  const int down = p.nodes[mod(myNode - 1, nNodes)][l];
+  const int up = at.up(), down = at.down();
   for (int s = 0; s < nNodes - 1; ++s) {
     schedule.steps.push_back({StepKind::Send, up, piece(myNode - s), {}, {}});
     schedule.steps.push_back({StepKind::RecvReduce, down, piece(myNode - s - 1), piece(myNode - s - 1), {}});

@@ -15,6 +15,7 @@
 #include <cstddef>
 #include <vector>
 
+#include "algorithms/rail_layout.h"
 #include "algorithms/schedule.h"
 
 namespace weft {
@@ -28,8 +29,5 @@ struct HierarchicalAllReduceParams {
 };
 
 Schedule buildHierarchicalAllReduce(const HierarchicalAllReduceParams& params);
-
-// True when every node has the same number of ranks (the case the hierarchy serves).
-bool nodesAreUniform(const std::vector<std::vector<int>>& nodes);
 
 }  // namespace weft

@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "algorithms/algorithm_selection.h"
+#include "algorithms/rail_layout.h"
 #include "algorithms/tree_allreduce.h"
 
 namespace weft {
@@ -173,10 +174,8 @@ SimulatedAllReduce simulateAllReduceTime(Algorithm algorithm, size_t bytes, int 
   shape.elementSize = es;
   shape.nranks = nranks;
   shape.nodes = nodes;
-  for (const auto& node : nodes) shape.order.insert(shape.order.end(), node.begin(), node.end());
-  int smallestNode = nranks;
-  for (const auto& node : nodes) smallestNode = std::min(smallestNode, static_cast<int>(node.size()));
-  shape.channels = model.ringChannels(smallestNode, static_cast<int>(nodes.size()), static_cast<double>(bytes));
+  shape.order = nodeMajorOrder(nodes);
+  shape.channels = model.ringChannels(nodes, static_cast<double>(bytes));
   std::vector<Schedule> schedules;
   schedules.reserve(nranks);
   // The tree's slices: the executor's slice size in real bytes, at most 64 per half.

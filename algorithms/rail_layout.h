@@ -1,8 +1,8 @@
 // Where a rank sits in a two-level layout of equal nodes (RankLayout::nodes: N nodes of L
 // ranks): its node, its local rank l, and its neighbours inside the node and along its rail
-// (the ranks with the same local rank on every node). The hierarchical all-gather and
-// reduce-scatter stage blocks in Scratch rail-major, rail j's N blocks contiguous, so that a
-// whole rail moves as one message.
+// (the ranks with the same local rank on every node), for the hierarchical schedules. The
+// hierarchical all-gather and reduce-scatter stage blocks in Scratch rail-major, rail j's N
+// blocks contiguous, so that a whole rail moves as one message.
 #pragma once
 
 #include <algorithm>
@@ -12,6 +12,25 @@
 #include "algorithms/schedule.h"
 
 namespace weft {
+
+// True when every node has the same number of ranks (the case the hierarchy serves).
+inline bool nodesAreUniform(const std::vector<std::vector<int>>& nodes) {
+  for (const auto& node : nodes)
+    if (node.size() != nodes.front().size()) return false;
+  return !nodes.empty();
+}
+
+// True when there are rails to use: two or more equal nodes of two or more ranks.
+inline bool hasRails(const std::vector<std::vector<int>>& nodes) {
+  return nodesAreUniform(nodes) && nodes.size() > 1 && nodes.front().size() > 1;
+}
+
+// The ranks node by node: the ring a hierarchical schedule runs when there are no rails.
+inline std::vector<int> nodeMajorOrder(const std::vector<std::vector<int>>& nodes) {
+  std::vector<int> order;
+  for (const auto& node : nodes) order.insert(order.end(), node.begin(), node.end());
+  return order;
+}
 
 struct RailLayout {
   const std::vector<std::vector<int>>& nodes;

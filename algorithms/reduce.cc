@@ -1,7 +1,6 @@
 #include "algorithms/reduce.h"
 
 #include <algorithm>
-#include <numeric>
 
 namespace weft {
 
@@ -39,11 +38,7 @@ Schedule foldAndForward(const ReduceParams& p, const std::vector<int>& children,
 }  // namespace
 
 Schedule buildChainReduce(const ReduceParams& p) {
-  std::vector<int> ring = p.ringOrder;
-  if (ring.empty()) {
-    ring.resize(p.nranks);
-    std::iota(ring.begin(), ring.end(), 0);
-  }
+  const std::vector<int> ring = orderOrIdentity(p.ringOrder, p.nranks);
   const int n = static_cast<int>(ring.size());
   const int rootPos = static_cast<int>(std::find(ring.begin(), ring.end(), p.root) - ring.begin());
   const int pos = static_cast<int>(std::find(ring.begin(), ring.end(), p.rank) - ring.begin());

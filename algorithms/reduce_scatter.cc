@@ -1,10 +1,8 @@
 #include "algorithms/reduce_scatter.h"
 
 #include <algorithm>
-#include <numeric>
 
 #include "algorithms/channels.h"
-#include "algorithms/hierarchical_allreduce.h"
 #include "algorithms/power_of_two_fold.h"
 #include "algorithms/rail_layout.h"
 #include "algorithms/rank_runs.h"
@@ -61,17 +59,10 @@ Schedule ringReduceScatterPart(const ReduceScatterParams& p, const std::vector<i
   return schedule;
 }
 
-std::vector<int> ringOf(const ReduceScatterParams& p) {
-  if (!p.ringOrder.empty()) return p.ringOrder;
-  std::vector<int> ring(p.nranks);
-  std::iota(ring.begin(), ring.end(), 0);
-  return ring;
-}
-
 }  // namespace
 
 Schedule buildRingReduceScatter(const ReduceScatterParams& p) {
-  const std::vector<int> ring = ringOf(p);
+  const std::vector<int> ring = orderOrIdentity(p.ringOrder, p.nranks);
   if (p.channels <= 1 || p.recvCount < 2 || ring.size() < 2) return ringReduceScatterPart(p, ring, 0, p.recvCount);
   Schedule merged = buildOnChannels(p.channels, p.recvCount, p.nodes, ring, p.elementSize, false,
                                     [&](const std::vector<int>& channelRing, size_t first, size_t elements) {
@@ -112,7 +103,7 @@ void stageInput(const ReduceScatterParams& p, const std::vector<int>& ranksInScr
 }  // namespace
 
 Schedule buildRecursiveHalvingReduceScatter(const ReduceScatterParams& p) {
-  const std::vector<int> order = ringOf(p);
+  const std::vector<int> order = orderOrIdentity(p.ringOrder, p.nranks);
   const int n = static_cast<int>(order.size());
   if (n == 1) return buildRingReduceScatter(p);
   Schedule schedule;
@@ -162,19 +153,17 @@ Schedule buildRecursiveHalvingReduceScatter(const ReduceScatterParams& p) {
 }
 
 Schedule buildHierarchicalReduceScatter(const ReduceScatterParams& p) {
-  const int nodes = static_cast<int>(p.nodes.size());
-  const int local = nodes ? static_cast<int>(p.nodes.front().size()) : 0;
-  if (!nodesAreUniform(p.nodes) || nodes == 1 || local == 1) {
+  if (!hasRails(p.nodes)) {
     ReduceScatterParams ring = p;
-    ring.ringOrder.clear();
-    for (const auto& node : p.nodes) ring.ringOrder.insert(ring.ringOrder.end(), node.begin(), node.end());
+    ring.ringOrder = nodeMajorOrder(p.nodes);
     return buildRingReduceScatter(ring);
   }
   Schedule schedule;
-  schedule.divisor = static_cast<uint64_t>(nodes) * static_cast<uint64_t>(local);
   const size_t block = p.recvCount * p.elementSize;
-  if (block == 0) return schedule;
   const RailLayout at(p.nodes, p.rank, block);
+  const int nodes = at.nodeCount, local = at.local;
+  schedule.divisor = static_cast<uint64_t>(nodes) * static_cast<uint64_t>(local);
+  if (block == 0) return schedule;
   schedule.scratchBytes = at.scratchBytes();
   std::vector<int> railMajor;
   for (int j = 0; j < local; ++j)

@@ -1,6 +1,7 @@
 #include "algorithms/schedule.h"
 
 #include <cstdio>
+#include <numeric>
 
 namespace weft {
 
@@ -64,6 +65,13 @@ std::string Schedule::toString() const {
     out += "\n";
   }
   return out;
+}
+
+std::vector<int> orderOrIdentity(const std::vector<int>& order, int nranks) {
+  if (!order.empty()) return order;
+  std::vector<int> identity(nranks > 0 ? nranks : 1);
+  std::iota(identity.begin(), identity.end(), 0);
+  return identity;
 }
 
 }  // namespace weft

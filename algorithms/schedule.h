@@ -89,4 +89,7 @@ struct Schedule {
 
 const char* stepKindName(StepKind kind);
 
+// The ring order a builder uses: `order`, or 0, 1, ..., nranks-1 when it is empty.
+std::vector<int> orderOrIdentity(const std::vector<int>& order, int nranks);
+
 }  // namespace weft

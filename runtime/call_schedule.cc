@@ -5,7 +5,6 @@
 
 #include "algorithms/algorithm_selection.h"
 #include "algorithms/collective_schedule.h"
-#include "algorithms/direct_allreduce.h"
 #include "algorithms/point_to_point.h"
 #include "common/dtype.h"
 #include "common/status.h"
@@ -52,14 +51,7 @@ Collective costCollective(const CollectiveCall& call) {
 
 size_t costBytes(const CollectiveCall& call) {
   const size_t bytes = call.count * dataTypeSize(call.datatype);
-  switch (call.kind) {
-    case CollectiveKind::AllGather:
-    case CollectiveKind::ReduceScatter:
-    case CollectiveKind::AllToAll:
-    case CollectiveKind::Gather:
-    case CollectiveKind::Scatter: return bytes * static_cast<size_t>(call.comm->nranks);
-    default: return bytes;
-  }
+  return sizeCountsEveryRank(costCollective(call)) ? bytes * static_cast<size_t>(call.comm->nranks) : bytes;
 }
 
 ncclResult_t selectForCall(const CollectiveCall& call, Algorithm* out) {
@@ -78,16 +70,12 @@ ncclResult_t selectForCall(const CollectiveCall& call, Algorithm* out) {
   return ncclSuccess;
 }
 
-Schedule scheduleForCall(const CollectiveCall& call, bool direct, Algorithm selected, const char** algorithm) {
+Schedule scheduleForCall(const CollectiveCall& call, Algorithm selected, const char** algorithm) {
   ncclComm* comm = call.comm;
   const size_t elementSize = dataTypeSize(call.datatype);
   if (call.kind == CollectiveKind::Send || call.kind == CollectiveKind::Recv) {  // scheduleForPointToPoint
     *algorithm = "?";
     return {};
-  }
-  if (call.kind == CollectiveKind::AllReduce && direct) {
-    *algorithm = "direct";
-    return buildDirectAllReduce({call.count, elementSize, comm->rank, comm->nranks, call.op == ncclAvg});
   }
   CollectiveShape shape;
   shape.collective = costCollective(call);
@@ -101,13 +89,7 @@ Schedule scheduleForCall(const CollectiveCall& call, bool direct, Algorithm sele
   shape.average = call.op == ncclAvg;
   shape.preScale = call.op >= ncclNumOps;
   shape.inPlace = callIsInPlace(call);
-  if (shape.collective == Collective::AllReduce || shape.collective == Collective::AllGather ||
-      shape.collective == Collective::ReduceScatter) {
-    size_t smallestNode = static_cast<size_t>(comm->nranks);
-    for (const auto& node : comm->nodes) smallestNode = std::min(smallestNode, node.size());
-    shape.channels = comm->costModel.ringChannels(static_cast<int>(smallestNode), static_cast<int>(comm->nodes.size()),
-                                                  static_cast<double>(costBytes(call)));
-  }
+  shape.channels = comm->costModel.ringChannels(comm->nodes, static_cast<double>(costBytes(call)));
   Algorithm ran = selected;
   Schedule schedule = buildCollectiveSchedule(selected, shape, &ran);
   *algorithm = algorithmName(ran);

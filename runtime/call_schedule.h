@@ -25,9 +25,9 @@ size_t costBytes(const CollectiveCall& call);
 // name is an error listing the valid ones). Not for send/recv.
 ncclResult_t selectForCall(const CollectiveCall& call, Algorithm* out);
 
-// The schedule for one collective; `direct` picks the shared-buffer all-reduce, `selected` the
-// algorithm otherwise (from selectForCall).
-Schedule scheduleForCall(const CollectiveCall& call, bool direct, Algorithm selected, const char** algorithm);
+// The schedule of `selected` (from selectForCall, or Direct when the direct path's handshake
+// found every peer's buffers mapped) for one collective.
+Schedule scheduleForCall(const CollectiveCall& call, Algorithm selected, const char** algorithm);
 
 // One schedule for a group's sends and receives on one communicator. Steps address user
 // memory directly: ranges are absolute addresses over null Send/Recv bases.

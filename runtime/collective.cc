@@ -55,12 +55,12 @@ ncclResult_t planFor(const CollectiveCall& call, bool direct, const PreparedSche
       *out = &entry.plan;
       return ncclSuccess;
     }
-  Algorithm selected = Algorithm::Ring;
+  Algorithm selected = Algorithm::Direct;
   if (!direct) WEFT_CHECK(selectForCall(call, &selected));
   auto& entry = comm->planCache[comm->planCacheNext++ % 4];
   entry.key = ~0ull;
   const char* algorithm = "?";
-  Schedule schedule = scheduleForCall(call, direct, selected, &algorithm);
+  Schedule schedule = scheduleForCall(call, selected, &algorithm);
   prepareSchedule(std::move(schedule), sendAliasesRecv(call), comm->sliceBytes, &entry.plan);
   entry.key = key;
   WEFT_INFO(kLogTune | kLogColl, "%s: %zu x %s op %s root %d -> algorithm %s, %zu steps, slices of %zu bytes",

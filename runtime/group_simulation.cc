@@ -18,20 +18,15 @@ namespace {
 // pair as one link crossing (half a two-rank ring all-reduce).
 double predictCallMicroseconds(const CollectiveCall& call) {
   ncclComm* comm = call.comm;
-  CostInput input;
-  input.nranks = comm->nranks;
-  for (const auto& node : comm->nodes) input.nodeSizes.push_back(static_cast<int>(node.size()));
   if (call.kind == CollectiveKind::Send || call.kind == CollectiveKind::Recv) {
-    input.nranks = 2;
-    input.nodeSizes.clear();
-    input.bytes = call.count * dataTypeSize(call.datatype);
-    return predictAllReduceUs(Algorithm::Ring, input, comm->costModel) / 2;
+    const CostInput pair{call.count * dataTypeSize(call.datatype), 2, {}};
+    return predictAllReduceUs(Algorithm::Ring, pair, comm->costModel) / 2;
   }
   const Collective collective = costCollective(call);
   Algorithm algorithm = defaultAlgorithm(collective);
   if (selectForCall(call, &algorithm) != ncclSuccess) algorithm = defaultAlgorithm(collective);
-  input.bytes = costBytes(call);
-  return predictCollectiveUs(collective, algorithm, input, comm->costModel);
+  return predictCollectiveUs(collective, algorithm, costInputFor(costBytes(call), comm->nranks, comm->nodes),
+                             comm->costModel);
 }
 
 }  // namespace

@@ -201,8 +201,7 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "weft-info: %s\n", lastErrorMessage().c_str());
       return 1;
     }
-    CostInput cost{bytes, n, {}};
-    for (auto& node : in.nodes) cost.nodeSizes.push_back(static_cast<int>(node.size()));
+    const CostInput cost = costInputFor(bytes, n, in.nodes);
     std::printf("%s %s bytes on %d ranks (%zu nodes x %d)\n", collectiveName(collective), sizeText(bytes).c_str(), n,
                 in.nodes.size(), perNode > 0 ? perNode : n);
     if (simulateToo && n > 1024) {
@@ -250,9 +249,7 @@ int main(int argc, char** argv) {
         return 2;
       }
       // SIZE counts as nccl-tests does: per-rank blocks for the gathering and scattering ones.
-      const bool perRank = collective == Collective::AllGather || collective == Collective::ReduceScatter ||
-                           collective == Collective::AllToAll || collective == Collective::Gather ||
-                           collective == Collective::Scatter;
+      const bool perRank = sizeCountsEveryRank(collective);
       CollectiveShape shape;
       shape.collective = collective;
       shape.count = bytes / 4 / (perRank ? static_cast<size_t>(n) : 1);
@@ -260,11 +257,7 @@ int main(int argc, char** argv) {
       shape.rank = printRank;
       shape.nranks = n;
       shape.nodes = in.nodes;
-      if (collective == Collective::AllReduce) {
-        int smallest = n;
-        for (const auto& node : in.nodes) smallest = std::min(smallest, static_cast<int>(node.size()));
-        shape.channels = in.model.ringChannels(smallest, static_cast<int>(in.nodes.size()), static_cast<double>(bytes));
-      }
+      shape.channels = in.model.ringChannels(in.nodes, static_cast<double>(bytes));
       Schedule s = buildCollectiveSchedule(algo, shape);
       std::printf("\nschedule of rank %d, %s, %zu float32%s, root 0 (scratch %zu bytes):\n%s", printRank,
                   algorithmName(algo), shape.count, perRank ? " per rank" : "", s.scratchBytes, s.toString().c_str());
@@ -295,8 +288,7 @@ int main(int argc, char** argv) {
         std::fprintf(stderr, "weft-info: %s\n", lastErrorMessage().c_str());
         return 1;
       }
-      CostInput cost{size, n, {}};
-      for (auto& node : in.nodes) cost.nodeSizes.push_back(static_cast<int>(node.size()));
+      const CostInput cost = costInputFor(size, n, in.nodes);
       std::printf("| %s |", sizeText(size).c_str());
       for (Algorithm a : columns) {
         const AlgorithmEstimate& e = choice.estimates[static_cast<int>(a)];

@@ -17,12 +17,6 @@ std::vector<std::vector<int>> makeNodes(int n, int perNode) {
   return nodes;
 }
 
-CostInput inputOf(size_t bytes, int n, const std::vector<std::vector<int>>& nodes) {
-  CostInput in{bytes, n, {}};
-  for (const auto& node : nodes) in.nodeSizes.push_back(static_cast<int>(node.size()));
-  return in;
-}
-
 double simulatedUs(Algorithm a, size_t bytes, int n, const std::vector<std::vector<int>>& nodes,
                    const CostModel& model) {
   SimulatedAllReduce r = simulateAllReduceTime(a, bytes, n, nodes, model);
@@ -62,7 +56,7 @@ TEST(LinkModelSimulation, LargeMessagesWithinOneAndAHalfOfTheClosedForm) {
     for (size_t bytes : {size_t(64) << 20, size_t(1) << 30})
       for (Algorithm a : {Algorithm::Ring, Algorithm::Tree, Algorithm::Rhd}) {
         auto nodes = makeNodes(c.n, c.perNode);
-        double predicted = predictAllReduceUs(a, inputOf(bytes, c.n, nodes), *c.model);
+        double predicted = predictAllReduceUs(a, costInputFor(bytes, c.n, nodes), *c.model);
         double simulated = simulatedUs(a, bytes, c.n, nodes, *c.model);
         double ratio = simulated / predicted;
         EXPECT_GE(ratio, 1 / 1.5) << c.name << " " << algorithmName(a) << " " << bytes;
@@ -86,6 +80,6 @@ TEST(LinkModelSimulation, ContentionMakesHierarchicalBeatFlatRingAcrossSlowNics)
   // but all L of them share the node's one NIC, which the simulation must show.
   EXPECT_LT(hier, ring);
   EXPECT_LT(hierFour, 0.6 * hier);  // four NICs: the rails no longer queue on one
-  double predictedHier = predictAllReduceUs(Algorithm::Hier, inputOf(bytes, n, nodes), oneNic);
+  double predictedHier = predictAllReduceUs(Algorithm::Hier, costInputFor(bytes, n, nodes), oneNic);
   EXPECT_NEAR(hier / predictedHier, 1.0, 0.25);
 }
