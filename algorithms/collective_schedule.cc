@@ -1,17 +1,17 @@
 #include "algorithms/collective_schedule.h"
 
 
-#include "algorithms/allgather.h"
-#include "algorithms/alltoall.h"
-#include "algorithms/broadcast.h"
-#include "algorithms/direct_allreduce.h"
-#include "algorithms/gather_scatter.h"
-#include "algorithms/hierarchical_allreduce.h"
-#include "algorithms/reduce.h"
-#include "algorithms/reduce_scatter.h"
-#include "algorithms/rhd_allreduce.h"
-#include "algorithms/ring_allreduce.h"
-#include "algorithms/tree_allreduce.h"
+#include "algorithms/builders/allgather.h"
+#include "algorithms/builders/alltoall.h"
+#include "algorithms/builders/broadcast.h"
+#include "algorithms/builders/direct_allreduce.h"
+#include "algorithms/builders/gather_scatter.h"
+#include "algorithms/builders/hierarchical_allreduce.h"
+#include "algorithms/builders/reduce_to_root.h"
+#include "algorithms/builders/reduce_scatter.h"
+#include "algorithms/builders/rhd_allreduce.h"
+#include "algorithms/builders/ring_allreduce.h"
+#include "algorithms/builders/tree_allreduce.h"
 
 namespace weft {
 

@@ -38,7 +38,7 @@ enum class StepKind : uint8_t {
   Reduce,      // dst = src op src2 (either source may be a peer's buffer)
   Notify,      // tell peer: everything before this step is done (an empty message)
   WaitNotify,  // wait for peer's Notify; nothing after this step starts before it
-  // Compressed data (algorithms/compressed_allreduce.h). These steps are cut into slices of
+  // Compressed data (algorithms/builders/compressed_allreduce.h). These steps are cut into slices of
   // Schedule::codecSliceElements elements of their float32 range; each slice is encoded as one
   // codec chunk, so its encoded size is encodedBytes(elements of the slice). The encoded range
   // (`src2` of these steps, "encoded" below) holds slice k's bytes at offset + k *

@@ -5,7 +5,7 @@ Runs all_reduce_perf under weftrun on 2 ranks of this host (8 B .. 64 MiB, facto
 buffers, out-of-place time), WEFT_FIT_SWEEPS times (default 3), keeping each size's best time
 (a shared VM stalls single iterations now and then). Two ranks on one host go through
 shared-memory slots: the cost model's intra-node hop is the Memory class at half its bandwidth
-(copied in, then out; algorithms/cost_model.cc), and ring, rhd and hier on 2 ranks all cost
+(copied in, then out; algorithms/cost/cost_model.cc), and ring, rhd and hier on 2 ranks all cost
   t = 2 (alpha + (S/2) / B_intra) = 2 alpha + S / B_intra.
 The fit is weighted least squares of t against S with weights 1/t^2 (relative error, so the
 latency-bound small sizes count as much as the large ones). It writes

@@ -6,7 +6,7 @@
 //       allgather, reducescatter, broadcast, reduce, alltoall, gather, scatter) of SIZE bytes
 //       (as nccl-tests counts them) on N ranks (L per node; default all on one node), the one
 //       selection picks, and optionally one rank's schedule (root 0). --simulate adds a column: the time the simulator gives when it runs
-//       every rank's schedule against the link model of algorithms/link_model_simulation.h
+//       every rank's schedule against the link model of algorithms/simulation/link_model_simulation.h
 //       (per-link latency and bandwidth, NICs and ports shared by concurrent transfers);
 //       up to 1024 ranks.
 //   weft-info table COLLECTIVE --ranks N[,N...] [--ranks-per-node L] [--topo FILE]
@@ -24,10 +24,10 @@
 #include <string>
 #include <vector>
 
-#include "algorithms/algorithm_selection.h"
+#include "algorithms/cost/algorithm_selection.h"
 #include "algorithms/collective_schedule.h"
-#include "algorithms/cost_model.h"
-#include "algorithms/link_model_simulation.h"
+#include "algorithms/cost/cost_model.h"
+#include "algorithms/simulation/link_model_simulation.h"
 #include "common/status.h"
 #include "topology/topology_model.h"
 #include "topology/topology_xml.h"

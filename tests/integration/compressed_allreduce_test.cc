@@ -12,11 +12,11 @@
 #include <string>
 #include <vector>
 
-#include "algorithms/compressed_allreduce.h"
+#include "algorithms/builders/compressed_allreduce.h"
 #include "compression/cast.h"
 #include "nccl.h"
-#include "runtime/communicator.h"
-#include "runtime/compression_config.h"
+#include "runtime/comm/communicator.h"
+#include "runtime/comm/compression_config.h"
 #include "tests/support/multiprocess.h"
 #include "weft/compression.h"
 

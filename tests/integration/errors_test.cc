@@ -12,8 +12,8 @@
 
 #include "common/socket.h"
 #include "nccl.h"
-#include "runtime/bootstrap.h"
-#include "runtime/unique_id.h"
+#include "runtime/comm/bootstrap.h"
+#include "runtime/comm/unique_id.h"
 #include "tests/support/multiprocess.h"
 #include "tests/support/reference.h"
 

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "nccl.h"
-#include "runtime/communicator.h"
+#include "runtime/comm/communicator.h"
 #include "tests/support/multiprocess.h"
 #include "tests/support/reference.h"
 

@@ -8,7 +8,7 @@
 
 #include "common/dtype.h"
 #include "nccl.h"
-#include "runtime/communicator.h"
+#include "runtime/comm/communicator.h"
 #include "tests/support/multiprocess.h"
 #include "tests/support/reference.h"
 

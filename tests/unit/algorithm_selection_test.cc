@@ -7,8 +7,8 @@
 #include <cstdio>
 #include <fstream>
 
-#include "algorithms/algorithm_selection.h"
-#include "algorithms/cost_model.h"
+#include "algorithms/cost/algorithm_selection.h"
+#include "algorithms/cost/cost_model.h"
 #include "common/status.h"
 #include "topology/topology_model.h"
 #include "topology/topology_xml.h"

@@ -11,11 +11,11 @@
 #include <numeric>
 #include <vector>
 
-#include "algorithms/algorithm_selection.h"
-#include "algorithms/hierarchical_allreduce.h"
-#include "algorithms/rhd_allreduce.h"
-#include "algorithms/simulator.h"
-#include "algorithms/tree_allreduce.h"
+#include "algorithms/cost/algorithm_selection.h"
+#include "algorithms/builders/hierarchical_allreduce.h"
+#include "algorithms/builders/rhd_allreduce.h"
+#include "algorithms/simulation/simulator.h"
+#include "algorithms/builders/tree_allreduce.h"
 
 using namespace weft;
 
@@ -124,7 +124,7 @@ TEST(AllReduceAlgorithms, CorrectFor1To64Ranks) {
         }
 }
 
-// The ring on several channels (algorithms/channels.h): each channel's part on its own rotated
+// The ring on several channels (algorithms/builders/channels.h): each channel's part on its own rotated
 // ring, all interleaved in one schedule; counts below the channel count leave channels empty.
 TEST(AllReduceAlgorithms, RingChannelsCorrectFor1To64Ranks) {
   for (int n = 1; n <= 64; ++n)

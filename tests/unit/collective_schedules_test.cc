@@ -12,14 +12,14 @@
 #include <random>
 #include <vector>
 
-#include "algorithms/allgather.h"
-#include "algorithms/alltoall.h"
-#include "algorithms/broadcast.h"
-#include "algorithms/gather_scatter.h"
-#include "algorithms/point_to_point.h"
-#include "algorithms/reduce.h"
-#include "algorithms/reduce_scatter.h"
-#include "algorithms/simulator.h"
+#include "algorithms/builders/allgather.h"
+#include "algorithms/builders/alltoall.h"
+#include "algorithms/builders/broadcast.h"
+#include "algorithms/builders/gather_scatter.h"
+#include "algorithms/builders/point_to_point.h"
+#include "algorithms/builders/reduce_to_root.h"
+#include "algorithms/builders/reduce_scatter.h"
+#include "algorithms/simulation/simulator.h"
 
 using namespace weft;
 

@@ -2,7 +2,7 @@
 // may go slice by slice.
 #include <gtest/gtest.h>
 
-#include "runtime/executor.h"
+#include "runtime/exec/executor.h"
 
 using namespace weft;
 

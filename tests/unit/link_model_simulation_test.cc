@@ -1,9 +1,9 @@
-// The simulator's link model (algorithms/link_model_simulation.h): simulated all-reduce times
+// The simulator's link model (algorithms/simulation/link_model_simulation.h): simulated all-reduce times
 // against the closed-form alpha-beta predictions, and NIC contention.
 #include <gtest/gtest.h>
 
-#include "algorithms/cost_model.h"
-#include "algorithms/link_model_simulation.h"
+#include "algorithms/cost/cost_model.h"
+#include "algorithms/simulation/link_model_simulation.h"
 #include "topology/topology_model.h"
 #include "topology/topology_xml.h"
 

@@ -8,7 +8,7 @@
 #include <numeric>
 #include <vector>
 
-#include "algorithms/ring_allreduce.h"
+#include "algorithms/builders/ring_allreduce.h"
 
 using namespace weft;
 

@@ -5,8 +5,8 @@
 
 #include <vector>
 
-#include "algorithms/allgather.h"
-#include "algorithms/simulator.h"
+#include "algorithms/builders/allgather.h"
+#include "algorithms/simulation/simulator.h"
 
 using namespace weft;
 

@@ -7,6 +7,7 @@ set -euo pipefail
 packages=(
   build-essential cmake ninja-build pkg-config
   libhwloc-dev hwloc            # topology discovery; lstopo for the tests
+  libhwloc-plugins              # hwloc's libxml2 reader: the topology fixtures carry comments its minimal parser refuses
   libgtest-dev googletest       # tests
   libbenchmark-dev              # kernel benchmarks
   iproute2                      # network-namespace tests

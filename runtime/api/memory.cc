@@ -1,0 +1,12 @@
+// ncclMemAlloc/ncclMemFree on host memory: shared segments that same-host peers can map.
+#include "nccl.h"
+#include "runtime/api/export.h"
+#include "transport/shm/shared_memory_pool.h"
+
+using namespace weft;
+
+WEFT_API ncclResult_t ncclMemAlloc(void** ptr, size_t size) { return sharedAlloc(ptr, size); }
+WEFT_PROFILING_ALIAS(ncclResult_t, ncclMemAlloc, void** ptr, size_t size);
+
+WEFT_API ncclResult_t ncclMemFree(void* ptr) { return sharedFree(ptr); }
+WEFT_PROFILING_ALIAS(ncclResult_t, ncclMemFree, void* ptr);

@@ -1,0 +1,47 @@
+// Bootstrap: how the ranks of a new communicator find each other. The root (started by
+// ncclGetUniqueId, or by rank 0 when the id names a fixed address) admits each rank that
+// proves it holds the id's secret, collects one RankInfo from every rank, and sends the whole
+// table back to all of them. Strangers and garbage are rejected and logged; the real ranks
+// carry on.
+#pragma once
+
+#include <sys/socket.h>
+
+#include <cstdint>
+#include <vector>
+
+#include "runtime/comm/unique_id.h"
+
+namespace weft {
+
+// What every rank tells every other rank. Fixed size and plain data: it travels as bytes.
+struct RankInfo {
+  int32_t rank;
+  int32_t pid;
+  uint64_t hostHash;
+  char hostName[64];
+  int32_t shmFd;
+  int32_t cudaDevice;
+  uint32_t dataAddressLength;
+  sockaddr_storage dataAddress;
+  // topology/rank_placement.h's record: host, CPU binding, NUMA node, GPU, NIC.
+  uint32_t placementBytes;
+  uint8_t placement[1024];
+};
+
+struct BootstrapResult {
+  std::vector<RankInfo> ranks;  // indexed by rank
+  uint64_t commToken[2];        // random, shared by the ranks of this communicator only
+};
+
+// Starts a root listening on `address` (port 0: any) in a background thread that lives until
+// the communicator is formed or WEFT_TIMEOUT passes. `bound` receives the actual address.
+ncclResult_t startBootstrapRoot(const SocketAddress& address, const BootstrapSecret& secret, SocketAddress* bound);
+
+// Connects to the root and exchanges RankInfo. `localAddress` receives the address this host
+// used to reach the root (a good default for data listeners).
+ncclResult_t connectToRoot(const UniqueIdContents& id, double timeoutSeconds, int* fd, SocketAddress* localAddress);
+ncclResult_t exchangeRankInfo(int rootFd, const UniqueIdContents& id, int nranks, const RankInfo& mine,
+                              double timeoutSeconds, BootstrapResult* result);
+
+}  // namespace weft

@@ -1,0 +1,299 @@
+#include "runtime/comm/communicator.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstring>
+#include <thread>
+#include <utility>
+
+#include "common/env.h"
+#include "common/log.h"
+#include "common/hash.h"
+#include "common/status.h"
+#include "topology/rank_layout.h"
+#include "topology/topology_loader.h"
+
+namespace weft {
+
+namespace {
+
+TransportChoice transportChoiceFromEnv(ncclResult_t* result) {
+  *result = ncclSuccess;
+  if (auto forced = envString("WEFT_TRANSPORT")) {
+    if (*forced == "shm") return TransportChoice::Shm;
+    if (*forced == "tcp") return TransportChoice::Tcp;
+    if (*forced == "auto") return TransportChoice::Auto;
+    *result = fail(ncclInvalidArgument, "WEFT_TRANSPORT=%s: valid values are auto, shm, tcp", forced->c_str());
+  }
+  if (envInt("NCCL_SHM_DISABLE", 0) == 1) return TransportChoice::Tcp;
+  return TransportChoice::Auto;
+}
+
+// The machine model is discovered once per process (hwloc takes milliseconds); every
+// communicator of the process reads the same one.
+ncclResult_t processTopology(const TopologyModel** out) {
+  static std::mutex mutex;
+  static std::unique_ptr<TopologyModel> model;
+  std::lock_guard<std::mutex> lock(mutex);
+  if (!model) {
+    auto loaded = std::make_unique<TopologyModel>();
+    WEFT_CHECK(loadTopology(loaded.get()));
+    model = std::move(loaded);
+  }
+  *out = model.get();
+  return ncclSuccess;
+}
+
+ncclResult_t describePlacement(ncclComm* comm, RankInfo* mine) {
+  const TopologyModel* model = nullptr;
+  WEFT_CHECK(processTopology(&model));
+  RankPlacement placement = describeThisRank(*model, comm->cudaDevice);
+  std::vector<uint8_t> bytes = encodeRankPlacement(placement);
+  if (bytes.size() > sizeof(mine->placement))
+    return fail(ncclInternalError, "rank placement record of %zu bytes does not fit the bootstrap table (%zu)",
+                bytes.size(), sizeof(mine->placement));
+  memcpy(mine->placement, bytes.data(), bytes.size());
+  mine->placementBytes = static_cast<uint32_t>(bytes.size());
+  mine->hostHash = fnv1a(placement.hostId);
+  snprintf(mine->hostName, sizeof(mine->hostName), "%s", placement.hostId.c_str());
+  return ncclSuccess;
+}
+
+// The cost model the algorithm selection prices schedules with: the machine's links, or a
+// tuning file's measured terms (WEFT_TUNING_FILE). Host-memory ranks meet in memory.
+ncclResult_t buildCostModel(ncclComm* comm) {
+  const TopologyModel* model = nullptr;
+  WEFT_CHECK(processTopology(&model));
+  LinkTable table;
+  WEFT_CHECK(linkTableFromEnv(model, &table));
+  comm->costModel = costModelFromLinks(table, IntraNodeMedium::Memory, model);
+  applyChannelEnv(&comm->costModel);
+  return ncclSuccess;
+}
+
+// Local ranks and the ring order come from the topology layer's rank layout.
+ncclResult_t applyRankLayout(ncclComm* comm) {
+  std::vector<RankPlacement> placements(comm->nranks);
+  for (int r = 0; r < comm->nranks; ++r) {
+    const RankInfo& info = comm->ranks[r];
+    if (info.placementBytes > sizeof(info.placement))
+      return fail(ncclSystemError, "bootstrap: rank %d sent a placement record of %u bytes", r, info.placementBytes);
+    WEFT_CHECK(decodeRankPlacement(info.placement, info.placementBytes, &placements[r]));
+  }
+  RankLayout layout = computeRankLayout(placements);
+  int node = layout.nodeOf[comm->rank];
+  comm->nodes = layout.nodes;
+  comm->localRanks = layout.nodes[node];
+  comm->localRank = layout.localRank[comm->rank];
+  comm->ringOrder = layout.ringOrder;
+  WEFT_INFO(kLogInit | kLogGraph, "rank layout: %s", describeRankLayout(layout).c_str());
+  return ncclSuccess;
+}
+
+ncclResult_t validateConfig(const ncclConfig_t* config) {
+  if (!config) return ncclSuccess;
+  if (config->magic != 0xcafebeef || config->size < offsetof(ncclConfig_t, netName))
+    return fail(ncclInvalidArgument, "config: not initialized with NCCL_CONFIG_INITIALIZER (bad magic or size)");
+  if (config->blocking != NCCL_CONFIG_UNDEF_INT && config->blocking != 0 && config->blocking != 1)
+    return fail(ncclInvalidArgument, "config->blocking=%d: must be 0 or 1", config->blocking);
+  return ncclSuccess;
+}
+
+ncclResult_t bootstrapCommunicator(ncclComm* comm, const ncclUniqueId& id) {
+  double timeout = timeoutSeconds();
+  UniqueIdContents contents;
+  WEFT_CHECK(decodeUniqueId(id, &contents));
+  if (contents.rootAtRankZero && comm->rank == 0) {
+    SocketAddress bound;
+    WEFT_CHECK(startBootstrapRoot(contents.root, contents.secret, &bound));
+  }
+  int rootFd = -1;
+  SocketAddress local;
+  WEFT_CHECK(connectToRoot(contents, timeout, &rootFd, &local));
+  struct CloseOnExit {
+    int& fd;
+    ~CloseOnExit() { closeSocket(fd); }
+  } closer{rootFd};
+
+  // Data listeners go where the root was reachable from, unless NCCL_SOCKET_IFNAME says otherwise.
+  SocketAddress dataAddress = local;
+  if (getenv("NCCL_SOCKET_IFNAME")) WEFT_CHECK(findInterfaceAddress(&dataAddress, nullptr));
+
+  RankInfo mine{};
+  mine.rank = comm->rank;
+  mine.pid = getpid();
+  mine.cudaDevice = comm->cudaDevice;
+  WEFT_CHECK(describePlacement(comm, &mine));
+  // The shared-memory segment is sized for every rank (sparse) because local ranks are only
+  // known once the table arrives; only rings actually used are ever faulted in.
+  WEFT_CHECK(comm->shm.init(comm->rank, comm->nranks));
+  mine.shmFd = comm->shm.address().fd;
+  // The TCP token is only known after bootstrap; the listener is opened now so its address
+  // can travel in the table, and the token is set before any peer can use it.
+  TcpToken placeholder{};
+  WEFT_CHECK(comm->tcp.init(dataAddress, comm->rank, placeholder, timeout));
+  mine.dataAddressLength = comm->tcp.address().length;
+  memcpy(&mine.dataAddress, &comm->tcp.address().storage, sizeof(mine.dataAddress));
+
+  BootstrapResult result;
+  WEFT_CHECK(exchangeRankInfo(rootFd, contents, comm->nranks, mine, timeout, &result));
+  comm->ranks = std::move(result.ranks);
+  memcpy(comm->commToken, result.commToken, sizeof(comm->commToken));
+  comm->tcp.setToken(TcpToken{{comm->commToken[0], comm->commToken[1]}});
+  return ncclSuccess;
+}
+
+}  // namespace
+
+ncclResult_t newCommunicator(int nranks, int rank, const ncclConfig_t* config, ncclComm** out) {
+  WEFT_CHECK(validateConfig(config));
+  auto comm = std::make_unique<ncclComm>();
+  comm->rank = rank;
+  comm->nranks = nranks;
+  ncclConfig_t defaults = NCCL_CONFIG_INITIALIZER;
+  comm->config = defaults;
+  if (config) memcpy(&comm->config, config, std::min(sizeof(ncclConfig_t), config->size));
+  comm->config.size = sizeof(ncclConfig_t);
+  ncclResult_t choiceResult;
+  comm->transportChoice = transportChoiceFromEnv(&choiceResult);
+  WEFT_CHECK(choiceResult);
+  *out = comm.release();
+  return ncclSuccess;
+}
+
+ncclResult_t initializeCommunicator(ncclComm* comm, const ncclUniqueId& id) {
+  const int rank = comm->rank;
+  const int nranks = comm->nranks;
+  setLogRank(rank);
+  WEFT_CHECK(compressionConfigFromEnv(&comm->compression.env));  // before bootstrap: a bad value fails every rank at once
+  WEFT_CHECK(bootstrapCommunicator(comm, id));
+
+  const RankInfo& me = comm->ranks[rank];
+  WEFT_CHECK(applyRankLayout(comm));
+  WEFT_CHECK(buildCostModel(comm));
+  comm->connections.resize(nranks);
+  comm->connectionTable.assign(nranks, nullptr);
+  size_t slotBytes = ShmTransport::layoutFromEnv(1).slotBytes;
+  size_t tcpSlot = static_cast<size_t>(envInt("WEFT_TCP_SLOT_BYTES", 512 << 10));
+  comm->sliceBytes = static_cast<size_t>(envInt("WEFT_SLICE_BYTES", 256 << 10));
+  comm->sliceBytes = std::min({comm->sliceBytes, slotBytes, tcpSlot});
+  comm->sliceBytes -= comm->sliceBytes % 64;
+  if (comm->sliceBytes == 0) return fail(ncclInvalidArgument, "WEFT_SLICE_BYTES must be at least 64");
+
+  WEFT_INFO(kLogInit, "comm %p rank %d nranks %d localRank %d localSize %zu host %s pid %d", (void*)comm, rank,
+            nranks, comm->localRank, comm->localRanks.size(), me.hostName, me.pid);
+
+  // Ring neighbours are connected now, so that the first collective pays no set-up cost.
+  if (nranks > 1) {
+    auto position = std::find(comm->ringOrder.begin(), comm->ringOrder.end(), rank) - comm->ringOrder.begin();
+    int next = comm->ringOrder[(position + 1) % nranks];
+    int prev = comm->ringOrder[(position + nranks - 1) % nranks];
+    WEFT_CHECK(connectPeers(comm, {prev, next}));
+  }
+  return ncclSuccess;
+}
+
+ncclResult_t initRank(ncclComm_t* comm, int nranks, const ncclUniqueId& commId, int rank, const ncclConfig_t* config) {
+  ncclComm* created = nullptr;
+  WEFT_CHECK(newCommunicator(nranks, rank, config, &created));
+  if (created->config.blocking == 0) {
+    // Non-blocking: hand the communicator back now; ncclCommGetAsyncError says ncclInProgress
+    // until the initialization running in the background is done.
+    created->asyncError.store(ncclInProgress);
+    *comm = created;
+    created->initThread = std::thread([created, commId] {
+      ncclResult_t result = initializeCommunicator(created, commId);
+      if (result != ncclSuccess) {
+        std::lock_guard<std::mutex> lock(created->errorMutex);
+        created->lastError = lastErrorMessage();
+      }
+      created->asyncError.store(result);
+    });
+    return ncclInProgress;
+  }
+  ncclResult_t result = initializeCommunicator(created, commId);
+  if (result != ncclSuccess) {
+    destroyCommunicator(created);
+    *comm = nullptr;
+    return result;
+  }
+  *comm = created;
+  return ncclSuccess;
+}
+
+void finishNonBlockingInit(ncclComm* comm) {
+  std::lock_guard<std::mutex> lock(comm->initMutex);
+  if (comm->initThread.joinable()) comm->initThread.join();
+}
+
+ncclResult_t connectPeers(ncclComm* comm, const std::vector<int>& peers) {
+  for (int peer : peers) {
+    if (peer == comm->rank || comm->connections[peer]) continue;
+    const RankInfo& info = comm->ranks[peer];
+    bool sameHost = info.hostHash == comm->ranks[comm->rank].hostHash;
+    bool useShm = sameHost && comm->transportChoice != TransportChoice::Tcp;
+    std::unique_ptr<Connection> connection;
+    if (useShm) {
+      WEFT_CHECK(comm->shm.connect(ShmPeerAddress{info.pid, info.shmFd, peer}, &connection));
+    } else {
+      SocketAddress address;
+      address.length = info.dataAddressLength;
+      memcpy(&address.storage, &info.dataAddress, sizeof(address.storage));
+      WEFT_CHECK(comm->tcp.connect(peer, address, &connection));
+    }
+    WEFT_INFO(kLogInit | kLogP2p, "Channel 00 : %d[%d] -> %d[%d] via %s", comm->rank, comm->rank, peer, peer,
+              connection->transportName());
+    comm->connectionTable[peer] = connection.get();
+    comm->connections[peer] = std::move(connection);
+  }
+  return ncclSuccess;
+}
+
+void destroyCommunicator(ncclComm* comm) {
+  if (!comm) return;
+  finishNonBlockingInit(comm);
+  comm->magic = 0;
+  delete comm;
+}
+
+void abortCommunicator(ncclComm* comm) {
+  finishNonBlockingInit(comm);
+  comm->aborted.store(true, std::memory_order_release);
+  comm->shm.markAborted();
+  // Calls in flight on other threads see the flag at their next progress check; wait for them
+  // briefly so that freeing the communicator cannot pull memory out from under them.
+  for (int i = 0; i < 2000 && comm->activeCalls.load() > 0; ++i) std::this_thread::sleep_for(std::chrono::microseconds(500));
+}
+
+ncclResult_t checkCommunicator(ncclComm* comm, const char* argumentName) {
+  if (!comm) return fail(ncclInvalidArgument, "%s is NULL", argumentName);
+  if (comm->magic != kCommMagic)
+    return fail(ncclInvalidArgument, "%s does not point to a live communicator (destroyed or corrupt)", argumentName);
+  // A non-blocking communicator still initializing: wait for it rather than race it.
+  if (comm->asyncError.load(std::memory_order_acquire) == ncclInProgress) finishNonBlockingInit(comm);
+  if (comm->aborted.load(std::memory_order_acquire))
+    return fail(ncclInvalidUsage, "%s was aborted (ncclCommAbort) and can only be destroyed", argumentName);
+  if (comm->revoked.load(std::memory_order_acquire))
+    return fail(ncclInvalidUsage, "%s was revoked (ncclCommRevoke): only destroy, split and shrink are allowed",
+                argumentName);
+  int error = comm->asyncError.load(std::memory_order_acquire);
+  if (error != ncclSuccess && error != ncclInProgress) {
+    std::lock_guard<std::mutex> lock(comm->errorMutex);
+    return fail(static_cast<ncclResult_t>(error), "%s failed earlier and cannot be used: %s", argumentName,
+                comm->lastError.c_str());
+  }
+  return ncclSuccess;
+}
+
+void setCommunicatorError(ncclComm* comm, ncclResult_t result) {
+  if (result == ncclSuccess || result == ncclInProgress) return;
+  {
+    std::lock_guard<std::mutex> lock(comm->errorMutex);
+    comm->lastError = lastErrorMessage();
+  }
+  int expected = ncclSuccess;
+  comm->asyncError.compare_exchange_strong(expected, result);
+}
+
+}  // namespace weft

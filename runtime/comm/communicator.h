@@ -1,0 +1,121 @@
+// The communicator: what a rank knows after bootstrap (every rank's RankInfo, which ranks
+// share its host, the ring order), its transports and per-peer connections, its error state,
+// and the schedules it has prepared. `struct ncclComm` is the type behind ncclComm_t.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "algorithms/cost/cost_model.h"
+#include "nccl.h"
+#include "runtime/comm/bootstrap.h"
+#include "runtime/comm/compression_config.h"
+#include "runtime/exec/direct_path.h"
+#include "runtime/exec/executor.h"
+#include "runtime/comm/reduction_ops.h"
+#include "transport/shm/shm_transport.h"
+#include "transport/tcp/tcp_transport.h"
+
+namespace weft {
+
+// A buffer registered with ncclCommRegister or ncclCommWindowRegister; the handle is its address.
+struct RegisteredRegion {
+  void* buffer;
+  size_t bytes;
+  bool window;
+};
+
+constexpr uint64_t kCommMagic = 0x7765667443304d4dull;  // "weftC0MM"
+
+// How each peer is reached, from the environment: WEFT_TRANSPORT=shm|tcp forces one for
+// every same-host peer (NCCL_SHM_DISABLE=1 means tcp); other hosts always use the network.
+enum class TransportChoice { Auto, Shm, Tcp };
+
+}  // namespace weft
+
+struct ncclComm {
+  uint64_t magic = weft::kCommMagic;
+  int rank = 0;
+  int nranks = 0;
+  int cudaDevice = -1;
+  ncclConfig_t config{};
+
+  std::vector<weft::RankInfo> ranks;
+  std::vector<int> localRanks;  // ranks on this host, ascending (from topology's RankLayout)
+  int localRank = 0;
+  std::vector<int> ringOrder;  // node-major: a node's ranks adjacent, each boundary crossed once
+  std::vector<std::vector<int>> nodes;  // ranks of each host, from topology's RankLayout
+  weft::CostModel costModel;            // alpha-beta terms of this communicator's links
+  uint64_t commToken[2]{};
+
+  weft::ShmTransport shm;
+  weft::TcpTransport tcp;
+  weft::TransportChoice transportChoice = weft::TransportChoice::Auto;
+  std::vector<std::unique_ptr<weft::Connection>> connections;  // by peer rank, null until used
+  std::vector<weft::Connection*> connectionTable;              // raw view for the executor
+  size_t sliceBytes = 0;
+
+  std::atomic<int> asyncError{ncclSuccess};  // ncclInProgress while a non-blocking init runs
+  std::atomic<bool> aborted{false};
+  std::atomic<bool> revoked{false};
+  std::mutex initMutex;
+  std::thread initThread;  // a non-blocking (config.blocking = 0) initialization
+  std::atomic<int> activeCalls{0};
+  std::mutex errorMutex;
+  std::string lastError;
+  uint64_t collectiveSequence = 0;
+
+  // The last prepared schedule, reused while calls keep the same shape (training loops do).
+  struct PlanCacheEntry {
+    uint64_t key = ~0ull;
+    weft::PreparedSchedule plan;
+  };
+  PlanCacheEntry planCache[4];
+  unsigned planCacheNext = 0;
+  std::mutex registrationMutex;
+  std::vector<std::unique_ptr<weft::RegisteredRegion>> registrations;
+  std::vector<char> scratch;  // schedules' Scratch buffer: grown when needed, never per call
+  std::vector<weft::PreMulSumOp> preMulSumOps;
+
+  // Direct all-reduce on shared buffers (runtime/exec/direct_path.h): the descriptor table every
+  // rank fills before a large call, the exchange's plan, and the peers' buffers mapped here.
+  std::vector<weft::DirectDescriptor> directDescriptors;
+  weft::PreparedSchedule directHandshakePlan;
+  weft::PeerBufferMapper peerBuffers;
+  std::vector<char*> peerSendBuffers;
+  std::vector<char*> peerRecvBuffers;
+
+  // Compressed all-reduce (runtime/comm/compression_config.h): WEFT_COMPRESSION, codecs, per-buffer
+  // error-feedback residuals, prepared schedules.
+  weft::CommCompression compression;
+};
+
+namespace weft {
+
+// A communicator object with its configuration, not yet connected to anyone.
+ncclResult_t newCommunicator(int nranks, int rank, const ncclConfig_t* config, ncclComm** out);
+// Bootstrap, topology layout, transports and ring-neighbour connections for one rank.
+ncclResult_t initializeCommunicator(ncclComm* comm, const ncclUniqueId& id);
+// ncclCommInitRankConfig's work: blocking, or (config->blocking == 0) in the background,
+// returning ncclInProgress.
+ncclResult_t initRank(ncclComm_t* comm, int nranks, const ncclUniqueId& commId, int rank, const ncclConfig_t* config);
+// Waits for a non-blocking initialization, if one is running.
+void finishNonBlockingInit(ncclComm* comm);
+void destroyCommunicator(ncclComm* comm);
+// Stops everything the communicator is doing; peers waiting on it get an error.
+void abortCommunicator(ncclComm* comm);
+
+// Connects to every rank in `peers` not yet connected (both ranks of each pair must ask).
+ncclResult_t connectPeers(ncclComm* comm, const std::vector<int>& peers);
+
+// ncclInvalidArgument unless `comm` is a live weft communicator; the stored error if it failed.
+ncclResult_t checkCommunicator(ncclComm* comm, const char* argumentName = "comm");
+// Records an asynchronous error (the communicator is unusable afterwards).
+void setCommunicatorError(ncclComm* comm, ncclResult_t result);
+
+}  // namespace weft

@@ -1,0 +1,112 @@
+#include "runtime/exec/call_schedule.h"
+
+#include <algorithm>
+#include <cstdint>
+
+#include "algorithms/cost/algorithm_selection.h"
+#include "algorithms/collective_schedule.h"
+#include "algorithms/builders/point_to_point.h"
+#include "common/dtype.h"
+#include "common/status.h"
+#include "runtime/comm/communicator.h"
+
+namespace weft {
+
+bool callIsInPlace(const CollectiveCall& call) {
+  const char* send = static_cast<const char*>(call.sendbuff);
+  const char* recv = static_cast<const char*>(call.recvbuff);
+  size_t block = call.count * dataTypeSize(call.datatype);
+  int rank = call.comm->rank;
+  switch (call.kind) {
+    case CollectiveKind::AllGather: return recv && send == recv + rank * block;
+    case CollectiveKind::ReduceScatter: return send && recv == send + rank * block;
+    case CollectiveKind::Gather: return rank == call.root && recv && send == recv + call.root * block;
+    case CollectiveKind::Scatter: return rank == call.root && send && recv == send + call.root * block;
+    default: return send == recv;
+  }
+}
+
+bool sendAliasesRecv(const CollectiveCall& call) {
+  switch (call.kind) {
+    case CollectiveKind::AllReduce:
+    case CollectiveKind::Broadcast:
+    case CollectiveKind::Reduce: return call.sendbuff == call.recvbuff;
+    case CollectiveKind::AllToAll: return false;  // the builder works in place itself
+    default: return false;                        // in-place rules are block offsets, handled by builders
+  }
+}
+
+Collective costCollective(const CollectiveCall& call) {
+  switch (call.kind) {
+    case CollectiveKind::AllGather: return Collective::AllGather;
+    case CollectiveKind::ReduceScatter: return Collective::ReduceScatter;
+    case CollectiveKind::Broadcast: return Collective::Broadcast;
+    case CollectiveKind::Reduce: return Collective::Reduce;
+    case CollectiveKind::AllToAll: return Collective::AllToAll;
+    case CollectiveKind::Gather: return Collective::Gather;
+    case CollectiveKind::Scatter: return Collective::Scatter;
+    default: return Collective::AllReduce;
+  }
+}
+
+size_t costBytes(const CollectiveCall& call) {
+  const size_t bytes = call.count * dataTypeSize(call.datatype);
+  return sizeCountsEveryRank(costCollective(call)) ? bytes * static_cast<size_t>(call.comm->nranks) : bytes;
+}
+
+ncclResult_t selectForCall(const CollectiveCall& call, Algorithm* out) {
+  ncclComm* comm = call.comm;
+  SelectionInput input;
+  input.collective = costCollective(call);
+  input.bytes = costBytes(call);
+  input.nranks = comm->nranks;
+  input.nodes = comm->nodes;
+  input.model = comm->costModel;
+  input.directAvailable = false;  // decided per call by the direct path's handshake instead
+  readAlgorithmEnv(&input);
+  AlgorithmChoice choice;
+  WEFT_CHECK(selectAlgorithm(input, &choice));
+  *out = choice.algorithm == Algorithm::Direct ? Algorithm::Ring : choice.algorithm;
+  return ncclSuccess;
+}
+
+Schedule scheduleForCall(const CollectiveCall& call, Algorithm selected, const char** algorithm) {
+  ncclComm* comm = call.comm;
+  const size_t elementSize = dataTypeSize(call.datatype);
+  if (call.kind == CollectiveKind::Send || call.kind == CollectiveKind::Recv) {  // scheduleForPointToPoint
+    *algorithm = "?";
+    return {};
+  }
+  CollectiveShape shape;
+  shape.collective = costCollective(call);
+  shape.count = call.count;
+  shape.elementSize = elementSize;
+  shape.rank = comm->rank;
+  shape.nranks = comm->nranks;
+  shape.root = call.root;
+  shape.order = comm->ringOrder;
+  shape.nodes = comm->nodes;
+  shape.average = call.op == ncclAvg;
+  shape.preScale = call.op >= ncclNumOps;
+  shape.inPlace = callIsInPlace(call);
+  shape.channels = comm->costModel.ringChannels(comm->nodes, static_cast<double>(costBytes(call)));
+  Algorithm ran = selected;
+  Schedule schedule = buildCollectiveSchedule(selected, shape, &ran);
+  *algorithm = algorithmName(ran);
+  return schedule;
+}
+
+ncclResult_t scheduleForPointToPoint(const std::vector<const CollectiveCall*>& calls, Schedule* schedule) {
+  PointToPointParams params;
+  params.rank = calls.front()->comm->rank;
+  for (const CollectiveCall* call : calls) {
+    bool send = call->kind == CollectiveKind::Send;
+    uintptr_t address = reinterpret_cast<uintptr_t>(send ? call->sendbuff : call->recvbuff);
+    params.ops.push_back({call->peer, call->count * dataTypeSize(call->datatype), send, address});
+  }
+  std::string error;
+  if (!buildPointToPoint(params, schedule, &error)) return fail(ncclInvalidUsage, "send/recv group: %s", error.c_str());
+  return ncclSuccess;
+}
+
+}  // namespace weft

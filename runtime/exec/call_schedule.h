@@ -1,0 +1,36 @@
+// From a call to its schedule: NCCL's in-place rules for each collective, the algorithm for
+// it, and the builder's parameters. Point-to-point calls of one group become one schedule.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "algorithms/cost/cost_model.h"
+#include "algorithms/schedule.h"
+#include "runtime/exec/collective.h"
+
+namespace weft {
+
+// In place as NCCL defines it for the call's kind (same pointer, or the rank's block of the
+// larger buffer for all-gather, reduce-scatter, gather and scatter).
+bool callIsInPlace(const CollectiveCall& call);
+// True when the schedule names BufferKind::Send for memory that is also Recv (same pointer).
+bool sendAliasesRecv(const CollectiveCall& call);
+
+// The collective and size (as nccl-tests counts it) the cost model sees for `call`.
+Collective costCollective(const CollectiveCall& call);
+size_t costBytes(const CollectiveCall& call);
+
+// The algorithm the cost model picks for `call` (NCCL_ALGO / WEFT_ALGO override it; an unknown
+// name is an error listing the valid ones). Not for send/recv.
+ncclResult_t selectForCall(const CollectiveCall& call, Algorithm* out);
+
+// The schedule of `selected` (from selectForCall, or Direct when the direct path's handshake
+// found every peer's buffers mapped) for one collective.
+Schedule scheduleForCall(const CollectiveCall& call, Algorithm selected, const char** algorithm);
+
+// One schedule for a group's sends and receives on one communicator. Steps address user
+// memory directly: ranges are absolute addresses over null Send/Recv bases.
+ncclResult_t scheduleForPointToPoint(const std::vector<const CollectiveCall*>& calls, Schedule* schedule);
+
+}  // namespace weft

@@ -1,0 +1,240 @@
+#include "runtime/exec/collective.h"
+
+#include <algorithm>
+#include <deque>
+#include <memory>
+
+#include "common/dtype.h"
+#include "common/env.h"
+#include "common/log.h"
+#include "common/status.h"
+#include "runtime/exec/call_schedule.h"
+#include "runtime/comm/communicator.h"
+#include "runtime/exec/compressed_allreduce_run.h"
+#include "runtime/exec/direct_path.h"
+#include "runtime/exec/idle_waiter.h"
+#include "runtime/comm/reduction_ops.h"
+
+namespace weft {
+
+const char* collectiveName(CollectiveKind kind) {
+  switch (kind) {
+    case CollectiveKind::AllReduce: return "AllReduce";
+    case CollectiveKind::Broadcast: return "Broadcast";
+    case CollectiveKind::Reduce: return "Reduce";
+    case CollectiveKind::AllGather: return "AllGather";
+    case CollectiveKind::ReduceScatter: return "ReduceScatter";
+    case CollectiveKind::AllToAll: return "AlltoAll";
+    case CollectiveKind::Gather: return "Gather";
+    case CollectiveKind::Scatter: return "Scatter";
+    case CollectiveKind::Send: return "Send";
+    case CollectiveKind::Recv: return "Recv";
+  }
+  return "?";
+}
+
+namespace {
+
+uint64_t planKey(const CollectiveCall& call, bool direct) {
+  uint64_t key = call.count * 2 + (direct ? 1 : 0);
+  key = key * 31 + static_cast<uint64_t>(call.datatype);
+  key = key * 31 + static_cast<uint64_t>(call.op == ncclAvg) + 2 * static_cast<uint64_t>(call.op >= ncclNumOps);
+  key = key * 31 + static_cast<uint64_t>(call.kind);
+  key = key * 1031 + static_cast<uint64_t>(call.root + 1);
+  key = key * 2 + (callIsInPlace(call) ? 1 : 0);
+  return key;
+}
+
+// The prepared schedule for `call`, from the communicator's small cache when the shape repeats
+// (the algorithm choice depends only on what the key holds).
+ncclResult_t planFor(const CollectiveCall& call, bool direct, const PreparedSchedule** out) {
+  ncclComm* comm = call.comm;
+  uint64_t key = planKey(call, direct);
+  for (auto& entry : comm->planCache)
+    if (entry.key == key) {
+      *out = &entry.plan;
+      return ncclSuccess;
+    }
+  Algorithm selected = Algorithm::Direct;
+  if (!direct) WEFT_CHECK(selectForCall(call, &selected));
+  auto& entry = comm->planCache[comm->planCacheNext++ % 4];
+  entry.key = ~0ull;
+  const char* algorithm = "?";
+  Schedule schedule = scheduleForCall(call, selected, &algorithm);
+  prepareSchedule(std::move(schedule), sendAliasesRecv(call), comm->sliceBytes, &entry.plan);
+  entry.key = key;
+  WEFT_INFO(kLogTune | kLogColl, "%s: %zu x %s op %s root %d -> algorithm %s, %zu steps, slices of %zu bytes",
+            collectiveName(call.kind), call.count, dataTypeName(call.datatype), redOpName(call.op), call.root,
+            algorithm, entry.plan.schedule.steps.size(), entry.plan.sliceBytes);
+  *out = &entry.plan;
+  return ncclSuccess;
+}
+
+std::vector<int> peersOf(const Schedule& schedule) {
+  std::vector<int> peers;
+  for (const Step& s : schedule.steps)
+    if (s.peer >= 0 && std::find(peers.begin(), peers.end(), s.peer) == peers.end()) peers.push_back(s.peer);
+  std::sort(peers.begin(), peers.end());
+  return peers;
+}
+
+// One unit of work of a communicator's queue: a collective, or all of a group's sends and
+// receives on that communicator together.
+struct WorkItem {
+  const CollectiveCall* call;
+  std::vector<const CollectiveCall*> pointToPoint;
+};
+
+// The work of one communicator, run one item after another in call order.
+struct CommQueue {
+  ncclComm* comm;
+  std::deque<WorkItem> pending;
+  std::unique_ptr<CollectiveRun> running;
+  const CollectiveCall* handshakeFor = nullptr;  // the running run is this call's descriptor exchange
+  std::unique_ptr<PreparedSchedule> ownedPlan;   // a plan not in the cache (send/recv groups)
+};
+
+char* scratchFor(ncclComm* comm, size_t bytes) {
+  // Grown, never shrunk; resize() zero-fills, so the pages are faulted in here, once.
+  if (comm->scratch.size() < bytes) comm->scratch.resize(bytes);
+  return comm->scratch.data();
+}
+
+ncclResult_t startRun(CommQueue& queue, const CollectiveCall& call, const PreparedSchedule* plan, RunBuffers buffers,
+                      const char* name, const RunCodec* codec = nullptr) {
+  ncclComm* comm = call.comm;
+  WEFT_CHECK(connectPeers(comm, peersOf(plan->schedule)));
+  if (plan->schedule.scratchBytes) buffers.scratch = scratchFor(comm, plan->schedule.scratchBytes);
+  RunReduction reduction;
+  WEFT_CHECK(resolveReduction(comm, call.op, call.datatype, &reduction));
+  if (codec) reduction.codec = *codec;
+  uint64_t sequence = comm->collectiveSequence++;
+  WEFT_TRACE(kLogColl, "%s #%llu count %zu datatype %d op %d root %d peer %d sendbuff %p recvbuff %p", name,
+             (unsigned long long)sequence, call.count, call.datatype, call.op, call.root, call.peer, call.sendbuff,
+             call.recvbuff);
+  queue.running = std::make_unique<CollectiveRun>(plan, comm->connectionTable.data(), buffers, reduction, name, sequence);
+  return ncclSuccess;
+}
+
+RunBuffers userBuffers(const CollectiveCall& call) {
+  return RunBuffers{static_cast<const char*>(call.sendbuff), static_cast<char*>(call.recvbuff), nullptr};
+}
+
+// Starts the queue's next item (or the direct-path handshake that decides how to run it).
+ncclResult_t startNext(CommQueue& queue) {
+  queue.running.reset();
+  if (queue.handshakeFor) {
+    const CollectiveCall& call = *queue.handshakeFor;
+    queue.handshakeFor = nullptr;
+    bool direct = false;
+    RunBuffers buffers;
+    WEFT_CHECK(concludeDirectHandshake(call, &direct, &buffers));
+    const PreparedSchedule* plan = nullptr;
+    WEFT_CHECK(planFor(call, direct, &plan));
+    return startRun(queue, call, plan, buffers, collectiveName(call.kind));
+  }
+  if (queue.pending.empty()) return ncclSuccess;
+  WorkItem item = std::move(queue.pending.front());
+  queue.pending.pop_front();
+  if (!item.pointToPoint.empty()) {
+    Schedule schedule;
+    WEFT_CHECK(scheduleForPointToPoint(item.pointToPoint, &schedule));
+    queue.ownedPlan = std::make_unique<PreparedSchedule>();
+    prepareSchedule(std::move(schedule), false, queue.comm->sliceBytes, queue.ownedPlan.get());
+    // Ranges are absolute addresses (see scheduleForPointToPoint): null bases.
+    return startRun(queue, *item.pointToPoint.front(), queue.ownedPlan.get(), RunBuffers{}, "SendRecv");
+  }
+  const CollectiveCall& call = *item.call;
+  CompressedRunSetup compressed;  // WEFT_COMPRESSION or weftAllReduceCompressed
+  WEFT_CHECK(prepareCompressedAllReduce(call, &compressed));
+  if (compressed.plan) return startRun(queue, call, compressed.plan, userBuffers(call), "AllReduceCompressed", &compressed.codec);
+  if (directPathEligible(call) && call.op < ncclNumOps) {
+    const PreparedSchedule* plan = nullptr;
+    RunBuffers buffers;
+    WEFT_CHECK(beginDirectHandshake(call, &plan, &buffers));
+    queue.handshakeFor = &call;
+    return startRun(queue, call, plan, buffers, "DirectHandshake");
+  }
+  const PreparedSchedule* plan = nullptr;
+  WEFT_CHECK(planFor(call, false, &plan));
+  return startRun(queue, call, plan, userBuffers(call), collectiveName(call.kind));
+}
+
+// Groups the calls by communicator; each communicator's sends and receives become one item,
+// placed where its first one was called.
+std::vector<CommQueue> queuesFor(const std::vector<CollectiveCall>& calls) {
+  std::vector<CommQueue> queues;
+  for (const auto& call : calls) {
+    auto it = std::find_if(queues.begin(), queues.end(), [&](const CommQueue& q) { return q.comm == call.comm; });
+    if (it == queues.end()) {
+      queues.push_back(CommQueue{call.comm, {}, nullptr, nullptr, nullptr});
+      it = queues.end() - 1;
+    }
+    if (isPointToPoint(call.kind)) {
+      auto p2p = std::find_if(it->pending.begin(), it->pending.end(),
+                              [](const WorkItem& w) { return !w.pointToPoint.empty(); });
+      if (p2p == it->pending.end()) {
+        it->pending.push_back(WorkItem{nullptr, {&call}});
+      } else {
+        p2p->pointToPoint.push_back(&call);
+      }
+    } else {
+      it->pending.push_back(WorkItem{&call, {}});
+    }
+  }
+  return queues;
+}
+
+}  // namespace
+
+ncclResult_t runCollectives(const std::vector<CollectiveCall>& calls) {
+  std::vector<CommQueue> queues = queuesFor(calls);
+  std::vector<ncclComm*> comms;
+  for (auto& q : queues) {
+    comms.push_back(q.comm);
+    q.comm->activeCalls.fetch_add(1);
+  }
+  auto finish = [&](ncclResult_t result, ncclComm* culprit) {
+    if (result != ncclSuccess) setCommunicatorError(culprit ? culprit : comms.front(), result);
+    for (auto* c : comms) c->activeCalls.fetch_sub(1);
+    return result;
+  };
+
+  for (auto& q : queues) {
+    ncclResult_t result = startNext(q);
+    if (result != ncclSuccess) return finish(result, q.comm);
+  }
+  IdleWaiter waiter(timeoutSeconds());
+  std::vector<CollectiveRun*> active;
+  ncclComm* culprit = nullptr;
+  // One pass over every running collective; starts each queue's next item as one finishes.
+  auto progressAll = [&](bool* progressed) -> ncclResult_t {
+    for (auto& q : queues) {
+      while (q.running) {
+        culprit = q.comm;
+        WEFT_CHECK(q.running->progress(progressed));
+        if (!q.running->done()) break;
+        WEFT_CHECK(startNext(q));
+        *progressed = true;
+      }
+    }
+    return ncclSuccess;
+  };
+  for (;;) {
+    bool progressed = false;
+    ncclResult_t result = progressAll(&progressed);
+    if (result != ncclSuccess) return finish(result, culprit);
+    active.clear();
+    for (auto& q : queues)
+      if (q.running) active.push_back(q.running.get());
+    if (active.empty()) return finish(ncclSuccess, nullptr);
+    if (progressed) {
+      waiter.madeProgress();
+      continue;
+    }
+    result = waiter.idle(active, comms, progressAll);
+    if (result != ncclSuccess) return finish(result, culprit ? culprit : comms.front());
+  }
+}
+
+}  // namespace weft

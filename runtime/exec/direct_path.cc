@@ -1,0 +1,69 @@
+#include "runtime/exec/direct_path.h"
+
+#include "common/dtype.h"
+#include "common/env.h"
+#include "common/log.h"
+#include "common/status.h"
+#include "runtime/comm/communicator.h"
+
+namespace weft {
+
+bool directPathEligible(const CollectiveCall& call) {
+  ncclComm* comm = call.comm;
+  static const bool enabled = envInt("WEFT_DIRECT", 1) != 0;
+  static const size_t minBytes = static_cast<size_t>(envInt("WEFT_DIRECT_MIN_BYTES", 1 << 20));
+  return enabled && call.kind == CollectiveKind::AllReduce && comm->nranks > 1 &&
+         static_cast<int>(comm->localRanks.size()) == comm->nranks && comm->transportChoice != TransportChoice::Tcp &&
+         call.count * dataTypeSize(call.datatype) >= minBytes;
+}
+
+ncclResult_t beginDirectHandshake(const CollectiveCall& call, const PreparedSchedule** plan, RunBuffers* buffers) {
+  ncclComm* comm = call.comm;
+  const size_t bytes = call.count * dataTypeSize(call.datatype);
+  const size_t d = sizeof(DirectDescriptor);
+  if (comm->directDescriptors.empty()) {
+    comm->directDescriptors.resize(comm->nranks);
+    comm->peerSendBuffers.assign(comm->nranks, nullptr);
+    comm->peerRecvBuffers.assign(comm->nranks, nullptr);
+    // Send this rank's descriptor to every peer, then take theirs.
+    Schedule exchange;
+    for (int p = 0; p < comm->nranks; ++p)
+      if (p != comm->rank)
+        exchange.steps.push_back({StepKind::Send, p, {BufferKind::Scratch, comm->rank * d, d}, {}, {}});
+    for (int p = 0; p < comm->nranks; ++p)
+      if (p != comm->rank)
+        exchange.steps.push_back({StepKind::Recv, p, {}, {BufferKind::Scratch, p * d, d}, {}});
+    prepareSchedule(std::move(exchange), false, comm->sliceBytes, &comm->directHandshakePlan);
+    std::vector<int> everyone;
+    for (int p = 0; p < comm->nranks; ++p) everyone.push_back(p);
+    WEFT_CHECK(connectPeers(comm, everyone));
+  }
+  DirectDescriptor& mine = comm->directDescriptors[comm->rank];
+  mine = DirectDescriptor{};
+  mine.capable = findSharedBuffer(call.sendbuff, bytes, &mine.send) && findSharedBuffer(call.recvbuff, bytes, &mine.recv);
+  *plan = &comm->directHandshakePlan;
+  *buffers = RunBuffers{};
+  buffers->scratch = reinterpret_cast<char*>(comm->directDescriptors.data());
+  buffers->send = buffers->scratch;
+  buffers->recv = buffers->scratch;
+  return ncclSuccess;
+}
+
+ncclResult_t concludeDirectHandshake(const CollectiveCall& call, bool* useDirect, RunBuffers* buffers) {
+  ncclComm* comm = call.comm;
+  *useDirect = true;
+  for (const auto& d : comm->directDescriptors) *useDirect &= d.capable != 0;
+  *buffers = RunBuffers{static_cast<const char*>(call.sendbuff), static_cast<char*>(call.recvbuff), nullptr};
+  if (!*useDirect) return ncclSuccess;
+  for (int p = 0; p < comm->nranks; ++p) {
+    if (p == comm->rank) continue;
+    const DirectDescriptor& d = comm->directDescriptors[p];
+    WEFT_CHECK(comm->peerBuffers.map(d.send, &comm->peerSendBuffers[p]));
+    WEFT_CHECK(comm->peerBuffers.map(d.recv, &comm->peerRecvBuffers[p]));
+  }
+  buffers->peerSend = comm->peerSendBuffers.data();
+  buffers->peerRecv = comm->peerRecvBuffers.data();
+  return ncclSuccess;
+}
+
+}  // namespace weft

@@ -1,0 +1,422 @@
+#include "runtime/exec/executor.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "common/dtype.h"
+#include "common/streaming_copy.h"
+#include "common/status.h"
+#include "compression/cast.h"
+#include "compression/codec.h"
+
+namespace weft {
+
+namespace {
+
+bool reads(const Step& step) { return step.kind != StepKind::Recv && !isFence(step.kind); }
+bool writes(const Step& step) { return step.kind != StepKind::Send && !isFence(step.kind); }
+bool usesPeer(const Step& step) { return step.peer >= 0; }
+bool sendsToPeer(const Step& step) {
+  return step.kind == StepKind::Send || step.kind == StepKind::Notify || step.kind == StepKind::EncodeSend ||
+         step.kind == StepKind::SendEncoded;
+}
+// Codec steps' encoded ranges (src2): which kinds read them and which write them.
+bool readsEncoded(const Step& step) {
+  return step.kind == StepKind::SendEncoded || step.kind == StepKind::Decode || step.kind == StepKind::DecodeAdd;
+}
+bool writesEncoded(const Step& step) {
+  return step.kind == StepKind::EncodeSend || step.kind == StepKind::RecvDecodeAdd || step.kind == StepKind::RecvEncoded;
+}
+
+// A received range this large will not be read back from cache: write it with streaming stores.
+constexpr size_t kStreamingRangeBytes = 4 << 20;
+
+BufferRange normalized(BufferRange range, bool sendAliasesRecv) {
+  if (sendAliasesRecv && range.buffer == BufferKind::Send) range.buffer = BufferKind::Recv;
+  return range;
+}
+
+}  // namespace
+
+void prepareSchedule(Schedule schedule, bool sendAliasesRecv, size_t sliceBytes, PreparedSchedule* out) {
+  // Compressed schedules slice every step at a whole number of codec slices (their encoded
+  // size, not this, is what must fit a transport slot; the builder saw to that).
+  if (schedule.codecSliceElements) sliceBytes = schedule.codecSliceElements * sizeof(float);
+  out->schedule = std::move(schedule);
+  out->sliceBytes = sliceBytes;
+  const auto& steps = out->schedule.steps;
+  out->dependencies.assign(steps.size(), {});
+  out->sliceCounts.resize(steps.size());
+  int lastFence = -1;
+  for (size_t i = 0; i < steps.size(); ++i) {
+    const Step& s = steps[i];
+    size_t bytes = s.kind == StepKind::Recv ? s.dst.bytes : s.src.bytes;
+    out->sliceCounts[i] = isFence(s.kind) ? 1 : static_cast<uint32_t>((bytes + sliceBytes - 1) / sliceBytes);
+    if (isCodecStep(s.kind)) {
+      size_t stride = out->schedule.encodedSliceBytes;
+      out->sliceCounts[i] = isEncodedOnly(s.kind) ? static_cast<uint32_t>(stride ? (s.src2.bytes + stride - 1) / stride : 0)
+                                                  : static_cast<uint32_t>((codecFloatRange(s).bytes + sliceBytes - 1) / sliceBytes);
+    }
+    if (isFence(s.kind)) {
+      // A fence waits for everything before it; everything after it waits for it.
+      for (size_t j = 0; j < i; ++j) out->dependencies[i].push_back({static_cast<uint32_t>(j), false});
+      lastFence = static_cast<int>(i);
+      continue;
+    }
+    if (lastFence >= 0) out->dependencies[i].push_back({static_cast<uint32_t>(lastFence), false});
+    BufferRange src = normalized(s.src, sendAliasesRecv);
+    BufferRange src2 = normalized(s.src2, sendAliasesRecv);
+    BufferRange dst = normalized(s.dst, sendAliasesRecv);
+    bool channelSeen = false;
+    for (size_t j = i; j-- > static_cast<size_t>(lastFence + 1);) {
+      const Step& t = steps[j];
+      BufferRange tSrc = normalized(t.src, sendAliasesRecv);
+      BufferRange tSrc2 = normalized(t.src2, sendAliasesRecv);
+      BufferRange tDst = normalized(t.dst, sendAliasesRecv);
+      bool raw = reads(s) && writes(t) && (src.overlaps(tDst) || (s.kind == StepKind::Reduce && src2.overlaps(tDst)));
+      bool waw = writes(s) && writes(t) && dst.overlaps(tDst);
+      bool war = writes(s) && reads(t) && (dst.overlaps(tSrc) || (t.kind == StepKind::Reduce && dst.overlaps(tSrc2)));
+      // Encoded ranges (codec steps, scratch only).
+      bool rawEncoded = readsEncoded(s) && writesEncoded(t) && s.src2.overlaps(t.src2);
+      bool wawEncoded = writesEncoded(s) && writesEncoded(t) && s.src2.overlaps(t.src2);
+      bool warEncoded = writesEncoded(s) && readsEncoded(t) && s.src2.overlaps(t.src2);
+      bool encodedHazard = rawEncoded || wawEncoded || warEncoded;
+      // Messages on one channel (peer, direction) must leave and arrive in schedule order. Only
+      // a step that moves a message counts: an empty one is done at once, whatever came before.
+      bool channel = !channelSeen && usesPeer(s) && t.peer == s.peer && sendsToPeer(s) == sendsToPeer(t) &&
+                     out->sliceCounts[j] > 0;
+      if (channel) channelSeen = true;
+      if (!(raw || waw || war || channel || encodedHazard)) continue;
+      bool aligned = !channel;
+      // Codec steps slice by elements, others by bytes: only steps of one kind of slicing align.
+      aligned &= isCodecStep(s.kind) == isCodecStep(t.kind);
+      if (encodedHazard) aligned &= s.src2 == t.src2;
+      if (raw) aligned &= src == tDst && (s.kind != StepKind::Reduce || !src2.overlaps(tDst) || src2 == tDst);
+      if (waw) aligned &= dst == tDst;
+      if (war) aligned &= dst == tSrc && (t.kind != StepKind::Reduce || !dst.overlaps(tSrc2) || dst == tSrc2);
+      out->dependencies[i].push_back({static_cast<uint32_t>(j), aligned});
+    }
+  }
+}
+
+CollectiveRun::CollectiveRun(const PreparedSchedule* plan, Connection* const* connections, RunBuffers buffers,
+                             RunReduction reduction, const char* name, uint64_t sequence)
+    : plan_(plan),
+      connections_(connections),
+      buffers_(buffers),
+      reduction_(reduction),
+      elementSize_(dataTypeSize(reduction.type)),
+      name_(name),
+      sequence_(sequence),
+      slicesDone_(plan->schedule.steps.size(), 0) {
+  for (const Step& step : plan_->schedule.steps) {
+    if (step.peer < 0) continue;
+    Connection* c = connections_[step.peer];
+    if (std::find(peers_.begin(), peers_.end(), c) == peers_.end()) peers_.push_back(c);
+  }
+  done_ = plan_->schedule.steps.empty();
+}
+
+char* CollectiveRun::address(const BufferRange& range) const {
+  const char* base = nullptr;
+  if (range.owner >= 0) {
+    base = range.buffer == BufferKind::Send ? buffers_.peerSend[range.owner] : buffers_.peerRecv[range.owner];
+  } else {
+    switch (range.buffer) {
+      case BufferKind::Send: base = buffers_.send; break;
+      case BufferKind::Recv: base = buffers_.recv; break;
+      case BufferKind::Scratch: base = buffers_.scratch; break;
+    }
+  }
+  // Integer arithmetic: a null base with absolute offsets (send/recv groups) stays well defined.
+  return reinterpret_cast<char*>(reinterpret_cast<uintptr_t>(base) + range.offset);
+}
+
+bool CollectiveRun::dependenciesReady(size_t step, uint32_t slice) const {
+  for (const auto& d : plan_->dependencies[step]) {
+    uint32_t need = d.sliceAligned ? slice + 1 : plan_->sliceCounts[d.step];
+    if (slicesDone_[d.step] < need) return false;
+  }
+  return true;
+}
+
+ncclResult_t CollectiveRun::advance(size_t i, bool* progressed) {
+  const Step& step = plan_->schedule.steps[i];
+  const uint32_t total = plan_->sliceCounts[i];
+  const size_t sliceBytes = plan_->sliceBytes;
+  uint32_t& k = slicesDone_[i];
+  while (k < total && dependenciesReady(i, k)) {
+    if (isCodecStep(step.kind)) {
+      bool waiting = false;
+      WEFT_CHECK(advanceCodec(i, k, &waiting));
+      if (waiting) return ncclSuccess;
+      ++k;
+      *progressed = true;
+      continue;
+    }
+    size_t offset = static_cast<size_t>(k) * sliceBytes;
+    size_t rangeBytes = step.kind == StepKind::Recv ? step.dst.bytes : step.src.bytes;
+    size_t bytes = std::min(sliceBytes, rangeBytes - offset);
+    switch (step.kind) {
+      case StepKind::Send: {
+        Connection* c = connections_[step.peer];
+        void* slot = reserveSend(c, bytes);
+        if (!slot) return ncclSuccess;
+        memcpy(slot, address(step.src) + offset, bytes);
+        WEFT_CHECK(c->sendCommit(bytes));
+        break;
+      }
+      case StepKind::Recv:
+      case StepKind::RecvReduce: {
+        Connection* c = connections_[step.peer];
+        const void* data = nullptr;
+        WEFT_CHECK(nextMessage(c, bytes, i, &data));
+        if (!data) return ncclSuccess;
+        if (step.kind == StepKind::Recv && step.dst.bytes >= kStreamingRangeBytes)
+          streamingCopy(address(step.dst) + offset, data, bytes);  // the last write: keep it out of cache
+        else if (step.kind == StepKind::Recv)
+          memcpy(address(step.dst) + offset, data, bytes);
+        else
+          reduceBuffers(address(step.dst) + offset, address(step.src) + offset, data, bytes / elementSize_,
+                        reduction_.type, reduction_.op);
+        c->recvRelease();
+        break;
+      }
+      case StepKind::Copy: {
+        char* from = address(step.src);
+        char* to = address(step.dst);
+        if (from == to) {  // in place: nothing to move
+          k = total;
+          *progressed = true;
+          return ncclSuccess;
+        }
+        if (step.dst.bytes >= kStreamingRangeBytes)
+          streamingCopy(to + offset, from + offset, bytes);
+        else
+          memcpy(to + offset, from + offset, bytes);
+        break;
+      }
+      case StepKind::Scale:
+        scaleBuffer(address(step.dst) + offset, address(step.src) + offset, bytes / elementSize_, reduction_.type,
+                    reduction_.scalar);
+        break;
+      case StepKind::Reduce:
+        reduceBuffers(address(step.dst) + offset, address(step.src) + offset, address(step.src2) + offset,
+                      bytes / elementSize_, reduction_.type, reduction_.op);
+        break;
+      case StepKind::Notify: {
+        Connection* c = connections_[step.peer];
+        if (!reserveSend(c, 0)) return ncclSuccess;
+        WEFT_CHECK(c->sendCommit(0));
+        break;
+      }
+      case StepKind::WaitNotify: {
+        Connection* c = connections_[step.peer];
+        const void* data = nullptr;
+        WEFT_CHECK(nextMessage(c, 0, i, &data));
+        if (!data) return ncclSuccess;
+        c->recvRelease();
+        break;
+      }
+      case StepKind::Divide:
+        divideBuffer(address(step.dst) + offset, address(step.src) + offset, bytes / elementSize_, reduction_.type,
+                     plan_->schedule.divisor);
+        break;
+      case StepKind::ToFloat:
+      case StepKind::FromFloat:
+      case StepKind::EncodeSend:
+      case StepKind::RecvDecodeAdd:
+      case StepKind::RecvEncoded:
+      case StepKind::SendEncoded:
+      case StepKind::Decode:
+      case StepKind::DecodeAdd: break;  // advanceCodec
+    }
+    ++k;
+    *progressed = true;
+  }
+  return ncclSuccess;
+}
+
+ncclResult_t CollectiveRun::advanceCodec(size_t i, uint32_t k, bool* waiting) {
+  using compression::Codec;
+  const Step& step = plan_->schedule.steps[i];
+  const Schedule& schedule = plan_->schedule;
+  Codec* codec = reduction_.codec.codec;
+  if (!codec && step.kind != StepKind::ToFloat && step.kind != StepKind::FromFloat)
+    return fail(ncclInternalError, "%s #%llu: step %zu (%s) needs a codec and the run has none", name_,
+                static_cast<unsigned long long>(sequence_), i, stepKindName(step.kind));
+  const size_t stride = schedule.encodedSliceBytes;
+  char* stored = step.src2.bytes ? address(step.src2) + static_cast<size_t>(k) * stride : nullptr;
+  // Encoded-only steps: bytes as they are.
+  if (isEncodedOnly(step.kind)) {
+    size_t bytes = std::min(stride, step.src2.bytes - static_cast<size_t>(k) * stride);
+    Connection* c = connections_[step.peer];
+    if (step.kind == StepKind::SendEncoded) {
+      void* slot = reserveSend(c, bytes);
+      *waiting = !slot;
+      if (!slot) return ncclSuccess;
+      memcpy(slot, stored, bytes);
+      return c->sendCommit(bytes);
+    }
+    const void* data = nullptr;
+    WEFT_CHECK(nextMessage(c, bytes, i, &data));
+    *waiting = !data;
+    if (!data) return ncclSuccess;
+    memcpy(stored, data, bytes);
+    c->recvRelease();
+    return ncclSuccess;
+  }
+  const size_t first = static_cast<size_t>(k) * schedule.codecSliceElements;
+  const size_t n = std::min(schedule.codecSliceElements, codecFloatRange(step).bytes / sizeof(float) - first);
+  const size_t element = codecFloatRange(step).offset / sizeof(float) + first;  // the accumulator is Scratch at 0
+  float* residual = reduction_.codec.residual ? reduction_.codec.residual + element : nullptr;
+  auto floatAt = [&](const BufferRange& range) { return reinterpret_cast<float*>(address(range)) + first; };
+  switch (step.kind) {
+    case StepKind::ToFloat: {
+      const char* in = address(step.src) + first * elementSize_;
+      float* out = floatAt(step.dst);
+      if (reduction_.type == ncclFloat32)
+        memcpy(out, in, n * sizeof(float));
+      else
+        compression::halfToFloatArray(reinterpret_cast<const uint16_t*>(in), n, out, reduction_.type == ncclBfloat16);
+      if (residual)
+        for (size_t j = 0; j < n; ++j) {
+          out[j] += residual[j];
+          residual[j] = 0.0f;
+        }
+      return ncclSuccess;
+    }
+    case StepKind::FromFloat: {
+      const float* in = floatAt(step.src);
+      char* out = address(step.dst) + first * elementSize_;
+      const float divisor = static_cast<float>(schedule.divisor);
+      float tile[1024];
+      for (size_t j = 0; j < n; j += 1024) {
+        size_t m = std::min<size_t>(1024, n - j);
+        const float* from = in + j;
+        if (divisor != 1.0f) {
+          for (size_t e = 0; e < m; ++e) tile[e] = from[e] / divisor;
+          from = tile;
+        }
+        if (reduction_.type == ncclFloat32)
+          memcpy(out + j * sizeof(float), from, m * sizeof(float));
+        else
+          compression::floatToHalfArray(from, m, reinterpret_cast<uint16_t*>(out) + j, reduction_.type == ncclBfloat16);
+      }
+      return ncclSuccess;
+    }
+    case StepKind::EncodeSend: {
+      Connection* c = connections_[step.peer];
+      const size_t bytes = codec->encodedBytes(n);
+      void* slot = reserveSend(c, bytes);
+      *waiting = !slot;
+      if (!slot) return ncclSuccess;
+      const float* x = floatAt(step.src);
+      codec->encodeRange(x, 0, n, n, slot, compression::EncodeContext{reduction_.codec.seed, element});
+      if (residual) {  // residual += x - decode(encode(x))
+        for (size_t j = 0; j < n; ++j) residual[j] += x[j];
+        codec->decodeRange(slot, 0, n, n, residual, true, -1.0f);
+      }
+      if (step.dst.bytes) codec->decodeRange(slot, 0, n, n, floatAt(step.dst), false, 1.0f);
+      if (stored) memcpy(stored, slot, bytes);
+      return c->sendCommit(bytes);
+    }
+    case StepKind::RecvDecodeAdd: {
+      Connection* c = connections_[step.peer];
+      const size_t bytes = codec->encodedBytes(n);
+      const void* data = nullptr;
+      WEFT_CHECK(nextMessage(c, bytes, i, &data));
+      *waiting = !data;
+      if (!data) return ncclSuccess;
+      float* out = floatAt(step.dst);
+      const float* in = floatAt(step.src);
+      if (out != in) memcpy(out, in, n * sizeof(float));
+      codec->decodeRange(data, 0, n, n, out, true, 1.0f);
+      if (stored) memcpy(stored, data, bytes);
+      c->recvRelease();
+      return ncclSuccess;
+    }
+    case StepKind::Decode: codec->decodeRange(stored, 0, n, n, floatAt(step.dst), false, 1.0f); return ncclSuccess;
+    case StepKind::DecodeAdd: {
+      float* out = floatAt(step.dst);
+      const float* in = floatAt(step.src);
+      if (out != in) memcpy(out, in, n * sizeof(float));
+      codec->decodeRange(stored, 0, n, n, out, true, 1.0f);
+      return ncclSuccess;
+    }
+    default: break;
+  }
+  return fail(ncclInternalError, "%s: step %zu: %s is not a codec step", name_, i, stepKindName(step.kind));
+}
+
+void* CollectiveRun::reserveSend(Connection* c, size_t bytes) {
+  void* slot = c->sendBuffer(bytes);
+  if (!slot) noteWait(c);
+  return slot;
+}
+
+ncclResult_t CollectiveRun::nextMessage(Connection* c, size_t expected, size_t step, const void** data) {
+  size_t got = 0;
+  *data = nullptr;
+  WEFT_CHECK(c->recvPeek(data, &got));
+  if (!*data) {
+    noteWait(c);
+    return ncclSuccess;
+  }
+  if (got != expected) {
+    const Step& s = plan_->schedule.steps[step];
+    *data = nullptr;
+    return fail(ncclInvalidUsage,
+                "%s #%llu: rank %d sent %zu bytes where %zu were expected at step %zu (%s): the ranks disagree on the "
+                "count, datatype, collective or compression",
+                name_, static_cast<unsigned long long>(sequence_), s.peer, got, expected, step, stepKindName(s.kind));
+  }
+  return ncclSuccess;
+}
+
+void CollectiveRun::noteWait(Connection* c) {
+  if (std::find(waitingOn_.begin(), waitingOn_.end(), c) == waitingOn_.end()) waitingOn_.push_back(c);
+}
+
+ncclResult_t CollectiveRun::progress(bool* progressed) {
+  if (done_) return ncclSuccess;
+  waitingOn_.clear();
+  for (Connection* c : peers_)
+    if (c->hasPendingSends()) WEFT_CHECK(c->progress());
+  const auto& steps = plan_->schedule.steps;
+  bool allDone = true;
+  for (size_t i = firstIncomplete_; i < steps.size(); ++i) {
+    if (slicesDone_[i] < plan_->sliceCounts[i]) WEFT_CHECK(advance(i, progressed));
+    if (slicesDone_[i] < plan_->sliceCounts[i]) {
+      allDone = false;
+    } else if (allDone) {
+      firstIncomplete_ = i + 1;
+    }
+  }
+  if (allDone) {
+    bool flushed = true;
+    for (Connection* c : peers_)
+      if (c->hasPendingSends()) {
+        flushed = false;
+        noteWait(c);
+      }
+    done_ = flushed;
+  }
+  return ncclSuccess;
+}
+
+std::string CollectiveRun::describeWait() const {
+  const auto& steps = plan_->schedule.steps;
+  for (size_t i = firstIncomplete_; i < steps.size(); ++i) {
+    if (slicesDone_[i] >= plan_->sliceCounts[i]) continue;
+    const Step& s = steps[i];
+    std::string text = std::string(name_) + " #" + std::to_string(sequence_) + " step " + std::to_string(i) + " (" +
+                       stepKindName(s.kind);
+    if (s.peer >= 0) text += (sendsToPeer(s) ? " to rank " : " from rank ") + std::to_string(s.peer);
+    text += "), slice " + std::to_string(slicesDone_[i]) + "/" + std::to_string(plan_->sliceCounts[i]);
+    return text;
+  }
+  return std::string(name_) + " #" + std::to_string(sequence_) + " flushing sends";
+}
+
+}  // namespace weft

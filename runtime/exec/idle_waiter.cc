@@ -1,0 +1,102 @@
+#include "runtime/exec/idle_waiter.h"
+
+#include <poll.h>
+#include <sched.h>
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <thread>
+
+#include "common/status.h"
+#include "runtime/comm/communicator.h"
+
+namespace weft {
+
+namespace {
+// A peer is usually a few microseconds away (it is reducing the slice we wait for): spin that
+// long, then give the core away, then sleep. When ranks outnumber cores, spinning only steals
+// the core the peer needs, so the spin phase is skipped.
+constexpr auto kSpinTime = std::chrono::microseconds(30);
+constexpr auto kYieldTime = std::chrono::microseconds(300);  // only for one thread driving several ranks
+constexpr long kSleepMicros = 2000;  // also bounds how late an abort or a dead peer is noticed
+
+bool ranksOutnumberCores(const std::vector<ncclComm*>& comms) {
+  static const long cores = sysconf(_SC_NPROCESSORS_ONLN);
+  size_t local = 0;
+  for (ncclComm* comm : comms) local = std::max(local, comm->localRanks.size());
+  return static_cast<long>(local) > cores;
+}
+
+inline void cpuRelax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  asm volatile("yield");
+#endif
+}
+}  // namespace
+
+IdleWaiter::IdleWaiter(double timeoutSeconds) : timeoutSeconds_(timeoutSeconds), deadline_(Deadline::after(timeoutSeconds)) {}
+
+void IdleWaiter::madeProgress() { idleRounds_ = 0; }
+
+ncclResult_t IdleWaiter::checkHealth(const std::vector<CollectiveRun*>& active, const std::vector<ncclComm*>& comms) {
+  for (ncclComm* comm : comms)
+    if (comm->aborted.load(std::memory_order_acquire) || comm->revoked.load(std::memory_order_acquire))
+      return fail(ncclInvalidUsage, "rank %d: the communicator was %s while a collective was running", comm->rank,
+                  comm->aborted.load() ? "aborted" : "revoked");
+  for (CollectiveRun* run : active)
+    for (Connection* c : run->waitingOn()) WEFT_CHECK(c->checkPeer());
+  if (deadline_.expired()) {
+    std::string waiting = active.empty() ? std::string("nothing") : active.front()->describeWait();
+    return fail(ncclRemoteError, "rank %d: no progress for %.0f s (WEFT_TIMEOUT) in %s: that peer is dead or stuck",
+                comms.empty() ? -1 : comms.front()->rank, timeoutSeconds_, waiting.c_str());
+  }
+  return ncclSuccess;
+}
+
+ncclResult_t IdleWaiter::idle(const std::vector<CollectiveRun*>& active, const std::vector<ncclComm*>& comms,
+                              const std::function<ncclResult_t(bool*)>& tryProgress) {
+  if (idleRounds_++ == 0) {  // a new wait: the time-out counts from the last progress
+    idleSince_ = std::chrono::steady_clock::now();
+    deadline_ = Deadline::after(timeoutSeconds_);
+    spin_ = !ranksOutnumberCores(comms);
+  }
+  auto idleFor = std::chrono::steady_clock::now() - idleSince_;
+  if (spin_ && idleFor < kSpinTime) {
+    for (int i = 0; i < 16; ++i) cpuRelax();
+    return ncclSuccess;
+  }
+  WEFT_CHECK(checkHealth(active, comms));
+
+  // Then block until something can move: sockets wake poll(), shared memory the doorbell.
+  // (Yielding instead would hand the core to any other runnable process for a whole time slice.)
+  std::vector<pollfd> fds;
+  for (CollectiveRun* run : active)
+    for (Connection* c : run->connections())
+      if (c->pollFd() >= 0) fds.push_back({c->pollFd(), static_cast<short>(POLLIN | (c->hasPendingSends() ? POLLOUT : 0)), 0});
+  if (!fds.empty()) {
+    poll(fds.data(), fds.size(), 1);
+    return ncclSuccess;
+  }
+  if (comms.size() != 1) {  // one thread driving several ranks: no single doorbell to sleep on
+    if (idleFor < kYieldTime)
+      sched_yield();
+    else
+      std::this_thread::sleep_for(std::chrono::microseconds(50));
+    return ncclSuccess;
+  }
+  ShmSegmentHeader* own = comms.front()->shm.ownHeader();
+  uint32_t seen = own->doorbell.load(std::memory_order_acquire);
+  own->sleeping.store(1, std::memory_order_relaxed);
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  bool moved = false;
+  ncclResult_t result = tryProgress(&moved);
+  if (result == ncclSuccess && !moved) futexWait(&own->doorbell, seen, kSleepMicros);
+  own->sleeping.store(0, std::memory_order_relaxed);
+  if (moved) madeProgress();
+  return result;
+}
+
+}  // namespace weft
