@@ -1,6 +1,6 @@
 // The shared-memory ceiling that the all-reduce numbers are judged against: single-thread
 // memcpy bandwidth (bytes read + written per second) on buffers faulted in beforehand, and the
-// 2-rank all-reduce bounds that follow from it (DESIGN.md, docs/performance.md):
+// 2-rank all-reduce bounds that follow from it (docs/performance.md, "What limits it"):
 //   bounce buffer, reduction fused into the forward: busbw <= memcpy / 4
 //   peers reading each other's buffers directly:      busbw <= memcpy / 2.5
 #include <sys/mman.h>

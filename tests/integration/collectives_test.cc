@@ -207,7 +207,7 @@ INSTANTIATE_TEST_SUITE_P(
                                          "allgather:hier;reducescatter:hier", "channels"),
                        ::testing::Values(2, 3, 4, 8)));
 
-// One million + 3 elements, the largest count, for every collective at 2 ranks (float).
+// One million + 3 elements (large, and uneven between 2 ranks), every collective at 2 ranks, float.
 TEST(CollectivesLarge, MillionPlusThreeAtTwoRanks) {
   auto outcomes = runRankProcesses(2, [&](int rank, const ncclUniqueId& id) {
     ncclComm_t comm;

@@ -435,7 +435,7 @@ TEST(CollectiveSchedules, GatherAndScatter) {
 // Random groups of sends and receives: every rank sends a few messages of random sizes to random
 // peers (itself included); the receiver posts its receives in a shuffled order that keeps the
 // order per peer. Each message must land where its receive says.
-// The largest communicators, every collective and algorithm once: 1000 and 1024 ranks,
+// The largest communicators weft targets, every collective and algorithm once: 1000 and 1024 ranks,
 // one element a rank (fewer elements than ranks for the broadcast-like collectives), in place
 // where the in-place layout differs. The algorithms whose message count grows as n^2 (ring and
 // hierarchical all-gather and reduce-scatter, pairwise all-to-all: ~1M simulated messages each,

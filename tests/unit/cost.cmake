@@ -1,4 +1,4 @@
-# algorithms/ (issue 5): all-reduce builders (tree, rhd, hierarchical) under the simulator, and
+# algorithms/: all-reduce builders (tree, rhd, hierarchical) under the simulator, and
 # the cost model and algorithm selection on the topology fixtures.
 weft_test(allreduce_algorithms_test SOURCES ${CMAKE_CURRENT_LIST_DIR}/allreduce_algorithms_test.cc LABELS unit)
 weft_test(algorithm_selection_test SOURCES ${CMAKE_CURRENT_LIST_DIR}/algorithm_selection_test.cc LABELS unit)

@@ -1,4 +1,4 @@
-# Topology tests (issue 4). Sources and fixtures are named from this file's directory so the
+# Topology tests (topology/). Sources and fixtures are named from this file's directory so the
 # fragment works wherever it is included from.
 set(weft_topology_fixtures ${CMAKE_CURRENT_LIST_DIR}/../fixtures/topology)
 foreach(t discovery fixture xml layout)

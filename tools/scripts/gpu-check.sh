@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# The CUDA codecs on a lent GPU machine, in one prepared call (issue 6: "CPU and CUDA versions
-# produce the same bytes"; "the CUDA codecs against the device-to-device copy bandwidth").
+# The CUDA codecs on a lent GPU machine, in one prepared call. It checks that the CPU and CUDA
+# versions produce the same bytes, and measures the CUDA codecs against the device-to-device
+# copy bandwidth.
 #
 # With the device tool, from this repository (the command runs in the root of a copy of it):
 #     tools/scripts/gpu-check.sh --fetch-deps      # once, here: .debs the device may lack
