@@ -17,29 +17,13 @@
 
 namespace weft {
 
-const char* collectiveName(CollectiveKind kind) {
-  switch (kind) {
-    case CollectiveKind::AllReduce: return "AllReduce";
-    case CollectiveKind::Broadcast: return "Broadcast";
-    case CollectiveKind::Reduce: return "Reduce";
-    case CollectiveKind::AllGather: return "AllGather";
-    case CollectiveKind::ReduceScatter: return "ReduceScatter";
-    case CollectiveKind::AllToAll: return "AlltoAll";
-    case CollectiveKind::Gather: return "Gather";
-    case CollectiveKind::Scatter: return "Scatter";
-    case CollectiveKind::Send: return "Send";
-    case CollectiveKind::Recv: return "Recv";
-  }
-  return "?";
-}
-
 namespace {
 
 uint64_t planKey(const CollectiveCall& call, bool direct) {
   uint64_t key = call.count * 2 + (direct ? 1 : 0);
   key = key * 31 + static_cast<uint64_t>(call.datatype);
   key = key * 31 + static_cast<uint64_t>(call.op == ncclAvg) + 2 * static_cast<uint64_t>(call.op >= ncclNumOps);
-  key = key * 31 + static_cast<uint64_t>(call.kind);
+  key = key * 31 + static_cast<uint64_t>(call.kind.collective());
   key = key * 1031 + static_cast<uint64_t>(call.root + 1);
   key = key * 2 + (callIsInPlace(call) ? 1 : 0);
   return key;
@@ -64,7 +48,7 @@ ncclResult_t planFor(const CollectiveCall& call, bool direct, const PreparedSche
   prepareSchedule(std::move(schedule), sendAliasesRecv(call), comm->sliceBytes, &entry.plan);
   entry.key = key;
   WEFT_INFO(kLogTune | kLogColl, "%s: %zu x %s op %s root %d -> algorithm %s, %zu steps, slices of %zu bytes",
-            collectiveName(call.kind), call.count, dataTypeName(call.datatype), redOpName(call.op), call.root,
+            collectiveName(call.kind.collective()), call.count, dataTypeName(call.datatype), redOpName(call.op), call.root,
             algorithm, entry.plan.schedule.steps.size(), entry.plan.sliceBytes);
   *out = &entry.plan;
   return ncclSuccess;
@@ -131,7 +115,7 @@ ncclResult_t startNext(CommQueue& queue) {
     WEFT_CHECK(concludeDirectHandshake(call, &direct, &buffers));
     const PreparedSchedule* plan = nullptr;
     WEFT_CHECK(planFor(call, direct, &plan));
-    return startRun(queue, call, plan, buffers, collectiveName(call.kind));
+    return startRun(queue, call, plan, buffers, collectiveName(call.kind.collective()));
   }
   if (queue.pending.empty()) return ncclSuccess;
   WorkItem item = std::move(queue.pending.front());
@@ -157,7 +141,7 @@ ncclResult_t startNext(CommQueue& queue) {
   }
   const PreparedSchedule* plan = nullptr;
   WEFT_CHECK(planFor(call, false, &plan));
-  return startRun(queue, call, plan, userBuffers(call), collectiveName(call.kind));
+  return startRun(queue, call, plan, userBuffers(call), collectiveName(call.kind.collective()));
 }
 
 // Groups the calls by communicator; each communicator's sends and receives become one item,
@@ -170,7 +154,7 @@ std::vector<CommQueue> queuesFor(const std::vector<CollectiveCall>& calls) {
       queues.push_back(CommQueue{call.comm, {}, nullptr, nullptr, nullptr});
       it = queues.end() - 1;
     }
-    if (isPointToPoint(call.kind)) {
+    if (call.kind.isPointToPoint()) {
       auto p2p = std::find_if(it->pending.begin(), it->pending.end(),
                               [](const WorkItem& w) { return !w.pointToPoint.empty(); });
       if (p2p == it->pending.end()) {

@@ -16,7 +16,7 @@ ncclResult_t prepareCompressedAllReduce(const CollectiveCall& call, CompressedRu
   *setup = CompressedRunSetup{};
   ncclComm* comm = call.comm;
   CommCompression& state = comm->compression;
-  if (call.kind != CollectiveKind::AllReduce || comm->nranks < 2 || call.count == 0) return ncclSuccess;
+  if (call.kind != Collective::AllReduce || comm->nranks < 2 || call.count == 0) return ncclSuccess;
   compression::CodecConfig codec;
   float* residual = nullptr;
   uint64_t seed = 0;
