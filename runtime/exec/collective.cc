@@ -13,44 +13,34 @@
 #include "runtime/exec/compressed_allreduce_run.h"
 #include "runtime/exec/direct_path.h"
 #include "runtime/exec/idle_waiter.h"
+#include "runtime/exec/plan_cache.h"
 #include "runtime/comm/reduction_ops.h"
 
 namespace weft {
 
 namespace {
 
-uint64_t planKey(const CollectiveCall& call, bool direct) {
-  uint64_t key = call.count * 2 + (direct ? 1 : 0);
-  key = key * 31 + static_cast<uint64_t>(call.datatype);
-  key = key * 31 + static_cast<uint64_t>(call.op == ncclAvg) + 2 * static_cast<uint64_t>(call.op >= ncclNumOps);
-  key = key * 31 + static_cast<uint64_t>(call.kind.collective());
-  key = key * 1031 + static_cast<uint64_t>(call.root + 1);
-  key = key * 2 + (callIsInPlace(call) ? 1 : 0);
-  return key;
-}
-
-// The prepared schedule for `call`, from the communicator's small cache when the shape repeats
+// The prepared schedule for `call`, from the communicator's plan cache when the shape repeats
 // (the algorithm choice depends only on what the key holds).
 ncclResult_t planFor(const CollectiveCall& call, bool direct, const PreparedSchedule** out) {
   ncclComm* comm = call.comm;
-  uint64_t key = planKey(call, direct);
-  for (auto& entry : comm->planCache)
-    if (entry.key == key) {
-      *out = &entry.plan;
-      return ncclSuccess;
-    }
+  const PlanKey key = planKeyFor(call, direct ? PlanPath::Direct : PlanPath::Selected);
+  if (const PreparedSchedule* cached = comm->planCache.find(key)) {
+    *out = cached;
+    return ncclSuccess;
+  }
   Algorithm selected = Algorithm::Direct;
   if (!direct) WEFT_CHECK(selectForCall(call, &selected));
-  auto& entry = comm->planCache[comm->planCacheNext++ % 4];
-  entry.key = ~0ull;
   const char* algorithm = "?";
   Schedule schedule = scheduleForCall(call, selected, &algorithm);
-  prepareSchedule(std::move(schedule), sendAliasesRecv(call), comm->sliceBytes, &entry.plan);
-  entry.key = key;
-  WEFT_INFO(kLogTune | kLogColl, "%s: %zu x %s op %s root %d -> algorithm %s, %zu steps, slices of %zu bytes",
-            collectiveName(call.kind.collective()), call.count, dataTypeName(call.datatype), redOpName(call.op), call.root,
-            algorithm, entry.plan.schedule.steps.size(), entry.plan.sliceBytes);
-  *out = &entry.plan;
+  PreparedSchedule plan;
+  prepareSchedule(std::move(schedule), sendAliasesRecv(call), comm->sliceBytes, &plan);
+  *out = comm->planCache.insert(key, std::move(plan));
+  WEFT_INFO(kLogTune | kLogColl,
+            "%s: %zu x %s op %s root %d -> algorithm %s, %zu steps, slices of %zu bytes",
+            collectiveName(call.kind.collective()), call.count, dataTypeName(call.datatype),
+            redOpName(call.op), call.root, algorithm, (*out)->schedule.steps.size(),
+            (*out)->sliceBytes);
   return ncclSuccess;
 }
 

@@ -6,6 +6,7 @@
 #include "common/status.h"
 #include "compression/rng.h"
 #include "runtime/exec/call_schedule.h"
+#include "runtime/exec/plan_cache.h"
 #include "runtime/comm/communicator.h"
 
 namespace weft {
@@ -55,16 +56,10 @@ ncclResult_t prepareCompressedAllReduce(const CollectiveCall& call, CompressedRu
     if (r.size() != call.count) r.assign(call.count, 0.0f);
     residual = r.data();
   }
-  // The prepared schedule, from a small cache of shapes.
-  const bool inPlace = sendAliasesRecv(call);
-  uint64_t key = splitmix64(call.count) ^
-                 splitmix64(static_cast<uint64_t>(call.datatype) * 4 + (call.op == ncclAvg ? 2 : 0) + inPlace);
-  CommCompression::PlanEntry* plan = nullptr;
-  for (auto& p : state.plans)
-    if (p.key == key && sameCodecConfig(p.codec, codec)) plan = &p;
+  // The prepared schedule, from the communicator's plan cache when the shape repeats.
+  const PlanKey key = planKeyFor(call, PlanPath::Compressed, codec);
+  const PreparedSchedule* plan = comm->planCache.find(key);
   if (!plan) {
-    plan = &state.plans[state.plansNext++ % 4];
-    plan->key = ~0ull;
     CompressedAllReduceParams params;
     params.count = call.count;
     params.elementSize = dataTypeSize(call.datatype);
@@ -73,16 +68,16 @@ ncclResult_t prepareCompressedAllReduce(const CollectiveCall& call, CompressedRu
     params.average = call.op == ncclAvg;
     params.codec = codec;
     params.slotBytes = comm->sliceBytes;
-    prepareSchedule(buildCompressedAllReduce(params), inPlace, comm->sliceBytes, &plan->plan);
-    plan->codec = codec;
-    plan->key = key;
+    PreparedSchedule prepared;
+    prepareSchedule(buildCompressedAllReduce(params), sendAliasesRecv(call), comm->sliceBytes, &prepared);
+    plan = comm->planCache.insert(key, std::move(prepared));
     WEFT_INFO(kLogColl | kLogTune, "AllReduce: %zu x %s op %s -> compressed %s (%s), %zu steps, slices of %zu elements",
               call.count, dataTypeName(call.datatype), call.op == ncclAvg ? "avg" : "sum",
               compression::codecName(codec.kind),
               compressedAlgorithmFor(codec) == CompressedAlgorithm::QuantizedRing ? "quantized ring" : "all-gather",
-              plan->plan.schedule.steps.size(), plan->plan.schedule.codecSliceElements);
+              plan->schedule.steps.size(), plan->schedule.codecSliceElements);
   }
-  setup->plan = &plan->plan;
+  setup->plan = plan;
   setup->codec.codec = entry->codec.get();
   setup->codec.residual = residual;
   setup->codec.seed =
