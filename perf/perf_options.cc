@@ -69,6 +69,157 @@ const Flag* findLong(const std::string& name) {
   return nullptr;
 }
 
+// One flag of the command line and its value (empty for -h).
+struct FlagArgument {
+  const Flag* flag = nullptr;
+  std::string value;
+};
+
+// Reads the flag at argv[*i] and its value: "--name=value", "-xvalue", or the next argument
+// (then *i moves past it). False with *error when the argument is not a known flag or lacks
+// its value.
+bool readFlag(int argc, const char* const* argv, int* i, FlagArgument* out, std::string* error) {
+  std::string arg = argv[*i];
+  bool haveValue = false;
+  if (arg.rfind("--", 0) == 0 && arg.size() > 2) {
+    std::string name = arg.substr(2);
+    size_t eq = name.find('=');
+    if (eq != std::string::npos) {
+      out->value = name.substr(eq + 1);
+      name = name.substr(0, eq);
+      haveValue = true;
+    }
+    out->flag = findLong(name);
+  } else if (arg.size() >= 2 && arg[0] == '-') {
+    out->flag = findShort(arg[1]);
+    if (out->flag && arg.size() > 2) {
+      out->value = arg.substr(2);
+      haveValue = true;
+    }
+  } else {
+    *error = "unexpected argument '" + arg + "'";
+    return false;
+  }
+  if (!out->flag) {
+    *error = "unknown option '" + arg + "'";
+    return false;
+  }
+  if (out->flag->shortName == 'h' || haveValue) return true;
+  if (*i + 1 >= argc) {
+    *error = std::string("option -") + out->flag->shortName + " needs a value";
+    return false;
+  }
+  out->value = argv[++*i];
+  return true;
+}
+
+// Sets the option `flag` stands for from its value (warnings for accepted-but-ignored flags
+// go to result->warnings). False with *error when the value is not valid for it.
+bool applyFlag(const Flag& flag, const std::string& value, PerfParse* result, std::string* error) {
+  PerfOptions& o = result->options;
+  auto failed = [&](const std::string& message) {
+    *error = message;
+    return false;
+  };
+  const std::string what = std::string("-") + flag.shortName + " '" + value + "'";
+  int n = 0;
+  switch (flag.shortName) {
+    case 'b':
+    case 'e':
+    case 'i': {
+      auto size = parseSize(value);
+      if (!size) return failed("invalid size " + what);
+      if (flag.shortName == 'b') o.minBytes = *size;
+      if (flag.shortName == 'e') o.maxBytes = *size;
+      if (flag.shortName == 'i') o.stepBytes = *size;
+      break;
+    }
+    case 'f':
+      if (!parseInt(value, 0, 1L << 30, &n)) return failed("invalid step factor " + what);
+      o.stepFactor = static_cast<size_t>(n);
+      break;
+    case 'n':
+      if (!parseInt(value, 1, 1L << 30, &o.iters)) return failed("invalid iteration count " + what);
+      break;
+    case 'w':
+      if (!parseInt(value, 0, 1L << 30, &o.warmupIters))
+        return failed("invalid warmup count " + what);
+      break;
+    case 'm':
+      if (!parseInt(value, 1, 1L << 20, &o.aggIters))
+        return failed("invalid agg iteration count " + what);
+      break;
+    case 'c':
+      if (!parseInt(value, 0, 1L << 20, &o.check)) return failed("invalid check count " + what);
+      break;
+    case 'o': {
+      auto ops = parseOps(value);
+      if (!ops) return failed("invalid op " + what + " (sum/prod/min/max/avg/all)");
+      o.ops = *ops;
+      break;
+    }
+    case 'd': {
+      auto types = parseTypes(value);
+      if (!types) return failed("invalid datatype " + what);
+      o.types = *types;
+      break;
+    }
+    case 'r':
+      if (!parseInt(value, -1, 1L << 30, &o.root))
+        return failed("invalid root " + what + " (-1: every root)");
+      break;
+    case 'z':
+      if (!parseInt(value, 0, 1, &o.blocking)) return failed("invalid blocking flag " + what);
+      break;
+    case 'a':
+      if (!parseInt(value, 0, 3, &o.average))
+        return failed("invalid average mode " + what + " (0/1/2/3)");
+      break;
+    case 'R':
+      if (!parseInt(value, 0, 2, &n)) return failed("invalid memalloc flag " + what);
+      o.memAlloc = n;
+      break;
+    case 'C':
+      if (!parseInt(value, 0, 1, &o.reportCputime))
+        return failed("invalid report_cputime flag " + what);
+      break;
+    case 't':
+    case 'g':
+      if (!parseInt(value, 1, 1, &n))
+        return failed(std::string("-") + flag.shortName +
+                      " must be 1: weft's perf tools run one rank per process (start more with "
+                      "weftrun -n, mpirun or srun)");
+      break;
+    case 'G':
+      if (!parseInt(value, 0, 1L << 20, &o.cudaGraph)) return failed("invalid graph count " + what);
+      if (o.cudaGraph)
+        result->warnings += "# -G (CUDA graphs) ignored: buffers are in host memory\n";
+      break;
+    case 'T':
+      if (!parseInt(value, 0, 1L << 30, &o.timeoutSec)) return failed("invalid timeout " + what);
+      break;
+    case 'p':
+    case 'y':
+      if (!parseInt(value, 0, 1, &n)) return failed("invalid flag " + what);
+      break;
+  }
+  return true;
+}
+
+// The sizes a run steps through: minbytes no larger than maxbytes, and a step that gets there.
+bool checkSizes(const PerfOptions& o, std::string* error) {
+  if (o.minBytes > o.maxBytes) {
+    *error = "invalid sizes for 'minbytes' and 'maxbytes': " + std::to_string(o.minBytes) + " > " +
+             std::to_string(o.maxBytes);
+    return false;
+  }
+  if (o.stepFactor <= 1 && o.stepBytes == 0 && o.minBytes != o.maxBytes) {
+    *error = "step of 0 bytes (-i 0 without -f > 1) would never reach maxbytes";
+    return false;
+  }
+  return true;
+}
+
 }  // namespace
 
 std::optional<size_t> parseSize(const std::string& text) {
@@ -154,120 +305,17 @@ PerfParse parsePerfArgs(int argc, const char* const* argv, const char* memAllocE
   };
   if (memAllocEnv && *memAllocEnv && std::strcmp(memAllocEnv, "0") != 0) o.memAlloc = 1;
 
+  std::string error;
   for (int i = 1; i < argc; ++i) {
-    std::string arg = argv[i];
-    const Flag* flag = nullptr;
-    std::string value;
-    bool haveValue = false;
-    if (arg.rfind("--", 0) == 0 && arg.size() > 2) {
-      std::string name = arg.substr(2);
-      size_t eq = name.find('=');
-      if (eq != std::string::npos) {
-        value = name.substr(eq + 1);
-        name = name.substr(0, eq);
-        haveValue = true;
-      }
-      flag = findLong(name);
-      if (!flag) return fail("unknown option '" + arg + "'");
-    } else if (arg.size() >= 2 && arg[0] == '-') {
-      flag = findShort(arg[1]);
-      if (!flag) return fail("unknown option '" + arg + "'");
-      if (arg.size() > 2) {
-        value = arg.substr(2);
-        haveValue = true;
-      }
-    } else {
-      return fail("unexpected argument '" + arg + "'");
-    }
-    if (flag->shortName == 'h') {
+    FlagArgument arg;
+    if (!readFlag(argc, argv, &i, &arg, &error)) return fail(error);
+    if (arg.flag->shortName == 'h') {
       result.kind = PerfParse::kHelp;
       return result;
     }
-    if (!haveValue) {
-      if (i + 1 >= argc) return fail(std::string("option -") + flag->shortName + " needs a value");
-      value = argv[++i];
-    }
-
-    const std::string what = std::string("-") + flag->shortName + " '" + value + "'";
-    int n = 0;
-    switch (flag->shortName) {
-      case 'b':
-      case 'e':
-      case 'i': {
-        auto size = parseSize(value);
-        if (!size) return fail("invalid size " + what);
-        (flag->shortName == 'b' ? o.minBytes : flag->shortName == 'e' ? o.maxBytes : o.stepBytes) = *size;
-        break;
-      }
-      case 'f':
-        if (!parseInt(value, 0, 1L << 30, &n)) return fail("invalid step factor " + what);
-        o.stepFactor = static_cast<size_t>(n);
-        break;
-      case 'n':
-        if (!parseInt(value, 1, 1L << 30, &o.iters)) return fail("invalid iteration count " + what);
-        break;
-      case 'w':
-        if (!parseInt(value, 0, 1L << 30, &o.warmupIters)) return fail("invalid warmup count " + what);
-        break;
-      case 'm':
-        if (!parseInt(value, 1, 1L << 20, &o.aggIters)) return fail("invalid agg iteration count " + what);
-        break;
-      case 'c':
-        if (!parseInt(value, 0, 1L << 20, &o.check)) return fail("invalid check count " + what);
-        break;
-      case 'o': {
-        auto ops = parseOps(value);
-        if (!ops) return fail("invalid op " + what + " (sum/prod/min/max/avg/all)");
-        o.ops = *ops;
-        break;
-      }
-      case 'd': {
-        auto types = parseTypes(value);
-        if (!types) return fail("invalid datatype " + what);
-        o.types = *types;
-        break;
-      }
-      case 'r':
-        if (!parseInt(value, -1, 1L << 30, &o.root)) return fail("invalid root " + what + " (-1: every root)");
-        break;
-      case 'z':
-        if (!parseInt(value, 0, 1, &o.blocking)) return fail("invalid blocking flag " + what);
-        break;
-      case 'a':
-        if (!parseInt(value, 0, 3, &o.average)) return fail("invalid average mode " + what + " (0/1/2/3)");
-        break;
-      case 'R':
-        if (!parseInt(value, 0, 2, &n)) return fail("invalid memalloc flag " + what);
-        o.memAlloc = n;
-        break;
-      case 'C':
-        if (!parseInt(value, 0, 1, &o.reportCputime)) return fail("invalid report_cputime flag " + what);
-        break;
-      case 't':
-      case 'g':
-        if (!parseInt(value, 1, 1, &n))
-          return fail(std::string("-") + flag->shortName +
-                      " must be 1: weft's perf tools run one rank per process (start more with "
-                      "weftrun -n, mpirun or srun)");
-        break;
-      case 'G':
-        if (!parseInt(value, 0, 1L << 20, &o.cudaGraph)) return fail("invalid graph count " + what);
-        if (o.cudaGraph) result.warnings += "# -G (CUDA graphs) ignored: buffers are in host memory\n";
-        break;
-      case 'T':
-        if (!parseInt(value, 0, 1L << 30, &o.timeoutSec)) return fail("invalid timeout " + what);
-        break;
-      case 'p':
-      case 'y':
-        if (!parseInt(value, 0, 1, &n)) return fail("invalid flag " + what);
-        break;
-    }
+    if (!applyFlag(*arg.flag, arg.value, &result, &error)) return fail(error);
   }
-  if (o.minBytes > o.maxBytes)
-    return fail("invalid sizes for 'minbytes' and 'maxbytes': " + std::to_string(o.minBytes) + " > " +
-                std::to_string(o.maxBytes));
-  if (o.stepFactor <= 1 && o.stepBytes == 0 && o.minBytes != o.maxBytes)
-    return fail("step of 0 bytes (-i 0 without -f > 1) would never reach maxbytes");
+  if (!checkSizes(o, &error)) return fail(error);
   result.kind = PerfParse::kRun;
   return result;
 }

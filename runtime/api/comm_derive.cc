@@ -20,7 +20,7 @@ namespace {
 
 // A collective on the parent that runs now, even inside the caller's group.
 ncclResult_t parentAllGather(ncclComm* parent, const void* send, void* recv, size_t bytes) {
-  return runCollectives({makeCall(CollectiveKind::AllGather, parent, send, recv, bytes, ncclUint8)});
+  return runCollectives({makeCall(Collective::AllGather, parent, send, recv, bytes, ncclUint8)});
 }
 
 // The parent must be a live communicator; a failed one is fine (shrinking away a dead rank is
@@ -108,10 +108,10 @@ WEFT_API ncclResult_t ncclCommShrink(ncclComm_t comm, int* excludeRanksList, int
     WEFT_CHECK(ncclGetUniqueId(&id));
     for (int r : survivors)
       if (r != comm->rank)
-        calls.push_back(makeCall(CollectiveKind::Send, comm, &id, nullptr, sizeof(id), ncclUint8, ncclSum, -1, r));
+        calls.push_back(makeCall(PointToPoint::Send, comm, &id, nullptr, sizeof(id), ncclUint8, ncclSum, -1, r));
   } else {
     calls.push_back(
-        makeCall(CollectiveKind::Recv, comm, nullptr, &id, sizeof(id), ncclUint8, ncclSum, -1, survivors.front()));
+        makeCall(PointToPoint::Recv, comm, nullptr, &id, sizeof(id), ncclUint8, ncclSum, -1, survivors.front()));
   }
   if (!calls.empty()) WEFT_CHECK(runCollectives(calls));
   int newRank = static_cast<int>(std::find(survivors.begin(), survivors.end(), comm->rank) - survivors.begin());

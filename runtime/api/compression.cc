@@ -109,7 +109,7 @@ WEFT_API ncclResult_t weftAllReduceCompressed(const void* sendbuff, void* recvbu
   WEFT_CHECK(checkCount(count, datatype, 1, "count", kName));
   WEFT_CHECK(checkBuffer(sendbuff, count, "sendbuff", kName));
   WEFT_CHECK(checkBuffer(recvbuff, count, "recvbuff", kName));
-  CollectiveCall call = makeCall(CollectiveKind::AllReduce, comm, sendbuff, recvbuff, count, datatype, op);
+  CollectiveCall call = makeCall(Collective::AllReduce, comm, sendbuff, recvbuff, count, datatype, op);
   WEFT_CHECK(codecConfigFrom(compressor, &call.codec, kName));
   if (feedback) {
     WEFT_CHECK(checkFeedback(feedback, kName));

@@ -17,6 +17,7 @@
 #include "runtime/comm/compression_config.h"
 #include "runtime/exec/direct_path.h"
 #include "runtime/exec/executor.h"
+#include "runtime/exec/plan_cache.h"
 #include "runtime/comm/reduction_ops.h"
 #include "transport/shm/shm_transport.h"
 #include "transport/tcp/tcp_transport.h"
@@ -70,13 +71,7 @@ struct ncclComm {
   std::string lastError;
   uint64_t collectiveSequence = 0;
 
-  // The last prepared schedule, reused while calls keep the same shape (training loops do).
-  struct PlanCacheEntry {
-    uint64_t key = ~0ull;
-    weft::PreparedSchedule plan;
-  };
-  PlanCacheEntry planCache[4];
-  unsigned planCacheNext = 0;
+  weft::PlanCache planCache;  // prepared schedules by shape (runtime/exec/plan_cache.h)
   std::mutex registrationMutex;
   std::vector<std::unique_ptr<weft::RegisteredRegion>> registrations;
   std::vector<char> scratch;  // schedules' Scratch buffer: grown when needed, never per call
@@ -91,7 +86,7 @@ struct ncclComm {
   std::vector<char*> peerRecvBuffers;
 
   // Compressed all-reduce (runtime/comm/compression_config.h): WEFT_COMPRESSION, codecs, per-buffer
-  // error-feedback residuals, prepared schedules.
+  // error-feedback residuals (its schedules are in planCache).
   weft::CommCompression compression;
 };
 

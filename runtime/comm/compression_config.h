@@ -1,6 +1,6 @@
 // WEFT_COMPRESSION: the environment opt-in to compressed all-reduce, parsed once per
 // communicator, and what a communicator keeps for compressed calls (codecs, error-feedback
-// residuals per buffer, prepared schedules).
+// residuals per buffer; their prepared schedules are in the communicator's plan cache).
 //
 //   WEFT_COMPRESSION=fp16|bf16|int8|int4|sign|topk:RATIO[,ef][,min_bytes=N]     (or off)
 #pragma once
@@ -14,7 +14,6 @@
 
 #include "compression/codec.h"
 #include "nccl.h"
-#include "runtime/exec/executor.h"
 
 namespace weft {
 
@@ -46,13 +45,6 @@ struct CommCompression {
   std::vector<CodecEntry> codecs;
   // WEFT_COMPRESSION with ",ef": residual per (send buffer address, count).
   std::map<std::pair<uintptr_t, size_t>, std::vector<float>> feedback;
-  struct PlanEntry {
-    uint64_t key = ~0ull;
-    compression::CodecConfig codec;
-    PreparedSchedule plan;
-  };
-  PlanEntry plans[4];
-  unsigned plansNext = 0;
 };
 
 }  // namespace weft

@@ -17,36 +17,27 @@ bool callIsInPlace(const CollectiveCall& call) {
   const char* recv = static_cast<const char*>(call.recvbuff);
   size_t block = call.count * dataTypeSize(call.datatype);
   int rank = call.comm->rank;
-  switch (call.kind) {
-    case CollectiveKind::AllGather: return recv && send == recv + rank * block;
-    case CollectiveKind::ReduceScatter: return send && recv == send + rank * block;
-    case CollectiveKind::Gather: return rank == call.root && recv && send == recv + call.root * block;
-    case CollectiveKind::Scatter: return rank == call.root && send && recv == send + call.root * block;
+  switch (call.kind.collective()) {
+    case Collective::AllGather: return recv && send == recv + rank * block;
+    case Collective::ReduceScatter: return send && recv == send + rank * block;
+    case Collective::Gather: return rank == call.root && recv && send == recv + call.root * block;
+    case Collective::Scatter: return rank == call.root && send && recv == send + call.root * block;
     default: return send == recv;
   }
 }
 
 bool sendAliasesRecv(const CollectiveCall& call) {
-  switch (call.kind) {
-    case CollectiveKind::AllReduce:
-    case CollectiveKind::Broadcast:
-    case CollectiveKind::Reduce: return call.sendbuff == call.recvbuff;
-    case CollectiveKind::AllToAll: return false;  // the builder works in place itself
+  switch (call.kind.collective()) {
+    case Collective::AllReduce:
+    case Collective::Broadcast:
+    case Collective::Reduce: return call.sendbuff == call.recvbuff;
+    case Collective::AllToAll: return false;  // the builder works in place itself
     default: return false;                        // in-place rules are block offsets, handled by builders
   }
 }
 
 Collective costCollective(const CollectiveCall& call) {
-  switch (call.kind) {
-    case CollectiveKind::AllGather: return Collective::AllGather;
-    case CollectiveKind::ReduceScatter: return Collective::ReduceScatter;
-    case CollectiveKind::Broadcast: return Collective::Broadcast;
-    case CollectiveKind::Reduce: return Collective::Reduce;
-    case CollectiveKind::AllToAll: return Collective::AllToAll;
-    case CollectiveKind::Gather: return Collective::Gather;
-    case CollectiveKind::Scatter: return Collective::Scatter;
-    default: return Collective::AllReduce;
-  }
+  return call.kind.isPointToPoint() ? Collective::AllReduce : call.kind.collective();
 }
 
 size_t costBytes(const CollectiveCall& call) {
@@ -73,7 +64,7 @@ ncclResult_t selectForCall(const CollectiveCall& call, Algorithm* out) {
 Schedule scheduleForCall(const CollectiveCall& call, Algorithm selected, const char** algorithm) {
   ncclComm* comm = call.comm;
   const size_t elementSize = dataTypeSize(call.datatype);
-  if (call.kind == CollectiveKind::Send || call.kind == CollectiveKind::Recv) {  // scheduleForPointToPoint
+  if (call.kind.isPointToPoint()) {  // scheduleForPointToPoint
     *algorithm = "?";
     return {};
   }
@@ -100,7 +91,7 @@ ncclResult_t scheduleForPointToPoint(const std::vector<const CollectiveCall*>& c
   PointToPointParams params;
   params.rank = calls.front()->comm->rank;
   for (const CollectiveCall* call : calls) {
-    bool send = call->kind == CollectiveKind::Send;
+    bool send = call->kind.isSend();
     uintptr_t address = reinterpret_cast<uintptr_t>(send ? call->sendbuff : call->recvbuff);
     params.ops.push_back({call->peer, call->count * dataTypeSize(call->datatype), send, address});
   }

@@ -13,60 +13,34 @@
 #include "runtime/exec/compressed_allreduce_run.h"
 #include "runtime/exec/direct_path.h"
 #include "runtime/exec/idle_waiter.h"
+#include "runtime/exec/plan_cache.h"
 #include "runtime/comm/reduction_ops.h"
 
 namespace weft {
 
-const char* collectiveName(CollectiveKind kind) {
-  switch (kind) {
-    case CollectiveKind::AllReduce: return "AllReduce";
-    case CollectiveKind::Broadcast: return "Broadcast";
-    case CollectiveKind::Reduce: return "Reduce";
-    case CollectiveKind::AllGather: return "AllGather";
-    case CollectiveKind::ReduceScatter: return "ReduceScatter";
-    case CollectiveKind::AllToAll: return "AlltoAll";
-    case CollectiveKind::Gather: return "Gather";
-    case CollectiveKind::Scatter: return "Scatter";
-    case CollectiveKind::Send: return "Send";
-    case CollectiveKind::Recv: return "Recv";
-  }
-  return "?";
-}
-
 namespace {
 
-uint64_t planKey(const CollectiveCall& call, bool direct) {
-  uint64_t key = call.count * 2 + (direct ? 1 : 0);
-  key = key * 31 + static_cast<uint64_t>(call.datatype);
-  key = key * 31 + static_cast<uint64_t>(call.op == ncclAvg) + 2 * static_cast<uint64_t>(call.op >= ncclNumOps);
-  key = key * 31 + static_cast<uint64_t>(call.kind);
-  key = key * 1031 + static_cast<uint64_t>(call.root + 1);
-  key = key * 2 + (callIsInPlace(call) ? 1 : 0);
-  return key;
-}
-
-// The prepared schedule for `call`, from the communicator's small cache when the shape repeats
+// The prepared schedule for `call`, from the communicator's plan cache when the shape repeats
 // (the algorithm choice depends only on what the key holds).
 ncclResult_t planFor(const CollectiveCall& call, bool direct, const PreparedSchedule** out) {
   ncclComm* comm = call.comm;
-  uint64_t key = planKey(call, direct);
-  for (auto& entry : comm->planCache)
-    if (entry.key == key) {
-      *out = &entry.plan;
-      return ncclSuccess;
-    }
+  const PlanKey key = planKeyFor(call, direct ? PlanPath::Direct : PlanPath::Selected);
+  if (const PreparedSchedule* cached = comm->planCache.find(key)) {
+    *out = cached;
+    return ncclSuccess;
+  }
   Algorithm selected = Algorithm::Direct;
   if (!direct) WEFT_CHECK(selectForCall(call, &selected));
-  auto& entry = comm->planCache[comm->planCacheNext++ % 4];
-  entry.key = ~0ull;
   const char* algorithm = "?";
   Schedule schedule = scheduleForCall(call, selected, &algorithm);
-  prepareSchedule(std::move(schedule), sendAliasesRecv(call), comm->sliceBytes, &entry.plan);
-  entry.key = key;
-  WEFT_INFO(kLogTune | kLogColl, "%s: %zu x %s op %s root %d -> algorithm %s, %zu steps, slices of %zu bytes",
-            collectiveName(call.kind), call.count, dataTypeName(call.datatype), redOpName(call.op), call.root,
-            algorithm, entry.plan.schedule.steps.size(), entry.plan.sliceBytes);
-  *out = &entry.plan;
+  PreparedSchedule plan;
+  prepareSchedule(std::move(schedule), sendAliasesRecv(call), comm->sliceBytes, &plan);
+  *out = comm->planCache.insert(key, std::move(plan));
+  WEFT_INFO(kLogTune | kLogColl,
+            "%s: %zu x %s op %s root %d -> algorithm %s, %zu steps, slices of %zu bytes",
+            collectiveName(call.kind.collective()), call.count, dataTypeName(call.datatype),
+            redOpName(call.op), call.root, algorithm, (*out)->schedule.steps.size(),
+            (*out)->sliceBytes);
   return ncclSuccess;
 }
 
@@ -131,7 +105,7 @@ ncclResult_t startNext(CommQueue& queue) {
     WEFT_CHECK(concludeDirectHandshake(call, &direct, &buffers));
     const PreparedSchedule* plan = nullptr;
     WEFT_CHECK(planFor(call, direct, &plan));
-    return startRun(queue, call, plan, buffers, collectiveName(call.kind));
+    return startRun(queue, call, plan, buffers, collectiveName(call.kind.collective()));
   }
   if (queue.pending.empty()) return ncclSuccess;
   WorkItem item = std::move(queue.pending.front());
@@ -157,7 +131,7 @@ ncclResult_t startNext(CommQueue& queue) {
   }
   const PreparedSchedule* plan = nullptr;
   WEFT_CHECK(planFor(call, false, &plan));
-  return startRun(queue, call, plan, userBuffers(call), collectiveName(call.kind));
+  return startRun(queue, call, plan, userBuffers(call), collectiveName(call.kind.collective()));
 }
 
 // Groups the calls by communicator; each communicator's sends and receives become one item,
@@ -170,7 +144,7 @@ std::vector<CommQueue> queuesFor(const std::vector<CollectiveCall>& calls) {
       queues.push_back(CommQueue{call.comm, {}, nullptr, nullptr, nullptr});
       it = queues.end() - 1;
     }
-    if (isPointToPoint(call.kind)) {
+    if (call.kind.isPointToPoint()) {
       auto p2p = std::find_if(it->pending.begin(), it->pending.end(),
                               [](const WorkItem& w) { return !w.pointToPoint.empty(); });
       if (p2p == it->pending.end()) {

@@ -5,15 +5,37 @@
 #include <cstddef>
 #include <vector>
 
+#include "algorithms/algorithm.h"
 #include "compression/types.h"
 #include "nccl.h"
 
 namespace weft {
 
-enum class CollectiveKind { AllReduce, Broadcast, Reduce, AllGather, ReduceScatter, AllToAll, Gather, Scatter, Send, Recv };
+// The two sides of a point-to-point transfer (ncclSend, ncclRecv).
+enum class PointToPoint : int { Send, Recv };
+
+// What a call does: one of the collectives (algorithms/algorithm.h's Collective, the one list
+// of them), or one side of a point-to-point transfer. Converts implicitly from either, so
+// `call.kind == Collective::AllReduce` and `makeCall(PointToPoint::Send, ...)` read naturally.
+class CallKind {
+ public:
+  constexpr CallKind(Collective collective) : collective_(collective) {}
+  constexpr CallKind(PointToPoint side)
+      : collective_(Collective::Count), send_(side == PointToPoint::Send) {}
+
+  constexpr bool isPointToPoint() const { return collective_ == Collective::Count; }
+  constexpr bool isSend() const { return isPointToPoint() && send_; }
+  // The collective; Collective::Count for a send or receive.
+  constexpr Collective collective() const { return collective_; }
+  constexpr bool operator==(const CallKind&) const = default;
+
+ private:
+  Collective collective_;
+  bool send_ = false;  // point-to-point only
+};
 
 struct CollectiveCall {
-  CollectiveKind kind = CollectiveKind::AllReduce;
+  CallKind kind = Collective::AllReduce;
   ncclComm* comm = nullptr;
   const void* sendbuff = nullptr;
   void* recvbuff = nullptr;
@@ -31,7 +53,7 @@ struct CollectiveCall {
 };
 
 // A call with the fields every kind has; root and peer where the kind takes them.
-inline CollectiveCall makeCall(CollectiveKind kind, ncclComm* comm, const void* sendbuff, void* recvbuff, size_t count,
+inline CollectiveCall makeCall(CallKind kind, ncclComm* comm, const void* sendbuff, void* recvbuff, size_t count,
                                ncclDataType_t datatype, ncclRedOp_t op = ncclSum, int root = -1, int peer = -1) {
   CollectiveCall call;
   call.kind = kind;
@@ -45,9 +67,6 @@ inline CollectiveCall makeCall(CollectiveKind kind, ncclComm* comm, const void* 
   call.peer = peer;
   return call;
 }
-
-const char* collectiveName(CollectiveKind kind);
-inline bool isPointToPoint(CollectiveKind kind) { return kind == CollectiveKind::Send || kind == CollectiveKind::Recv; }
 
 // Runs the calls; calls on one communicator run in order (its sends and receives fused into
 // one schedule, so they may be posted in any order), calls on different communicators progress

@@ -238,115 +238,147 @@ ncclResult_t CollectiveRun::advance(size_t i, bool* progressed) {
 }
 
 ncclResult_t CollectiveRun::advanceCodec(size_t i, uint32_t k, bool* waiting) {
-  using compression::Codec;
   const Step& step = plan_->schedule.steps[i];
-  const Schedule& schedule = plan_->schedule;
-  Codec* codec = reduction_.codec.codec;
-  if (!codec && step.kind != StepKind::ToFloat && step.kind != StepKind::FromFloat)
+  if (!reduction_.codec.codec && step.kind != StepKind::ToFloat && step.kind != StepKind::FromFloat)
     return fail(ncclInternalError, "%s #%llu: step %zu (%s) needs a codec and the run has none", name_,
                 static_cast<unsigned long long>(sequence_), i, stepKindName(step.kind));
-  const size_t stride = schedule.encodedSliceBytes;
-  char* stored = step.src2.bytes ? address(step.src2) + static_cast<size_t>(k) * stride : nullptr;
-  // Encoded-only steps: bytes as they are.
-  if (isEncodedOnly(step.kind)) {
-    size_t bytes = std::min(stride, step.src2.bytes - static_cast<size_t>(k) * stride);
-    Connection* c = connections_[step.peer];
-    if (step.kind == StepKind::SendEncoded) {
-      void* slot = reserveSend(c, bytes);
-      *waiting = !slot;
-      if (!slot) return ncclSuccess;
-      memcpy(slot, stored, bytes);
-      return c->sendCommit(bytes);
-    }
-    const void* data = nullptr;
-    WEFT_CHECK(nextMessage(c, bytes, i, &data));
-    *waiting = !data;
-    if (!data) return ncclSuccess;
-    memcpy(stored, data, bytes);
-    c->recvRelease();
-    return ncclSuccess;
-  }
-  const size_t first = static_cast<size_t>(k) * schedule.codecSliceElements;
-  const size_t n = std::min(schedule.codecSliceElements, codecFloatRange(step).bytes / sizeof(float) - first);
-  const size_t element = codecFloatRange(step).offset / sizeof(float) + first;  // the accumulator is Scratch at 0
-  float* residual = reduction_.codec.residual ? reduction_.codec.residual + element : nullptr;
-  auto floatAt = [&](const BufferRange& range) { return reinterpret_cast<float*>(address(range)) + first; };
+  if (isEncodedOnly(step.kind)) return moveEncoded(i, k, waiting);
+  const CodecSlice slice = codecSlice(step, k);
   switch (step.kind) {
-    case StepKind::ToFloat: {
-      const char* in = address(step.src) + first * elementSize_;
-      float* out = floatAt(step.dst);
-      if (reduction_.type == ncclFloat32)
-        memcpy(out, in, n * sizeof(float));
-      else
-        compression::halfToFloatArray(reinterpret_cast<const uint16_t*>(in), n, out, reduction_.type == ncclBfloat16);
-      if (residual)
-        for (size_t j = 0; j < n; ++j) {
-          out[j] += residual[j];
-          residual[j] = 0.0f;
-        }
+    case StepKind::ToFloat: toFloat(step, slice); return ncclSuccess;
+    case StepKind::FromFloat: fromFloat(step, slice); return ncclSuccess;
+    case StepKind::EncodeSend: return encodeSend(i, slice, waiting);
+    case StepKind::RecvDecodeAdd: return recvDecodeAdd(i, slice, waiting);
+    case StepKind::Decode: {
+      float* out = floatAt(step.dst, slice);
+      reduction_.codec.codec->decodeRange(slice.stored, 0, slice.n, slice.n, out, false, 1.0f);
       return ncclSuccess;
     }
-    case StepKind::FromFloat: {
-      const float* in = floatAt(step.src);
-      char* out = address(step.dst) + first * elementSize_;
-      const float divisor = static_cast<float>(schedule.divisor);
-      float tile[1024];
-      for (size_t j = 0; j < n; j += 1024) {
-        size_t m = std::min<size_t>(1024, n - j);
-        const float* from = in + j;
-        if (divisor != 1.0f) {
-          for (size_t e = 0; e < m; ++e) tile[e] = from[e] / divisor;
-          from = tile;
-        }
-        if (reduction_.type == ncclFloat32)
-          memcpy(out + j * sizeof(float), from, m * sizeof(float));
-        else
-          compression::floatToHalfArray(from, m, reinterpret_cast<uint16_t*>(out) + j, reduction_.type == ncclBfloat16);
-      }
-      return ncclSuccess;
-    }
-    case StepKind::EncodeSend: {
-      Connection* c = connections_[step.peer];
-      const size_t bytes = codec->encodedBytes(n);
-      void* slot = reserveSend(c, bytes);
-      *waiting = !slot;
-      if (!slot) return ncclSuccess;
-      const float* x = floatAt(step.src);
-      codec->encodeRange(x, 0, n, n, slot, compression::EncodeContext{reduction_.codec.seed, element});
-      if (residual) {  // residual += x - decode(encode(x))
-        for (size_t j = 0; j < n; ++j) residual[j] += x[j];
-        codec->decodeRange(slot, 0, n, n, residual, true, -1.0f);
-      }
-      if (step.dst.bytes) codec->decodeRange(slot, 0, n, n, floatAt(step.dst), false, 1.0f);
-      if (stored) memcpy(stored, slot, bytes);
-      return c->sendCommit(bytes);
-    }
-    case StepKind::RecvDecodeAdd: {
-      Connection* c = connections_[step.peer];
-      const size_t bytes = codec->encodedBytes(n);
-      const void* data = nullptr;
-      WEFT_CHECK(nextMessage(c, bytes, i, &data));
-      *waiting = !data;
-      if (!data) return ncclSuccess;
-      float* out = floatAt(step.dst);
-      const float* in = floatAt(step.src);
-      if (out != in) memcpy(out, in, n * sizeof(float));
-      codec->decodeRange(data, 0, n, n, out, true, 1.0f);
-      if (stored) memcpy(stored, data, bytes);
-      c->recvRelease();
-      return ncclSuccess;
-    }
-    case StepKind::Decode: codec->decodeRange(stored, 0, n, n, floatAt(step.dst), false, 1.0f); return ncclSuccess;
-    case StepKind::DecodeAdd: {
-      float* out = floatAt(step.dst);
-      const float* in = floatAt(step.src);
-      if (out != in) memcpy(out, in, n * sizeof(float));
-      codec->decodeRange(stored, 0, n, n, out, true, 1.0f);
-      return ncclSuccess;
-    }
+    case StepKind::DecodeAdd: decodeAdd(step, slice, slice.stored); return ncclSuccess;
     default: break;
   }
   return fail(ncclInternalError, "%s: step %zu: %s is not a codec step", name_, i, stepKindName(step.kind));
+}
+
+CollectiveRun::CodecSlice CollectiveRun::codecSlice(const Step& step, uint32_t k) const {
+  const Schedule& schedule = plan_->schedule;
+  CodecSlice slice;
+  slice.first = static_cast<size_t>(k) * schedule.codecSliceElements;
+  const size_t floats = codecFloatRange(step).bytes / sizeof(float);
+  slice.n = std::min(schedule.codecSliceElements, floats - slice.first);
+  // The accumulator is Scratch at 0, so a float's offset there is its index in the call.
+  slice.element = codecFloatRange(step).offset / sizeof(float) + slice.first;
+  slice.residual = reduction_.codec.residual ? reduction_.codec.residual + slice.element : nullptr;
+  slice.stored = encodedSlice(step, k);
+  return slice;
+}
+
+char* CollectiveRun::encodedSlice(const Step& step, uint32_t k) const {
+  const size_t stride = plan_->schedule.encodedSliceBytes;
+  return step.src2.bytes ? address(step.src2) + static_cast<size_t>(k) * stride : nullptr;
+}
+
+float* CollectiveRun::floatAt(const BufferRange& range, const CodecSlice& slice) const {
+  return reinterpret_cast<float*>(address(range)) + slice.first;
+}
+
+ncclResult_t CollectiveRun::moveEncoded(size_t i, uint32_t k, bool* waiting) {
+  const Step& step = plan_->schedule.steps[i];
+  const size_t stride = plan_->schedule.encodedSliceBytes;
+  char* stored = encodedSlice(step, k);
+  const size_t bytes = std::min(stride, step.src2.bytes - static_cast<size_t>(k) * stride);
+  Connection* c = connections_[step.peer];
+  if (step.kind == StepKind::SendEncoded) {
+    void* slot = reserveSend(c, bytes);
+    *waiting = !slot;
+    if (!slot) return ncclSuccess;
+    memcpy(slot, stored, bytes);
+    return c->sendCommit(bytes);
+  }
+  const void* data = nullptr;
+  WEFT_CHECK(nextMessage(c, bytes, i, &data));
+  *waiting = !data;
+  if (!data) return ncclSuccess;
+  memcpy(stored, data, bytes);
+  c->recvRelease();
+  return ncclSuccess;
+}
+
+void CollectiveRun::toFloat(const Step& step, const CodecSlice& slice) {
+  const char* in = address(step.src) + slice.first * elementSize_;
+  float* out = floatAt(step.dst, slice);
+  if (reduction_.type == ncclFloat32)
+    memcpy(out, in, slice.n * sizeof(float));
+  else
+    compression::halfToFloatArray(reinterpret_cast<const uint16_t*>(in), slice.n, out,
+                                  reduction_.type == ncclBfloat16);
+  if (slice.residual)
+    for (size_t j = 0; j < slice.n; ++j) {
+      out[j] += slice.residual[j];
+      slice.residual[j] = 0.0f;
+    }
+}
+
+void CollectiveRun::fromFloat(const Step& step, const CodecSlice& slice) {
+  const float* in = floatAt(step.src, slice);
+  char* out = address(step.dst) + slice.first * elementSize_;
+  const float divisor = static_cast<float>(plan_->schedule.divisor);
+  float tile[1024];
+  for (size_t j = 0; j < slice.n; j += 1024) {
+    size_t m = std::min<size_t>(1024, slice.n - j);
+    const float* from = in + j;
+    if (divisor != 1.0f) {
+      for (size_t e = 0; e < m; ++e) tile[e] = from[e] / divisor;
+      from = tile;
+    }
+    if (reduction_.type == ncclFloat32)
+      memcpy(out + j * sizeof(float), from, m * sizeof(float));
+    else
+      compression::floatToHalfArray(from, m, reinterpret_cast<uint16_t*>(out) + j,
+                                    reduction_.type == ncclBfloat16);
+  }
+}
+
+ncclResult_t CollectiveRun::encodeSend(size_t i, const CodecSlice& slice, bool* waiting) {
+  const Step& step = plan_->schedule.steps[i];
+  compression::Codec* codec = reduction_.codec.codec;
+  const size_t n = slice.n;
+  Connection* c = connections_[step.peer];
+  const size_t bytes = codec->encodedBytes(n);
+  void* slot = reserveSend(c, bytes);
+  *waiting = !slot;
+  if (!slot) return ncclSuccess;
+  const float* x = floatAt(step.src, slice);
+  const compression::EncodeContext context{reduction_.codec.seed, slice.element};
+  codec->encodeRange(x, 0, n, n, slot, context);
+  if (slice.residual) {  // residual += x - decode(encode(x))
+    for (size_t j = 0; j < n; ++j) slice.residual[j] += x[j];
+    codec->decodeRange(slot, 0, n, n, slice.residual, true, -1.0f);
+  }
+  if (step.dst.bytes) codec->decodeRange(slot, 0, n, n, floatAt(step.dst, slice), false, 1.0f);
+  if (slice.stored) memcpy(slice.stored, slot, bytes);
+  return c->sendCommit(bytes);
+}
+
+ncclResult_t CollectiveRun::recvDecodeAdd(size_t i, const CodecSlice& slice, bool* waiting) {
+  const Step& step = plan_->schedule.steps[i];
+  Connection* c = connections_[step.peer];
+  const size_t bytes = reduction_.codec.codec->encodedBytes(slice.n);
+  const void* data = nullptr;
+  WEFT_CHECK(nextMessage(c, bytes, i, &data));
+  *waiting = !data;
+  if (!data) return ncclSuccess;
+  decodeAdd(step, slice, data);
+  if (slice.stored) memcpy(slice.stored, data, bytes);
+  c->recvRelease();
+  return ncclSuccess;
+}
+
+void CollectiveRun::decodeAdd(const Step& step, const CodecSlice& slice, const void* encoded) {
+  float* out = floatAt(step.dst, slice);
+  const float* in = floatAt(step.src, slice);
+  if (out != in) memcpy(out, in, slice.n * sizeof(float));
+  reduction_.codec.codec->decodeRange(encoded, 0, slice.n, slice.n, out, true, 1.0f);
 }
 
 void* CollectiveRun::reserveSend(Connection* c, size_t bytes) {

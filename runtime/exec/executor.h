@@ -83,6 +83,29 @@ class CollectiveRun {
   ncclResult_t advance(size_t step, bool* progressed);
   // One slice of a codec step; *waiting when a peer has no message or no room yet.
   ncclResult_t advanceCodec(size_t step, uint32_t slice, bool* waiting);
+  // Where slice k of a float codec step lies: elements [first, first + n) of the step's float
+  // range, `element` the first one's index in the call (the residual's and seed's index), and
+  // the slice's kept encoding (src2; null when the step keeps none).
+  struct CodecSlice {
+    size_t first = 0;
+    size_t n = 0;
+    size_t element = 0;
+    float* residual = nullptr;  // at `element`; null without error feedback
+    char* stored = nullptr;
+  };
+  CodecSlice codecSlice(const Step& step, uint32_t k) const;
+  char* encodedSlice(const Step& step, uint32_t k) const;
+  float* floatAt(const BufferRange& range, const CodecSlice& slice) const;
+  // SendEncoded / RecvEncoded: an already encoded slice, bytes as they are.
+  ncclResult_t moveEncoded(size_t step, uint32_t k, bool* waiting);
+  // The call's elements to floats (adding and clearing the residual), and back (divided).
+  void toFloat(const Step& step, const CodecSlice& slice);
+  void fromFloat(const Step& step, const CodecSlice& slice);
+  // Encodes and sends (the residual gains what the encoding dropped).
+  ncclResult_t encodeSend(size_t step, const CodecSlice& slice, bool* waiting);
+  ncclResult_t recvDecodeAdd(size_t step, const CodecSlice& slice, bool* waiting);
+  // dst = src + decode(encoded).
+  void decodeAdd(const Step& step, const CodecSlice& slice, const void* encoded);
   void noteWait(Connection* c);
   // A send slot of `bytes` on `c`, or nullptr (the wait noted) while the peer has no room.
   void* reserveSend(Connection* c, size_t bytes);

@@ -18,7 +18,7 @@ namespace {
 // pair as one link crossing (half a two-rank ring all-reduce).
 double predictCallMicroseconds(const CollectiveCall& call) {
   ncclComm* comm = call.comm;
-  if (call.kind == CollectiveKind::Send || call.kind == CollectiveKind::Recv) {
+  if (call.kind.isPointToPoint()) {
     const CostInput pair{call.count * dataTypeSize(call.datatype), 2, {}};
     return predictAllReduceUs(Algorithm::Ring, pair, comm->costModel) / 2;
   }
