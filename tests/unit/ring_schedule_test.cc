@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "algorithms/builders/ring_allreduce.h"
+#include "algorithms/builders/split_evenly.h"
 
 using namespace weft;
 
