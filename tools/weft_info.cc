@@ -24,6 +24,7 @@
 #include <string>
 #include <vector>
 
+#include "algorithms/algorithm_registry.h"
 #include "algorithms/cost/algorithm_selection.h"
 #include "algorithms/collective_schedule.h"
 #include "algorithms/cost/cost_model.h"
@@ -269,10 +270,10 @@ int main(int argc, char** argv) {
   for (int n : rankCounts) {
     int local = perNode > 0 ? std::min(perNode, n) : n;
     std::printf("\n## %d ranks (%d nodes x %d)\n\n", n, (n + local - 1) / local, local);
-    // Columns: the collective's algorithms (direct needs mapped buffers, so it is left out).
+    // Columns: the collective's algorithms (those that need mapped buffers, direct, are left out).
     std::vector<Algorithm> columns;
     for (int a = 0; a < kAlgorithmCount; ++a)
-      if (algorithmApplies(collective, static_cast<Algorithm>(a)) && static_cast<Algorithm>(a) != Algorithm::Direct)
+      if (algorithmApplies(collective, static_cast<Algorithm>(a)) && !algorithmInfo(static_cast<Algorithm>(a)).needsMappedPeers)
         columns.push_back(static_cast<Algorithm>(a));
     std::printf("|%s size |", allReduce ? "" : (std::string(" ") + collectiveName(collective)).c_str());
     for (Algorithm a : columns) std::printf(" %s |", algorithmName(a));
