@@ -7,6 +7,7 @@
 #include "algorithms/builders/allgather.h"
 #include "algorithms/builders/alltoall.h"
 #include "algorithms/builders/broadcast.h"
+#include "algorithms/builders/direct_allreduce.h"
 #include "algorithms/builders/gather_scatter.h"
 #include "algorithms/builders/hierarchical_allreduce.h"
 #include "algorithms/builders/reduce_scatter.h"
@@ -71,6 +72,11 @@ Schedule hierAllReduce(const CollectiveShape& s, const std::vector<int>& order) 
                                      .average = s.average});
 }
 
+Schedule directAllReduce(const CollectiveShape& s, const std::vector<int>&) {
+  return buildDirectAllReduce(
+      {.count = s.count, .elementSize = s.elementSize, .rank = s.rank, .nranks = s.nranks, .average = s.average});
+}
+
 AllGatherParams allGatherParams(const CollectiveShape& s, const std::vector<int>& order) {
   return {.count = s.count, .elementSize = s.elementSize, .rank = s.rank, .nranks = s.nranks, .ringOrder = order,
           .inPlace = s.inPlace, .nodes = s.nodes, .channels = s.channels};
@@ -120,6 +126,7 @@ constexpr CollectiveAlgorithm kCollectiveAlgorithms[] = {
     {C::AllReduce, A::Tree, treeAllReduce, treeAllReduceUs, kNoPreScale},
     {C::AllReduce, A::Rhd, rhdAllReduce, rhdAllReduceUs, kNoPreScale},
     {C::AllReduce, A::Hier, hierAllReduce, hierAllReduceUs, kNoPreScale},
+    {C::AllReduce, A::Direct, directAllReduce, directAllReduceUs, kNoPreScale},
 
     {C::AllGather, A::Ring, from<buildRingAllGather, allGatherParams>, ringGatherUs},
     {C::AllGather, A::Rhd, from<buildRecursiveDoublingAllGather, allGatherParams>, recursiveDoublingAllGatherUs},

@@ -294,6 +294,12 @@ double hierAllReduceUs(const Shape& s, const CostInput& input, const CostModel& 
   return intra + inter;
 }
 
+double directAllReduceUs(const Shape& s, const CostInput&, const CostModel& m) {
+  if (s.n == 1) return m.memory.timeUs(s.bytes);
+  // Two barriers, then each rank reads (n-1)/n of S from its peers twice (reduce, then copy).
+  return 2.0 * m.intra.latencyUs + 2.0 * m.memory.timeUs((s.n - 1) * s.bytes / s.n);
+}
+
 }  // namespace cost
 
 double allReduceLowerBoundUs(const CostInput& input, const CostModel& model) {

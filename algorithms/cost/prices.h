@@ -15,6 +15,7 @@ double ringAllReduceUs(const Shape& s, const CostInput& input, const CostModel& 
 double treeAllReduceUs(const Shape& s, const CostInput& input, const CostModel& m);
 double rhdAllReduceUs(const Shape& s, const CostInput& input, const CostModel& m);
 double hierAllReduceUs(const Shape& s, const CostInput& input, const CostModel& m);
+double directAllReduceUs(const Shape& s, const CostInput& input, const CostModel& m);
 
 // All-gather and reduce-scatter.
 double ringGatherUs(const Shape& s, const CostInput& input, const CostModel& m);
