@@ -1,6 +1,6 @@
 // The collectives weft schedules and the algorithm families that build them. One name space of
 // algorithms serves every collective (WEFT_ALGO uses these names); each collective has its own
-// subset:
+// subset (the registry, algorithms/algorithm_registry.cc, is where it is written down):
 //
 //   allreduce      ring, tree (double binary), rhd (halving-doubling), hier, direct
 //   allgather      ring, rhd (recursive doubling), bruck, hier
@@ -24,7 +24,7 @@ enum class Algorithm : int { Ring = 0, Tree, Rhd, Hier, Direct, Bruck, Binomial,
 constexpr int kAlgorithmCount = static_cast<int>(Algorithm::Count);
 const char* algorithmName(Algorithm algorithm);  // "ring", "tree", ...
 
-// Whether `algorithm` has a schedule for `collective` (the table above).
+// Whether `algorithm` has a schedule for `collective` (a row of the registry).
 bool algorithmApplies(Collective collective, Algorithm algorithm);
 // What runs when nothing else can: ring, pairwise or linear.
 Algorithm defaultAlgorithm(Collective collective);

@@ -27,9 +27,11 @@ struct CollectiveShape {
                                          // all-reduce, all-gather and reduce-scatter rings use it
 };
 
-// The schedule of `algorithm` for `shape`; an algorithm the collective does not have falls back
-// to its default (ring, pairwise, linear), and a PreMulSum all-reduce runs the ring (the only
-// all-reduce that scales its inputs). `ran`, when given, receives the algorithm built.
+// The schedule of `algorithm` for `shape`, built by the algorithm's row in the registry
+// (algorithms/algorithm_registry.h); an algorithm the collective does not have falls back to its
+// default (ring, pairwise, linear), and so does a PreMulSum call of an algorithm that cannot scale
+// its inputs (of the all-reduces only the ring can). `ran`, when given, receives the algorithm
+// built.
 Schedule buildCollectiveSchedule(Algorithm algorithm, const CollectiveShape& shape, Algorithm* ran = nullptr);
 
 // The all-reduce case (what the simulator-based tools use).

@@ -24,6 +24,7 @@
 #include <string>
 #include <vector>
 
+#include "algorithms/algorithm_registry.h"
 #include "algorithms/cost/algorithm_selection.h"
 #include "algorithms/collective_schedule.h"
 #include "algorithms/cost/cost_model.h"
@@ -80,21 +81,28 @@ std::vector<std::vector<int>> makeNodes(int n, int perNode) {
   return nodes;
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
+// What the command line asks for.
+struct Options {
+  bool plan = false;  // plan, else table
   Collective collective = Collective::AllReduce;
-  if (argc < 3 || (std::strcmp(argv[1], "plan") != 0 && std::strcmp(argv[1], "table") != 0) ||
-      !parseCollective(argv[2], &collective)) {
-    usage(argc > 1 && (!std::strcmp(argv[1], "-h") || !std::strcmp(argv[1], "--help")) ? stdout : stderr);
-    return argc > 1 && (!std::strcmp(argv[1], "-h") || !std::strcmp(argv[1], "--help")) ? 0 : 2;
-  }
-  const bool plan = std::strcmp(argv[1], "plan") == 0;
   size_t bytes = 0, from = 8, to = size_t(4) << 30, step = 2;
   std::vector<int> rankCounts;
   int perNode = 0, printRank = -1;
   std::string topo, algoName;
   bool direct = false, haveSize = false, simulateToo = false;
+};
+
+bool isHelp(const char* arg) { return !std::strcmp(arg, "-h") || !std::strcmp(arg, "--help"); }
+
+// Parses argv into *options; returns -1 to go on, else the exit status (usage or errors printed).
+int parseArguments(int argc, char** argv, Options* options) {
+  Options& o = *options;
+  if (argc < 3 || (std::strcmp(argv[1], "plan") != 0 && std::strcmp(argv[1], "table") != 0) ||
+      !parseCollective(argv[2], &o.collective)) {
+    usage(argc > 1 && isHelp(argv[1]) ? stdout : stderr);
+    return argc > 1 && isHelp(argv[1]) ? 0 : 2;
+  }
+  o.plan = std::strcmp(argv[1], "plan") == 0;
   for (int i = 3; i < argc; ++i) {
     std::string a = argv[i];
     auto value = [&]() -> const char* {
@@ -114,166 +122,196 @@ int main(int argc, char** argv) {
           std::fprintf(stderr, "weft-info: bad --ranks '%s'\n", list.c_str());
           return 2;
         }
-        rankCounts.push_back(n);
+        o.rankCounts.push_back(n);
         start = comma + 1;
       }
     } else if (a == "--ranks-per-node") {
-      perNode = std::atoi(value());
+      o.perNode = std::atoi(value());
     } else if (a == "--topo") {
-      topo = value();
+      o.topo = value();
     } else if (a == "--simulate") {
-      simulateToo = true;
+      o.simulateToo = true;
     } else if (a == "--direct") {
-      direct = true;
+      o.direct = true;
     } else if (a == "--print-schedule") {
-      printRank = std::atoi(value());
+      o.printRank = std::atoi(value());
     } else if (a == "--algo") {
-      algoName = value();
+      o.algoName = value();
     } else if (a == "--step") {
-      step = static_cast<size_t>(std::atoi(value()));
-      if (step < 2) {
+      o.step = static_cast<size_t>(std::atoi(value()));
+      if (o.step < 2) {
         std::fprintf(stderr, "weft-info: --step must be at least 2\n");
         return 2;
       }
     } else if (a == "--from" || a == "--to") {
-      if (!parseSize(value(), a == "--from" ? &from : &to)) {
+      if (!parseSize(value(), a == "--from" ? &o.from : &o.to)) {
         std::fprintf(stderr, "weft-info: bad size '%s'\n", argv[i]);
         return 2;
       }
     } else if (a == "-h" || a == "--help") {
       usage(stdout);
       return 0;
-    } else if (plan && !haveSize && parseSize(argv[i], &bytes)) {
-      haveSize = true;
+    } else if (o.plan && !o.haveSize && parseSize(argv[i], &o.bytes)) {
+      o.haveSize = true;
     } else {
       std::fprintf(stderr, "weft-info: unexpected argument '%s'\n", a.c_str());
       usage(stderr);
       return 2;
     }
   }
-  if (rankCounts.empty() || (plan && (!haveSize || rankCounts.size() != 1))) {
+  if (o.rankCounts.empty() || (o.plan && (!o.haveSize || o.rankCounts.size() != 1))) {
     usage(stderr);
     return 2;
   }
-  const bool allReduce = collective == Collective::AllReduce;
-  if (!allReduce && simulateToo) {
+  if (o.collective != Collective::AllReduce && o.simulateToo) {
     std::fprintf(stderr, "weft-info: --simulate is for allreduce\n");
     return 2;
   }
-  TopologyModel model;
+  return -1;
+}
+
+// The selection input every row starts from: the cost model from the topology (if any), the
+// tuning file and the channel bounds, and the algorithm variables. Prints the links line.
+bool baseSelection(const Options& o, TopologyModel* model, SelectionInput* base) {
   const TopologyModel* modelPtr = nullptr;
-  if (!topo.empty()) {
-    if (loadTopologyFile(topo, &model) != ncclSuccess) {
+  if (!o.topo.empty()) {
+    if (loadTopologyFile(o.topo, model) != ncclSuccess) {
       std::fprintf(stderr, "weft-info: %s\n", lastErrorMessage().c_str());
-      return 1;
+      return false;
     }
-    modelPtr = &model;
+    modelPtr = model;
   }
   LinkTable links;
   if (linkTableFromEnv(modelPtr, &links) != ncclSuccess) {
     std::fprintf(stderr, "weft-info: %s\n", lastErrorMessage().c_str());
+    return false;
+  }
+  base->model = costModelFromLinks(links, IntraNodeMedium::Auto, modelPtr);
+  applyChannelEnv(&base->model);
+  base->directAvailable = o.direct;
+  readAlgorithmEnv(base);
+  std::printf("# links: intra-node %.3g GB/s %.3g us; NIC %.3g GB/s %.3g us x %d per node%s%s\n",
+              base->model.intra.bandwidthGBps, base->model.intra.latencyUs, base->model.nic.bandwidthGBps,
+              base->model.nic.latencyUs, base->model.nicsPerNode, o.topo.empty() ? "" : "; topology ",
+              o.topo.empty() ? "" : o.topo.c_str());
+  return true;
+}
+
+// The selection input of one call of `size` bytes on `n` ranks.
+SelectionInput inputFor(const Options& o, const SelectionInput& base, int n, size_t size) {
+  SelectionInput in = base;
+  in.collective = o.collective;
+  in.bytes = size;
+  in.nranks = n;
+  in.nodes = makeNodes(n, o.perNode > 0 ? o.perNode : n);
+  return in;
+}
+
+// plan --print-schedule: rank printRank's schedule of the chosen algorithm, or of --algo.
+int printSchedule(const Options& o, const SelectionInput& in, Algorithm chosen) {
+  const Collective collective = o.collective;
+  const int n = o.rankCounts[0];
+  if (o.printRank >= n) {
+    std::fprintf(stderr, "weft-info: --print-schedule %d: only %d ranks\n", o.printRank, n);
+    return 2;
+  }
+  Algorithm algo = chosen;
+  if (!o.algoName.empty() && (!parseAlgorithm(o.algoName, &algo) || !algorithmApplies(collective, algo))) {
+    std::fprintf(stderr, "weft-info: --algo '%s' is not a %s algorithm (%s)\n", o.algoName.c_str(),
+                 collectiveName(collective), algorithmsOf(collective));
+    return 2;
+  }
+  // SIZE counts as nccl-tests does: per-rank blocks for the gathering and scattering ones.
+  const bool perRank = sizeCountsEveryRank(collective);
+  const CollectiveShape shape{.collective = collective,
+                              .count = o.bytes / 4 / (perRank ? static_cast<size_t>(n) : 1),
+                              .elementSize = 4,
+                              .rank = o.printRank,
+                              .nranks = n,
+                              .nodes = in.nodes,
+                              .channels = in.model.ringChannels(in.nodes, static_cast<double>(o.bytes))};
+  Schedule s = buildCollectiveSchedule(algo, shape);
+  std::printf("\nschedule of rank %d, %s, %zu float32%s, root 0 (scratch %zu bytes):\n%s", o.printRank,
+              algorithmName(algo), shape.count, perRank ? " per rank" : "", s.scratchBytes, s.toString().c_str());
+  return 0;
+}
+
+// plan: one row per algorithm of the collective, then the bound, the choice and optionally a
+// rank's schedule.
+int runPlan(const Options& o, const SelectionInput& base) {
+  const Collective collective = o.collective;
+  const size_t bytes = o.bytes;
+  const int n = o.rankCounts[0];
+  SelectionInput in = inputFor(o, base, n, bytes);
+  AlgorithmChoice choice;
+  if (selectAlgorithm(in, &choice) != ncclSuccess) {
+    std::fprintf(stderr, "weft-info: %s\n", lastErrorMessage().c_str());
     return 1;
   }
-  SelectionInput base;
-  base.model = costModelFromLinks(links, IntraNodeMedium::Auto, modelPtr);
-  applyChannelEnv(&base.model);
-  base.directAvailable = direct;
-  readAlgorithmEnv(&base);
-  std::printf("# links: intra-node %.3g GB/s %.3g us; NIC %.3g GB/s %.3g us x %d per node%s%s\n",
-              base.model.intra.bandwidthGBps, base.model.intra.latencyUs, base.model.nic.bandwidthGBps,
-              base.model.nic.latencyUs, base.model.nicsPerNode, topo.empty() ? "" : "; topology ",
-              topo.empty() ? "" : topo.c_str());
-
-  auto inputFor = [&](int n, size_t size) {
-    SelectionInput in = base;
-    in.collective = collective;
-    in.bytes = size;
-    in.nranks = n;
-    in.nodes = makeNodes(n, perNode > 0 ? perNode : n);
-    return in;
-  };
-
-  if (plan) {
-    int n = rankCounts[0];
-    SelectionInput in = inputFor(n, bytes);
-    AlgorithmChoice choice;
-    if (selectAlgorithm(in, &choice) != ncclSuccess) {
-      std::fprintf(stderr, "weft-info: %s\n", lastErrorMessage().c_str());
-      return 1;
-    }
-    const CostInput cost = costInputFor(bytes, n, in.nodes);
-    std::printf("%s %s bytes on %d ranks (%zu nodes x %d)\n", collectiveName(collective), sizeText(bytes).c_str(), n,
-                in.nodes.size(), perNode > 0 ? perNode : n);
-    if (simulateToo && n > 1024) {
-      std::fprintf(stderr, "weft-info: --simulate: at most 1024 ranks\n");
-      return 2;
-    }
-    if (simulateToo) std::printf("%-8s %14s %12s %14s %12s  %s\n", "algo", "time_us", "busbw_GB/s", "sim_us", "sim_busbw", "");
-    else std::printf("%-8s %14s %12s  %s\n", "algo", "time_us", "busbw_GB/s", "");
-    for (const AlgorithmEstimate& e : choice.estimates) {
-      if (!algorithmApplies(collective, e.algorithm)) continue;
-      std::string notes = e.note;
-      if (!e.allowed) notes = std::string("excluded") + (notes.empty() ? "" : "; ") + notes;
-      if (e.algorithm == choice.algorithm) notes = "<- chosen" + (notes.empty() ? "" : "; " + notes);
-      std::string sim;
-      if (simulateToo) {
-        char text[64] = "             -            -";
-        if (e.applicable) {
-          SimulatedAllReduce r = simulateAllReduceTime(e.algorithm, bytes, n, in.nodes, in.model);
-          if (r.ok) snprintf(text, sizeof text, "%14.2f %12.2f", r.timeUs, allReduceBusBandwidthGBps(bytes, n, r.timeUs));
-          else notes += (notes.empty() ? "" : "; ") + std::string("simulation failed: ") + r.error;
-        }
-        sim = std::string(" ") + text;
-      }
-      if (!e.applicable)
-        std::printf("%-8s %14s %12s%s  %s\n", algorithmName(e.algorithm), "-", "-", sim.c_str(), notes.c_str());
-      else
-        std::printf("%-8s %14.2f %12.2f%s  %s\n", algorithmName(e.algorithm), e.timeUs, e.busBandwidthGBps,
-                    sim.c_str(), notes.c_str());
-    }
-    if (allReduce) {
-      double bound = allReduceLowerBoundUs(cost, in.model);
-      std::printf("%-8s %14.2f %12.2f%s  (bandwidth-only lower bound)\n", "bound", bound,
-                  allReduceBusBandwidthGBps(bytes, n, bound), simulateToo ? "              -            -" : "");
-    }
-    std::printf("chosen: %s (%s)\n", algorithmName(choice.algorithm), choice.reason.c_str());
-    if (printRank >= 0) {
-      if (printRank >= n) {
-        std::fprintf(stderr, "weft-info: --print-schedule %d: only %d ranks\n", printRank, n);
-        return 2;
-      }
-      Algorithm algo = choice.algorithm;
-      if (!algoName.empty() && (!parseAlgorithm(algoName, &algo) || !algorithmApplies(collective, algo))) {
-        std::fprintf(stderr, "weft-info: --algo '%s' is not a %s algorithm (%s)\n", algoName.c_str(),
-                     collectiveName(collective), algorithmsOf(collective));
-        return 2;
-      }
-      // SIZE counts as nccl-tests does: per-rank blocks for the gathering and scattering ones.
-      const bool perRank = sizeCountsEveryRank(collective);
-      CollectiveShape shape;
-      shape.collective = collective;
-      shape.count = bytes / 4 / (perRank ? static_cast<size_t>(n) : 1);
-      shape.elementSize = 4;
-      shape.rank = printRank;
-      shape.nranks = n;
-      shape.nodes = in.nodes;
-      shape.channels = in.model.ringChannels(in.nodes, static_cast<double>(bytes));
-      Schedule s = buildCollectiveSchedule(algo, shape);
-      std::printf("\nschedule of rank %d, %s, %zu float32%s, root 0 (scratch %zu bytes):\n%s", printRank,
-                  algorithmName(algo), shape.count, perRank ? " per rank" : "", s.scratchBytes, s.toString().c_str());
-    }
-    return 0;
+  const CostInput cost = costInputFor(bytes, n, in.nodes);
+  std::printf("%s %s bytes on %d ranks (%zu nodes x %d)\n", collectiveName(collective), sizeText(bytes).c_str(), n,
+              in.nodes.size(), o.perNode > 0 ? o.perNode : n);
+  if (o.simulateToo && n > 1024) {
+    std::fprintf(stderr, "weft-info: --simulate: at most 1024 ranks\n");
+    return 2;
   }
+  if (o.simulateToo) std::printf("%-8s %14s %12s %14s %12s  %s\n", "algo", "time_us", "busbw_GB/s", "sim_us", "sim_busbw", "");
+  else std::printf("%-8s %14s %12s  %s\n", "algo", "time_us", "busbw_GB/s", "");
+  for (const AlgorithmEstimate& e : choice.estimates) {
+    if (!algorithmApplies(collective, e.algorithm)) continue;
+    std::string notes = e.note;
+    if (!e.allowed) notes = std::string("excluded") + (notes.empty() ? "" : "; ") + notes;
+    if (e.algorithm == choice.algorithm) notes = "<- chosen" + (notes.empty() ? "" : "; " + notes);
+    std::string sim;
+    if (o.simulateToo) {
+      char text[64] = "             -            -";
+      if (e.applicable) {
+        SimulatedAllReduce r = simulateAllReduceTime(e.algorithm, bytes, n, in.nodes, in.model);
+        if (r.ok) snprintf(text, sizeof text, "%14.2f %12.2f", r.timeUs, allReduceBusBandwidthGBps(bytes, n, r.timeUs));
+        else notes += (notes.empty() ? "" : "; ") + std::string("simulation failed: ") + r.error;
+      }
+      sim = std::string(" ") + text;
+    }
+    if (!e.applicable)
+      std::printf("%-8s %14s %12s%s  %s\n", algorithmName(e.algorithm), "-", "-", sim.c_str(), notes.c_str());
+    else
+      std::printf("%-8s %14.2f %12.2f%s  %s\n", algorithmName(e.algorithm), e.timeUs, e.busBandwidthGBps,
+                  sim.c_str(), notes.c_str());
+  }
+  if (collective == Collective::AllReduce) {
+    double bound = allReduceLowerBoundUs(cost, in.model);
+    std::printf("%-8s %14.2f %12.2f%s  (bandwidth-only lower bound)\n", "bound", bound,
+                allReduceBusBandwidthGBps(bytes, n, bound), o.simulateToo ? "              -            -" : "");
+  }
+  std::printf("chosen: %s (%s)\n", algorithmName(choice.algorithm), choice.reason.c_str());
+  return o.printRank >= 0 ? printSchedule(o, in, choice.algorithm) : 0;
+}
 
-  // Table: one block per rank count.
-  for (int n : rankCounts) {
-    int local = perNode > 0 ? std::min(perNode, n) : n;
+// The size where the choice changes from `previous` to another algorithm, between lo and hi, by
+// bisection on the predicted times; 0 when a selection fails.
+size_t crossover(const Options& o, const SelectionInput& base, int n, Algorithm previous, size_t lo, size_t hi) {
+  while (hi - lo > std::max<size_t>(1, lo / 64)) {
+    size_t mid = lo + (hi - lo) / 2;
+    AlgorithmChoice c;
+    if (selectAlgorithm(inputFor(o, base, n, mid), &c) != ncclSuccess) return 0;
+    (c.algorithm == previous ? lo : hi) = mid;
+  }
+  return hi;
+}
+
+// table: one block per rank count, one row per size, then the crossovers.
+int runTable(const Options& o, const SelectionInput& base) {
+  const Collective collective = o.collective;
+  const bool allReduce = collective == Collective::AllReduce;
+  for (int n : o.rankCounts) {
+    int local = o.perNode > 0 ? std::min(o.perNode, n) : n;
     std::printf("\n## %d ranks (%d nodes x %d)\n\n", n, (n + local - 1) / local, local);
-    // Columns: the collective's algorithms (direct needs mapped buffers, so it is left out).
+    // Columns: the collective's algorithms (those that need mapped buffers, direct, are left out).
     std::vector<Algorithm> columns;
-    for (int a = 0; a < kAlgorithmCount; ++a)
-      if (algorithmApplies(collective, static_cast<Algorithm>(a)) && static_cast<Algorithm>(a) != Algorithm::Direct)
-        columns.push_back(static_cast<Algorithm>(a));
+    for (int i = 0; i < kAlgorithmCount; ++i) {
+      const auto a = static_cast<Algorithm>(i);
+      if (algorithmApplies(collective, a) && !algorithmInfo(a).needsMappedPeers) columns.push_back(a);
+    }
     std::printf("|%s size |", allReduce ? "" : (std::string(" ") + collectiveName(collective)).c_str());
     for (Algorithm a : columns) std::printf(" %s |", algorithmName(a));
     std::printf(" chosen |%s\n|---:|", allReduce ? " ceiling |" : "");
@@ -281,8 +319,8 @@ int main(int argc, char** argv) {
     std::printf(":--|%s\n", allReduce ? "---:|" : "");
     Algorithm previous = Algorithm::Count;
     std::vector<std::string> crossovers;
-    for (size_t size = from; size <= to; size *= step) {
-      SelectionInput in = inputFor(n, size);
+    for (size_t size = o.from; size <= o.to; size *= o.step) {
+      SelectionInput in = inputFor(o, base, n, size);
       AlgorithmChoice choice;
       if (selectAlgorithm(in, &choice) != ncclSuccess) {
         std::fprintf(stderr, "weft-info: %s\n", lastErrorMessage().c_str());
@@ -301,14 +339,8 @@ int main(int argc, char** argv) {
       }
       std::printf("\n");
       if (previous != Algorithm::Count && choice.algorithm != previous) {
-        // Refine the crossover between size/4 and size by bisection on the predicted times.
-        size_t lo = size / step, hi = size;
-        while (hi - lo > std::max<size_t>(1, lo / 64)) {
-          size_t mid = lo + (hi - lo) / 2;
-          AlgorithmChoice c;
-          if (selectAlgorithm(inputFor(n, mid), &c) != ncclSuccess) return 1;
-          (c.algorithm == previous ? lo : hi) = mid;
-        }
+        const size_t hi = crossover(o, base, n, previous, size / o.step, size);
+        if (hi == 0) return 1;
         crossovers.push_back(std::string(algorithmName(previous)) + " -> " +
                              algorithmName(choice.algorithm) + " at ~" + sizeText(hi) + " (" +
                              std::to_string(hi) + " bytes)");
@@ -321,4 +353,15 @@ int main(int argc, char** argv) {
     std::printf("\n");
   }
   return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Options options;
+  if (const int status = parseArguments(argc, argv, &options); status >= 0) return status;
+  TopologyModel model;
+  SelectionInput base;
+  if (!baseSelection(options, &model, &base)) return 1;
+  return options.plan ? runPlan(options, base) : runTable(options, base);
 }

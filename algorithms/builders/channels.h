@@ -8,7 +8,7 @@
 #include <cstddef>
 #include <vector>
 
-#include "algorithms/builders/ring_allreduce.h"
+#include "algorithms/builders/split_evenly.h"
 #include "algorithms/schedule.h"
 
 namespace weft {

@@ -1,6 +1,6 @@
 #include "algorithms/builders/direct_allreduce.h"
 
-#include "algorithms/builders/ring_allreduce.h"
+#include "algorithms/builders/split_evenly.h"
 
 namespace weft {
 

@@ -1,6 +1,7 @@
 #include "algorithms/builders/hierarchical_allreduce.h"
 
 #include "algorithms/builders/ring_allreduce.h"
+#include "algorithms/builders/split_evenly.h"
 
 namespace weft {
 

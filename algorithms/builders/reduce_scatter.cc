@@ -6,7 +6,7 @@
 #include "algorithms/builders/power_of_two_fold.h"
 #include "algorithms/builders/rail_layout.h"
 #include "algorithms/builders/rank_runs.h"
-#include "algorithms/builders/ring_allreduce.h"
+#include "algorithms/builders/split_evenly.h"
 
 namespace weft {
 

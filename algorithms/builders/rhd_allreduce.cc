@@ -3,7 +3,7 @@
 #include <algorithm>
 
 #include "algorithms/builders/power_of_two_fold.h"
-#include "algorithms/builders/ring_allreduce.h"
+#include "algorithms/builders/split_evenly.h"
 
 namespace weft {
 

@@ -3,16 +3,9 @@
 #include <algorithm>
 
 #include "algorithms/builders/channels.h"
+#include "algorithms/builders/split_evenly.h"
 
 namespace weft {
-
-ElementSpan splitEvenly(size_t count, int parts, int chunk) {
-  size_t base = count / parts;
-  size_t extra = count % parts;
-  size_t c = static_cast<size_t>(chunk);
-  size_t begin = c * base + std::min(c, extra);
-  return {begin, begin + base + (c < extra ? 1 : 0)};
-}
 
 Schedule buildRingAllReduce(const RingAllReduceParams& p) {
   if (p.channels > 1 && p.count > 1 && p.ringOrder.size() > 1)

@@ -25,12 +25,4 @@ struct RingAllReduceParams {
 
 Schedule buildRingAllReduce(const RingAllReduceParams& params);
 
-// The element range [begin, end) of chunk `chunk` when `count` elements are split into
-// `parts` nearly equal chunks (the first count % parts chunks get one more element).
-struct ElementSpan {
-  size_t begin;
-  size_t end;
-};
-ElementSpan splitEvenly(size_t count, int parts, int chunk);
-
 }  // namespace weft

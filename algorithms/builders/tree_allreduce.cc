@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "algorithms/builders/ring_allreduce.h"
+#include "algorithms/builders/split_evenly.h"
 
 namespace weft {
 

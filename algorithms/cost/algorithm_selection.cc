@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <strings.h>
 
+#include "algorithms/algorithm_registry.h"
 #include "algorithms/cost/collective_cost.h"
 #include "algorithms/builders/rail_layout.h"
 #include "common/env.h"
@@ -14,18 +15,44 @@ namespace weft {
 
 namespace {
 
-constexpr const char* kValidWeftNames = "ring, tree, rhd, hier, direct, bruck, binomial, pairwise, linear";
 constexpr const char* kValidCollectives = "allreduce, allgather, reducescatter, broadcast, reduce, alltoall, gather, scatter";
 constexpr double kTieTolerance = 0.02;
-// Tie order: NCCL's ring and tree first; then the hierarchy, whose network traffic runs between
-// neighbouring nodes of a rail, before halving-doubling, whose partners sit at distances up to
-// half the machine and so load the fabric's upper levels (its bytes and hops are otherwise the
-// same at powers of two); the rest after.
-constexpr Algorithm kPreference[] = {Algorithm::Ring,  Algorithm::Tree,     Algorithm::Hier,
-                                     Algorithm::Rhd,   Algorithm::Direct,   Algorithm::Bruck,
-                                     Algorithm::Binomial, Algorithm::Pairwise, Algorithm::Linear};
-static_assert(sizeof(kPreference) / sizeof(kPreference[0]) == kAlgorithmCount, "every algorithm once");
+// NCCL_ALGO names of algorithms weft does not have (those it has are in the registry).
 const char* const kNcclOnly[] = {"CollnetDirect", "CollnetChain", "NVLS", "NVLSTree", "PAT"};
+
+// WEFT_ALGO's names, "ring, tree, ...".
+const char* validWeftNames() {
+  static const std::string names = [] {
+    std::string text;
+    for (int a = 0; a < kAlgorithmCount; ++a)
+      text += (text.empty() ? "" : ", ") + std::string(algorithmName(static_cast<Algorithm>(a)));
+    return text;
+  }();
+  return names.c_str();
+}
+
+// NCCL_ALGO's names: those of weft's algorithms, then kNcclOnly.
+const char* validNcclNames() {
+  static const std::string names = [] {
+    std::string text;
+    for (int a = 0; a < kAlgorithmCount; ++a)
+      if (const char* nccl = algorithmInfo(static_cast<Algorithm>(a)).ncclName)
+        text += (text.empty() ? "" : ", ") + std::string(nccl);
+    for (const char* nccl : kNcclOnly) text += (text.empty() ? "" : ", ") + std::string(nccl);
+    return text;
+  }();
+  return names.c_str();
+}
+
+// An NCCL_ALGO name weft has ("Ring" -> ring), case-insensitive.
+bool parseNcclAlgorithm(const std::string& name, Algorithm* algorithm) {
+  for (const AlgorithmInfo& info : algorithmTable())
+    if (info.ncclName && strcasecmp(name.c_str(), info.ncclName) == 0) {
+      *algorithm = info.algorithm;
+      return true;
+    }
+  return false;
+}
 
 std::string trim(const std::string& s) {
   size_t b = s.find_first_not_of(" \t\r\n"), e = s.find_last_not_of(" \t\r\n");
@@ -64,11 +91,11 @@ ncclResult_t applyList(const char* variable, const std::string& list, Collective
   const bool exclude = !text.empty() && text[0] == '^';
   if (exclude) text.erase(0, 1);
   std::vector<std::string> names = split(text, ',');
-  if (names.empty()) return fail(ncclInvalidArgument, "%s='%s' names no algorithm; valid names: %s", variable, list.c_str(), kValidWeftNames);
+  if (names.empty()) return fail(ncclInvalidArgument, "%s='%s' names no algorithm; valid names: %s", variable, list.c_str(), validWeftNames());
   AlgorithmMask listed{};
   for (const std::string& name : names) {
     Algorithm a;
-    if (parseAlgorithm(name, &a)) {
+    if (parseAlgorithm(name, &a) || (ncclNames && parseNcclAlgorithm(name, &a))) {
       if (collective != Collective::Count && !algorithmApplies(collective, a))
         return fail(ncclInvalidArgument, "%s: '%s' is not a %s algorithm (%s has: %s)", variable, name.c_str(),
                     collectiveName(collective), collectiveName(collective), algorithmsOf(collective));
@@ -77,11 +104,10 @@ ncclResult_t applyList(const char* variable, const std::string& list, Collective
       *ignored += (ignored->empty() ? "" : ", ") + name;
     } else if (ncclNames) {
       return fail(ncclInvalidArgument,
-                  "%s: unknown algorithm '%s' (NCCL's names: Ring, Tree, CollnetDirect, CollnetChain, NVLS, NVLSTree, "
-                  "PAT; weft's: %s)",
-                  variable, name.c_str(), kValidWeftNames);
+                  "%s: unknown algorithm '%s' (NCCL's names: %s; weft's: %s)", variable, name.c_str(),
+                  validNcclNames(), validWeftNames());
     } else {
-      return fail(ncclInvalidArgument, "%s: unknown algorithm '%s'; valid names: %s", variable, name.c_str(), kValidWeftNames);
+      return fail(ncclInvalidArgument, "%s: unknown algorithm '%s'; valid names: %s", variable, name.c_str(), validWeftNames());
     }
   }
   bool restrictedAny = false;
@@ -104,16 +130,16 @@ ncclResult_t applyList(const char* variable, const std::string& list, Collective
   }
   if (!restrictedAny)
     return fail(ncclInvalidArgument, "%s='%s' leaves no algorithm that weft has (weft's names: %s)", variable,
-                list.c_str(), kValidWeftNames);
+                list.c_str(), validWeftNames());
   return ncclSuccess;
 }
 
 }  // namespace
 
 bool parseAlgorithm(const std::string& name, Algorithm* algorithm) {
-  for (int i = 0; i < kAlgorithmCount; ++i)
-    if (strcasecmp(name.c_str(), algorithmName(static_cast<Algorithm>(i))) == 0) {
-      *algorithm = static_cast<Algorithm>(i);
+  for (const AlgorithmInfo& info : algorithmTable())
+    if (strcasecmp(name.c_str(), info.name) == 0) {
+      *algorithm = info.algorithm;
       return true;
     }
   return false;
@@ -136,7 +162,7 @@ ncclResult_t parseAlgorithmPolicy(const char* variable, const std::string& value
   std::string ignored;
   std::vector<std::string> sections = split(value, ';');
   if (sections.empty())
-    return fail(ncclInvalidArgument, "%s='%s' names no algorithm; valid names: %s", variable, value.c_str(), kValidWeftNames);
+    return fail(ncclInvalidArgument, "%s='%s' names no algorithm; valid names: %s", variable, value.c_str(), validWeftNames());
   for (const std::string& section : sections) {
     const size_t colon = section.find(':');
     Collective collective = Collective::Count;  // every collective
@@ -193,12 +219,13 @@ ncclResult_t selectAlgorithm(const SelectionInput& in, AlgorithmChoice* out) {
     }
     e.timeUs = predictCollectiveUs(collective, a, cost, in.model);
     e.busBandwidthGBps = collectiveBusBandwidthGBps(collective, in.bytes, in.nranks, e.timeUs);
-    if (a == Algorithm::Direct && !(oneNode && in.directAvailable)) {
+    const AlgorithmInfo& info = algorithmInfo(a);
+    if (info.needsMappedPeers && !(oneNode && in.directAvailable)) {
       e.applicable = false;
       e.note = oneNode ? "buffers not mapped by every peer" : "ranks on more than one host";
     }
-    if (a == Algorithm::Hier && !uniform) e.note = "uneven nodes: runs as ring";
-    else if (a == Algorithm::Hier && (oneNode || in.nodes.size() == static_cast<size_t>(in.nranks)))
+    if (info.needsRails && !uniform) e.note = "uneven nodes: runs as ring";
+    else if (info.needsRails && (oneNode || in.nodes.size() == static_cast<size_t>(in.nranks)))
       e.note = "one level: runs as ring";
     char item[64];
     snprintf(item, sizeof item, "%s%s %.1f%s", priced.empty() ? "" : " ", algorithmName(a), e.timeUs,
@@ -206,9 +233,9 @@ ncclResult_t selectAlgorithm(const SelectionInput& in, AlgorithmChoice* out) {
     priced += item;
   }
   // Predictions within kTieTolerance of each other are a tie (the model is not that accurate),
-  // and a tie goes to the algorithm earlier in kPreference.
-  for (Algorithm a : kPreference) {
-    const int i = static_cast<int>(a);
+  // and a tie goes to the algorithm listed earlier in the registry (algorithmTable).
+  for (const AlgorithmInfo& info : algorithmTable()) {
+    const int i = static_cast<int>(info.algorithm);
     const AlgorithmEstimate& e = choice.estimates[i];
     if (!e.applicable || !e.allowed) continue;
     if (best < 0 || e.timeUs < choice.estimates[best].timeUs * (1 - kTieTolerance)) best = i;

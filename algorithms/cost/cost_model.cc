@@ -8,6 +8,7 @@
 #include <strings.h>
 
 #include "algorithms/cost/cost_terms.h"
+#include "algorithms/cost/prices.h"
 #include "common/env.h"
 #include "common/status.h"
 #include "topology/topology_model.h"
@@ -224,9 +225,6 @@ bool foldCrossesNodes(const std::vector<int>& nodeOf, const PowerOfTwoFold& fold
 
 namespace {
 
-using cost::Shape;
-using cost::shapeOf;
-
 int log2Floor(int n) {
   int k = 0;
   while ((2 << k) <= n) ++k;
@@ -238,12 +236,16 @@ int log2Ceil(int n) {
   return k;
 }
 
-double ringUs(const Shape& s, const CostModel& m) {
+}  // namespace
+
+namespace cost {
+
+double ringAllReduceUs(const Shape& s, const CostInput&, const CostModel& m) {
   if (s.n == 1) return m.memory.timeUs(s.bytes);
-  return 2.0 * (s.n - 1) * cost::ringStepUs(s, m, s.bytes / s.n);
+  return 2.0 * (s.n - 1) * ringStepUs(s, m, s.bytes / s.n);
 }
 
-double treeUs(const Shape& s, const CostModel& m) {
+double treeAllReduceUs(const Shape& s, const CostInput&, const CostModel& m) {
   if (s.n == 1) return m.memory.timeUs(s.bytes);
   int depth = log2Floor(s.n - 1) + 1;  // the depth of NCCL's binary tree (see tree_allreduce.h)
   int interHops = s.nodes > 1 ? std::min(depth, log2Ceil(s.nodes)) : 0;
@@ -268,53 +270,40 @@ double treeUs(const Shape& s, const CostModel& m) {
   return 2.0 * (alpha + depth * slice / (bandwidth * 1e3)) + stream;
 }
 
-double rhdUs(const Shape& s, const CostInput& input, const CostModel& m) {
+double rhdAllReduceUs(const Shape& s, const CostInput& input, const CostModel& m) {
   if (s.n == 1) return m.memory.timeUs(s.bytes);
   // An exchange step is as slow as its slowest pair: inter-node when any pair of partners is on
   // different nodes. The fold of a non-power of two stretches distances.
-  const std::vector<int> nodeOf = cost::nodeOfPositions(input, s.n);
+  const std::vector<int> nodeOf = nodeOfPositions(input, s.n);
   const PowerOfTwoFold fold(s.n);
   const LinkCost inter = m.interPerRank(s.local);
   double t = 0, piece = s.bytes;
   for (int mask = 1; mask < fold.pw; mask <<= 1) {
     piece /= 2;
-    t += 2.0 * (cost::exchangeCrossesNodes(nodeOf, fold, mask) ? inter : m.intra).timeUs(piece);  // halving, doubling
+    t += 2.0 * (exchangeCrossesNodes(nodeOf, fold, mask) ? inter : m.intra).timeUs(piece);  // halving, doubling
   }
   if (fold.extra > 0)  // the folded ranks' hand-over and hand-back of the whole buffer
-    t += 2.0 * (cost::foldCrossesNodes(nodeOf, fold) ? inter : m.intra).timeUs(s.bytes);
+    t += 2.0 * (foldCrossesNodes(nodeOf, fold) ? inter : m.intra).timeUs(s.bytes);
   return t;
 }
 
-double hierUs(const Shape& s, const CostModel& m) {
-  if (!cost::hasRails(s)) return ringUs(s, m);
+double hierAllReduceUs(const Shape& s, const CostInput& input, const CostModel& m) {
+  if (!hasRails(s)) return ringAllReduceUs(s, input, m);
   double intra = 2.0 * (s.local - 1) * m.intra.timeUs(s.bytes / s.local);
   double inter = 2.0 * (s.nodes - 1) * m.interPerRank(s.local).timeUs(s.bytes / (static_cast<double>(s.local) * s.nodes));
   return intra + inter;
 }
 
-double directUs(const Shape& s, const CostModel& m) {
+double directAllReduceUs(const Shape& s, const CostInput&, const CostModel& m) {
   if (s.n == 1) return m.memory.timeUs(s.bytes);
   // Two barriers, then each rank reads (n-1)/n of S from its peers twice (reduce, then copy).
   return 2.0 * m.intra.latencyUs + 2.0 * m.memory.timeUs((s.n - 1) * s.bytes / s.n);
 }
 
-}  // namespace
-
-double predictAllReduceUs(Algorithm algorithm, const CostInput& input, const CostModel& model) {
-  Shape s = shapeOf(input);
-  switch (algorithm) {
-    case Algorithm::Ring: return ringUs(s, model);
-    case Algorithm::Tree: return treeUs(s, model);
-    case Algorithm::Rhd: return rhdUs(s, input, model);
-    case Algorithm::Hier: return hierUs(s, model);
-    case Algorithm::Direct: return directUs(s, model);
-    default: break;  // not an all-reduce algorithm
-  }
-  return 0;
-}
+}  // namespace cost
 
 double allReduceLowerBoundUs(const CostInput& input, const CostModel& model) {
-  Shape s = shapeOf(input);
+  const cost::Shape s = cost::shapeOf(input);
   if (s.n == 1) return 0;
   // Every rank must receive 2(n-1)/n of S over its own link, and every node 2(N-1)/N of S
   // over its NICs.

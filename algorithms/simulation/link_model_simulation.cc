@@ -169,13 +169,12 @@ SimulatedAllReduce simulateAllReduceTime(Algorithm algorithm, size_t bytes, int 
   result.simulatedCount = count;
   result.byteScale = static_cast<double>(bytes) / static_cast<double>(count * es);
 
-  AllReduceShape shape;
-  shape.count = count;
-  shape.elementSize = es;
-  shape.nranks = nranks;
-  shape.nodes = nodes;
-  shape.order = nodeMajorOrder(nodes);
-  shape.channels = model.ringChannels(nodes, static_cast<double>(bytes));
+  AllReduceShape shape{.count = count,
+                       .elementSize = es,
+                       .nranks = nranks,
+                       .order = nodeMajorOrder(nodes),
+                       .nodes = nodes,
+                       .channels = model.ringChannels(nodes, static_cast<double>(bytes))};
   std::vector<Schedule> schedules;
   schedules.reserve(nranks);
   // The tree's slices: the executor's slice size in real bytes, at most 64 per half.

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdint>
 
+#include "algorithms/algorithm_registry.h"
 #include "algorithms/cost/algorithm_selection.h"
 #include "algorithms/collective_schedule.h"
 #include "algorithms/builders/point_to_point.h"
@@ -57,7 +58,8 @@ ncclResult_t selectForCall(const CollectiveCall& call, Algorithm* out) {
   readAlgorithmEnv(&input);
   AlgorithmChoice choice;
   WEFT_CHECK(selectAlgorithm(input, &choice));
-  *out = choice.algorithm == Algorithm::Direct ? Algorithm::Ring : choice.algorithm;
+  // An algorithm that needs mapped buffers runs only where the direct path's handshake says so.
+  *out = algorithmInfo(choice.algorithm).needsMappedPeers ? defaultAlgorithm(input.collective) : choice.algorithm;
   return ncclSuccess;
 }
 
@@ -68,19 +70,20 @@ Schedule scheduleForCall(const CollectiveCall& call, Algorithm selected, const c
     *algorithm = "?";
     return {};
   }
-  CollectiveShape shape;
-  shape.collective = costCollective(call);
-  shape.count = call.count;
-  shape.elementSize = elementSize;
-  shape.rank = comm->rank;
-  shape.nranks = comm->nranks;
-  shape.root = call.root;
-  shape.order = comm->ringOrder;
-  shape.nodes = comm->nodes;
-  shape.average = call.op == ncclAvg;
-  shape.preScale = call.op >= ncclNumOps;
-  shape.inPlace = callIsInPlace(call);
-  shape.channels = comm->costModel.ringChannels(comm->nodes, static_cast<double>(costBytes(call)));
+  const CollectiveShape shape{
+      .collective = costCollective(call),
+      .count = call.count,
+      .elementSize = elementSize,
+      .rank = comm->rank,
+      .nranks = comm->nranks,
+      .root = call.root,
+      .order = comm->ringOrder,
+      .nodes = comm->nodes,
+      .average = call.op == ncclAvg,
+      .preScale = call.op >= ncclNumOps,
+      .inPlace = callIsInPlace(call),
+      .channels = comm->costModel.ringChannels(comm->nodes, static_cast<double>(costBytes(call))),
+  };
   Algorithm ran = selected;
   Schedule schedule = buildCollectiveSchedule(selected, shape, &ran);
   *algorithm = algorithmName(ran);
@@ -93,7 +96,8 @@ ncclResult_t scheduleForPointToPoint(const std::vector<const CollectiveCall*>& c
   for (const CollectiveCall* call : calls) {
     bool send = call->kind.isSend();
     uintptr_t address = reinterpret_cast<uintptr_t>(send ? call->sendbuff : call->recvbuff);
-    params.ops.push_back({call->peer, call->count * dataTypeSize(call->datatype), send, address});
+    params.ops.push_back(
+        {.peer = call->peer, .bytes = call->count * dataTypeSize(call->datatype), .send = send, .offset = address});
   }
   std::string error;
   if (!buildPointToPoint(params, schedule, &error)) return fail(ncclInvalidUsage, "send/recv group: %s", error.c_str());

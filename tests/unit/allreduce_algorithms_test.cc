@@ -47,14 +47,8 @@ std::vector<int> nodeMajor(const std::vector<std::vector<int>>& nodes) {
 // Runs `algorithm` on n ranks; returns "" or the first failure.
 std::string check(Algorithm algorithm, int n, size_t count, bool inPlace, bool average,
                   const std::vector<std::vector<int>>& nodes, int channels = 1) {
-  AllReduceShape shape;
-  shape.channels = channels;
-  shape.count = count;
-  shape.elementSize = 8;
-  shape.nranks = n;
-  shape.nodes = nodes;
-  shape.order = nodeMajor(nodes);
-  shape.average = average;
+  AllReduceShape shape{.count = count, .elementSize = 8, .nranks = n, .order = nodeMajor(nodes), .nodes = nodes,
+                       .average = average, .channels = channels};
   std::vector<Schedule> schedules;
   for (int r = 0; r < n; ++r) {
     shape.rank = r;
@@ -185,7 +179,7 @@ TEST(HierarchicalAllReduce, InterleavedAndUnevenNodes) {
 TEST(HierarchicalAllReduce, OnlyRailPeersCrossNodes) {
   auto nodes = makeNodes(32, 8);
   for (int r = 0; r < 32; ++r) {
-    Schedule s = buildHierarchicalAllReduce({1000, 4, r, nodes, false});
+    Schedule s = buildHierarchicalAllReduce({.count = 1000, .elementSize = 4, .rank = r, .nodes = nodes});
     for (const Step& step : s.steps)
       if (step.peer >= 0 && step.peer / 8 != r / 8) {
         EXPECT_EQ(step.peer % 8, r % 8) << "rank " << r << " talks to " << step.peer;
@@ -232,7 +226,7 @@ TEST(TreeAllReduce, EachRankSendsAtMostTheWholeBufferPerPhase) {
     std::vector<int> order(n);
     std::iota(order.begin(), order.end(), 0);
     for (int r = 0; r < n; ++r) {
-      Schedule s = buildTreeAllReduce({count, 4, r, order, false});
+      Schedule s = buildTreeAllReduce({.count = count, .elementSize = 4, .rank = r, .order = order});
       size_t sentUp = 0;
       for (const Step& step : s.steps)
         if (step.kind == StepKind::Send && step.src.buffer == BufferKind::Send) sentUp += step.src.bytes;
@@ -245,10 +239,11 @@ TEST(TreeAllReduce, EachRankSendsAtMostTheWholeBufferPerPhase) {
 TEST(RhdAllReduce, StepsAreLogarithmic) {
   std::vector<int> order(1024);
   std::iota(order.begin(), order.end(), 0);
-  Schedule s = buildRhdAllReduce({1 << 20, 4, 5, order, true});
+  Schedule s = buildRhdAllReduce({.count = 1 << 20, .elementSize = 4, .rank = 5, .order = order, .average = true});
   EXPECT_EQ(s.steps.size(), 2u * 2 * 10 + 1);  // 10 halving + 10 doubling exchanges, one divide
   order.resize(1000);
-  Schedule folded = buildRhdAllReduce({1 << 20, 4, 0, order, false});  // an even rank that sits out
+  // An even rank that sits out.
+  Schedule folded = buildRhdAllReduce({.count = 1 << 20, .elementSize = 4, .rank = 0, .order = order});
   EXPECT_EQ(folded.steps.size(), 2u);
 }
 

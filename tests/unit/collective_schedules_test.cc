@@ -183,7 +183,9 @@ void checkAllGather(int n, size_t count, bool inPlace, GatherAlgorithm algorithm
   for (int r = 0; r < n; ++r) {
     layout(memory[r], t, count, n * count, inPlace ? static_cast<long>(r * count) : -1);
     for (size_t i = 0; i < count; ++i) t.put(const_cast<char*>(memory[r].buffers.send), i, inputs[r][i]);
-    AllGatherParams p{count, t.size(), r, n, ring, inPlace, nodes, algorithm == GatherAlgorithm::RingChannels ? 3 : 1};
+    const AllGatherParams p{.count = count, .elementSize = t.size(), .rank = r, .nranks = n, .ringOrder = ring,
+                            .inPlace = inPlace, .nodes = nodes,
+                            .channels = algorithm == GatherAlgorithm::RingChannels ? 3 : 1};
     switch (algorithm) {
       case GatherAlgorithm::Ring:
       case GatherAlgorithm::RingChannels: schedules.push_back(buildRingAllGather(p)); break;
@@ -237,8 +239,9 @@ void checkReduceScatter(int n, size_t count, bool inPlace, bool average, bool pr
   for (int r = 0; r < n; ++r) {
     layout(memory[r], t, n * count, count, inPlace ? static_cast<long>(r * count) : -1);
     for (size_t i = 0; i < n * count; ++i) t.put(const_cast<char*>(memory[r].buffers.send), i, inputs[r][i]);
-    ReduceScatterParams p{count,   t.size(), r,     n, ring, average, preScale, inPlace,
-                          nodes, algorithm == ScatterAlgorithm::RingChannels ? 3 : 1};
+    const ReduceScatterParams p{.recvCount = count, .elementSize = t.size(), .rank = r, .nranks = n,
+                                .ringOrder = ring, .average = average, .preScale = preScale, .inPlace = inPlace,
+                                .nodes = nodes, .channels = algorithm == ScatterAlgorithm::RingChannels ? 3 : 1};
     schedules.push_back(algorithm == ScatterAlgorithm::Ring || algorithm == ScatterAlgorithm::RingChannels
                             ? buildRingReduceScatter(p)
                         : algorithm == ScatterAlgorithm::RecursiveHalving ? buildRecursiveHalvingReduceScatter(p)
@@ -286,7 +289,8 @@ void checkBroadcast(int n, size_t count, int root, bool inPlace, bool chain, con
     layout(memory[r], t, count, count, inPlace ? 0 : -1);
     if (r == root)
       for (size_t i = 0; i < count; ++i) t.put(const_cast<char*>(memory[r].buffers.send), i, inputs[0][i]);
-    BroadcastParams p{count, t.size(), r, n, root, ring};
+    const BroadcastParams p{.count = count, .elementSize = t.size(), .rank = r, .nranks = n, .root = root,
+                            .ringOrder = ring};
     schedules.push_back(chain ? buildChainBroadcast(p) : buildBinomialBroadcast(p));
   }
   SimulationResult result = simulateAll(schedules, memory, t);
@@ -326,7 +330,8 @@ void checkReduce(int n, size_t count, int root, bool inPlace, bool chain, int va
     // Non-root ranks have no recv buffer at all.
     layout(memory[r], t, count, r == root ? count : 0, inPlace && r == root ? 0 : -1);
     for (size_t i = 0; i < count; ++i) t.put(const_cast<char*>(memory[r].buffers.send), i, inputs[r][i]);
-    ReduceParams p{count, t.size(), r, n, root, ring, average, preScale};
+    const ReduceParams p{.count = count, .elementSize = t.size(), .rank = r, .nranks = n, .root = root,
+                         .ringOrder = ring, .average = average, .preScale = preScale};
     schedules.push_back(chain ? buildChainReduce(p) : buildBinomialReduce(p));
   }
   std::vector<std::vector<char>> before;
@@ -365,7 +370,7 @@ void checkAllToAll(int n, size_t count, bool inPlace, bool bruck, const Typed& t
   for (int r = 0; r < n; ++r) {
     layout(memory[r], t, n * count, n * count, inPlace ? 0 : -1);
     for (size_t i = 0; i < n * count; ++i) t.put(const_cast<char*>(memory[r].buffers.send), i, inputs[r][i]);
-    AllToAllParams p{count, t.size(), r, n, inPlace};
+    const AllToAllParams p{.count = count, .elementSize = t.size(), .rank = r, .nranks = n, .inPlace = inPlace};
     schedules.push_back(bruck ? buildBruckAllToAll(p) : buildPairwiseAllToAll(p));
   }
   SimulationResult result = simulateAll(schedules, memory, t);
@@ -397,7 +402,8 @@ void checkGatherScatter(int n, size_t count, int root, bool inPlace, bool gather
       const bool rootInPlace = inPlace && r == root;
       layout(memory[r], t, count, r == root ? n * count : 0, rootInPlace ? static_cast<long>(root * count) : -1);
       for (size_t i = 0; i < count; ++i) t.put(const_cast<char*>(memory[r].buffers.send), i, inputs[r][i]);
-      schedules.push_back(buildLinearGather({count, t.size(), r, n, root, rootInPlace}));
+      schedules.push_back(buildLinearGather(
+          {.count = count, .elementSize = t.size(), .rank = r, .nranks = n, .root = root, .inPlace = rootInPlace}));
     }
     SimulationResult result = simulateAll(schedules, memory, t);
     ASSERT_TRUE(result.ok) << what << ": " << result.error;
@@ -412,7 +418,8 @@ void checkGatherScatter(int n, size_t count, int root, bool inPlace, bool gather
     layout(memory[r], t, r == root ? n * count : 0, count, rootInPlace ? static_cast<long>(root * count) : -1);
     if (r == root)
       for (size_t i = 0; i < n * count; ++i) t.put(const_cast<char*>(memory[r].buffers.send), i, inputs[0][i]);
-    schedules.push_back(buildLinearScatter({count, t.size(), r, n, root, rootInPlace}));
+    schedules.push_back(buildLinearScatter(
+        {.count = count, .elementSize = t.size(), .rank = r, .nranks = n, .root = root, .inPlace = rootInPlace}));
   }
   SimulationResult result = simulateAll(schedules, memory, t);
   ASSERT_TRUE(result.ok) << what << ": " << result.error;
@@ -485,7 +492,8 @@ TEST(CollectiveSchedules, PointToPointGroups) {
       }
     std::vector<PointToPointParams> params(n);
     for (int r = 0; r < n; ++r) params[r].rank = r;
-    for (const Message& m : messages) params[m.from].ops.push_back({m.to, m.bytes, true, m.sendOffset});
+    for (const Message& m : messages)
+      params[m.from].ops.push_back({.peer = m.to, .bytes = m.bytes, .send = true, .offset = m.sendOffset});
     // Receives: per receiver in message order (= per-sender order), then interleaved with the
     // sends at random positions.
     for (const Message& m : messages) {
@@ -494,7 +502,7 @@ TEST(CollectiveSchedules, PointToPointGroups) {
       for (size_t i = 0; i < ops.size(); ++i)
         if (!ops[i].send && ops[i].peer == m.from) lastSamePeer = i + 1;
       size_t at = std::uniform_int_distribution<size_t>(lastSamePeer, ops.size())(rng());
-      ops.insert(ops.begin() + at, {m.from, m.bytes, false, m.recvOffset});
+      ops.insert(ops.begin() + at, {.peer = m.from, .bytes = m.bytes, .send = false, .offset = m.recvOffset});
     }
     std::vector<RankMemory> memory(n);
     std::vector<Schedule> schedules(n);
@@ -519,9 +527,11 @@ TEST(CollectiveSchedules, PointToPointGroups) {
 TEST(CollectiveSchedules, PointToPointRejectsUnpairedSelfMessages) {
   Schedule schedule;
   std::string error;
-  EXPECT_FALSE(buildPointToPoint({0, {{0, 8, true, 0}}}, &schedule, &error));
+  EXPECT_FALSE(buildPointToPoint({.rank = 0, .ops = {{.peer = 0, .bytes = 8, .send = true}}}, &schedule, &error));
   EXPECT_NE(error.find("self"), std::string::npos);
-  EXPECT_FALSE(buildPointToPoint({0, {{0, 8, true, 0}, {0, 4, false, 0}}}, &schedule, &error));
+  EXPECT_FALSE(buildPointToPoint(
+      {.rank = 0, .ops = {{.peer = 0, .bytes = 8, .send = true}, {.peer = 0, .bytes = 4, .send = false}}}, &schedule,
+      &error));
 }
 
 }  // namespace

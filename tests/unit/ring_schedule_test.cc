@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "algorithms/builders/ring_allreduce.h"
+#include "algorithms/builders/split_evenly.h"
 
 using namespace weft;
 
@@ -34,7 +35,8 @@ void runRing(int n, size_t count, bool inPlace, bool average) {
   std::vector<Schedule> schedules;
   std::vector<SymbolicRank> ranks(n);
   for (int r = 0; r < n; ++r) {
-    schedules.push_back(buildRingAllReduce({count, 1, r, ring, average}));
+    schedules.push_back(
+        buildRingAllReduce({.count = count, .elementSize = 1, .rank = r, .ringOrder = ring, .average = average}));
     Contributions own(n, 0);
     own[r] = 1;
     ranks[r].send.assign(count, own);
@@ -120,7 +122,7 @@ TEST(RingAllReduceSchedule, SplitEvenlyCoversTheRange) {
 }
 
 TEST(RingAllReduceSchedule, PrintsReadably) {
-  Schedule s = buildRingAllReduce({8, 4, 0, {0, 1}, false});
+  Schedule s = buildRingAllReduce({.count = 8, .elementSize = 4, .rank = 0, .ringOrder = {0, 1}});
   std::string text = s.toString();
   EXPECT_NE(text.find("send"), std::string::npos);
   EXPECT_NE(text.find("recvReduce"), std::string::npos);
