@@ -84,8 +84,9 @@ class CollectiveRun {
   // One slice of a codec step; *waiting when a peer has no message or no room yet.
   ncclResult_t advanceCodec(size_t step, uint32_t slice, bool* waiting);
   void noteWait(Connection* c);
-  // A send slot of `bytes` on `c`, or nullptr (the wait noted) while the peer has no room.
-  void* reserveSend(Connection* c, size_t bytes);
+  // A send slot of `bytes` on `c` in *slot, or nullptr (the wait noted) while the peer has no
+  // room; ncclInternalError when the message exceeds what the connection carries.
+  ncclResult_t reserveSend(Connection* c, size_t bytes, void** slot);
   // The next message on `c` (*data null, the wait noted, while none has arrived); a message of
   // another size than `expected` is the ranks disagreeing, reported naming the peer and step.
   ncclResult_t nextMessage(Connection* c, size_t expected, size_t step, const void** data);
