@@ -1,14 +1,41 @@
 // The transport interface: what the executor needs from any way of moving bytes between
-// two ranks. A Connection joins this rank to one peer, in both directions; messages are
+// two ranks. A Transport is one way (shared memory, TCP, ...) set up once per communicator;
+// a Connection joins this rank to one peer through it, in both directions; messages are
 // delivered whole and in order. Transports never know which collective they carry.
+// transport/transport_table.h lists the transports and says how a new one plugs in.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 
+#include "common/socket.h"
 #include "nccl.h"
 
 namespace weft {
+
+// What one rank publishes about itself, through the communicator's bootstrap exchange, so
+// that every transport can tell whether it reaches that rank and how. Plain data.
+struct TransportEndpoint {
+  int32_t rank = -1;
+  int32_t pid = 0;
+  uint64_t hostHash = 0;       // ranks with equal hashes share a host (and its memory)
+  int32_t shmFd = -1;          // shared-memory segment, mapped through /proc/<pid>/fd/<fd>
+  SocketAddress dataAddress;   // network listener (length 0: none)
+};
+
+// What a transport needs to listen for one communicator.
+struct TransportSetup {
+  int rank = 0;
+  int nranks = 0;
+  SocketAddress dataAddress;   // where network listeners bind (port 0: any)
+  double timeoutSeconds = 0;   // for connection set-up (WEFT_TIMEOUT)
+};
+
+// Optional transfers between registered user buffers (RDMA, CUDA IPC): no staging slot,
+// no copy through the CPU. A transport that cannot do them answers ncclInvalidUsage.
+using MemoryHandle = uint64_t;  // a registration, valid on the connection that made it
+using RangeRequest = uint64_t;  // a posted transfer, until testRange() reports it done
 
 class Connection {
  public:
@@ -18,10 +45,12 @@ class Connection {
   // Largest message sendBuffer() accepts.
   virtual size_t maxMessageBytes() const = 0;
 
-  // A buffer to fill with the next message of `bytes`, or nullptr while the peer has no
-  // room; then sendCommit() publishes it. Zero-copy: the caller writes (or reduces) straight
-  // into transport memory.
-  virtual void* sendBuffer(size_t bytes) = 0;
+  // Reserves the next message of `bytes` and sets *buffer to memory to fill, or to nullptr
+  // while the peer has no room; then sendCommit() publishes it. Zero-copy: the caller writes
+  // (or reduces) straight into transport memory. ncclInvalidUsage when `bytes` exceeds
+  // maxMessageBytes(). Calling it again before sendCommit() reserves again (same slot).
+  virtual ncclResult_t sendBuffer(size_t bytes, void** buffer) = 0;
+  // Publishes the reserved message; `bytes` may be less than reserved, never more.
   virtual ncclResult_t sendCommit(size_t bytes) = 0;
 
   // The next whole message (*data == nullptr while none has arrived); recvRelease() hands its
@@ -34,10 +63,55 @@ class Connection {
   // Called before the rank sleeps: an error if the peer died or aborted.
   virtual ncclResult_t checkPeer() = 0;
   // A file descriptor to poll() for activity while sleeping, or -1 (then the transport wakes
-  // this rank through the shared-memory doorbell).
+  // this rank through its Transport's doorbell).
   virtual int pollFd() const { return -1; }
   // True when sends are still queued locally (the rank must keep calling progress()).
   virtual bool hasPendingSends() const { return false; }
+
+  // Registered-range transfers (see MemoryHandle). supportsRanges() says whether the rest
+  // works; the defaults fail with ncclInvalidUsage "... not supported by <transport>".
+  // A send range is matched with the peer's next posted receive range of the same size.
+  virtual bool supportsRanges() const { return false; }
+  virtual ncclResult_t registerMemory(void* ptr, size_t bytes, MemoryHandle* handle);
+  virtual ncclResult_t deregisterMemory(MemoryHandle handle);
+  virtual ncclResult_t postSendRange(MemoryHandle handle, size_t offset, size_t bytes,
+                                     RangeRequest* request);
+  virtual ncclResult_t postRecvRange(MemoryHandle handle, size_t offset, size_t bytes,
+                                     RangeRequest* request);
+  // *done once the transfer completed (the request is then forgotten); an error if it failed.
+  virtual ncclResult_t testRange(RangeRequest request, bool* done);
+};
+
+// A word that a sleeping rank waits on and that peers ring when they deliver something
+// (shared memory's futex). arm() before the last check for work, then wait(), then disarm().
+class Doorbell {
+ public:
+  virtual ~Doorbell() = default;
+  virtual uint32_t arm() = 0;  // announces the sleep; returns the value to wait on
+  virtual void wait(uint32_t seen, long timeoutMicros) = 0;
+  virtual void disarm() = 0;
+};
+
+// One transport's per-communicator state: what it listens on and how it connects.
+class Transport {
+ public:
+  virtual ~Transport() = default;
+
+  // Opens what peers connect to and records how to reach it in `mine`.
+  virtual ncclResult_t listen(const TransportSetup& setup, TransportEndpoint* mine) = 0;
+  // The communicator's secret, known once the endpoints have been exchanged: a transport
+  // that authenticates its peers admits only holders of it.
+  virtual void setCommToken(const uint64_t token[2]) {}
+  // Whether this transport can join `self` to `peer` (both as published by listen()).
+  virtual bool canConnect(const TransportEndpoint& self, const TransportEndpoint& peer) const = 0;
+  // Both ranks of a pair call this (in either order, possibly concurrently on threads).
+  virtual ncclResult_t connect(const TransportEndpoint& peer, std::unique_ptr<Connection>* out) = 0;
+  // Largest message its connections carry (the communicator slices below it).
+  virtual size_t maxMessageBytes() const = 0;
+  // Marks this rank aborted so that peers waiting on it fail instead of hanging.
+  virtual void markAborted() {}
+  // What this rank can sleep on while its connections of this transport are quiet, or null.
+  virtual Doorbell* doorbell() { return nullptr; }
 };
 
 }  // namespace weft

@@ -18,16 +18,68 @@ namespace weft {
 
 namespace {
 
-TransportChoice transportChoiceFromEnv(ncclResult_t* result) {
-  *result = ncclSuccess;
+// WEFT_TRANSPORT=auto|<a row of the transport table>, or NCCL_SHM_DISABLE=1 (tcp): the
+// transport forced for same-host peers, or null for the table's order.
+ncclResult_t forcedTransportFromEnv(const TransportEntry** out) {
+  *out = nullptr;
   if (auto forced = envString("WEFT_TRANSPORT")) {
-    if (*forced == "shm") return TransportChoice::Shm;
-    if (*forced == "tcp") return TransportChoice::Tcp;
-    if (*forced == "auto") return TransportChoice::Auto;
-    *result = fail(ncclInvalidArgument, "WEFT_TRANSPORT=%s: valid values are auto, shm, tcp", forced->c_str());
+    if (*forced == "auto") return ncclSuccess;
+    if ((*out = findTransport(forced->c_str()))) return ncclSuccess;
+    std::string valid = "auto";
+    for (const TransportEntry& entry : transportTable()) valid += std::string(", ") + entry.name;
+    return fail(ncclInvalidArgument, "WEFT_TRANSPORT=%s: valid values are %s", forced->c_str(),
+                valid.c_str());
   }
-  if (envInt("NCCL_SHM_DISABLE", 0) == 1) return TransportChoice::Tcp;
-  return TransportChoice::Auto;
+  if (envInt("NCCL_SHM_DISABLE", 0) == 1) *out = findTransport("tcp");
+  return ncclSuccess;
+}
+
+// The transports' view of a rank's bootstrap record.
+TransportEndpoint endpointOf(const RankInfo& info) {
+  TransportEndpoint endpoint;
+  endpoint.rank = info.rank;
+  endpoint.pid = info.pid;
+  endpoint.hostHash = info.hostHash;
+  endpoint.shmFd = info.shmFd;
+  endpoint.dataAddress.length = info.dataAddressLength;
+  memcpy(&endpoint.dataAddress.storage, &info.dataAddress, sizeof(endpoint.dataAddress.storage));
+  return endpoint;
+}
+
+// Every transport of the table listens, and what peers need travels in this rank's record.
+ncclResult_t listenOnEveryTransport(ncclComm* comm, const SocketAddress& dataAddress,
+                                    double timeout, RankInfo* mine) {
+  TransportSetup setup;
+  setup.rank = comm->rank;
+  setup.nranks = comm->nranks;
+  setup.dataAddress = dataAddress;
+  setup.timeoutSeconds = timeout;
+  TransportEndpoint endpoint = endpointOf(*mine);
+  comm->transports.clear();
+  for (const TransportEntry& entry : transportTable()) {
+    comm->transports.push_back(entry.create());
+    WEFT_CHECK(comm->transports.back()->listen(setup, &endpoint));
+  }
+  mine->shmFd = endpoint.shmFd;
+  mine->dataAddressLength = endpoint.dataAddress.length;
+  memcpy(&mine->dataAddress, &endpoint.dataAddress.storage, sizeof(mine->dataAddress));
+  return ncclSuccess;
+}
+
+// The first row of the table that can join this rank to `peer` (on this host, the forced one).
+ncclResult_t chooseTransport(ncclComm* comm, const TransportEndpoint& self,
+                             const TransportEndpoint& peer, Transport** out) {
+  const bool sameHost = self.hostHash == peer.hostHash;
+  const std::vector<TransportEntry>& table = transportTable();
+  for (size_t i = 0; i < table.size(); ++i) {
+    if (sameHost && comm->forcedTransport && comm->forcedTransport != &table[i]) continue;
+    if (comm->transports[i]->canConnect(self, peer)) {
+      *out = comm->transports[i].get();
+      return ncclSuccess;
+    }
+  }
+  return fail(ncclSystemError, "no transport can connect rank %d to rank %d (WEFT_TRANSPORT=%s)",
+              self.rank, peer.rank, comm->forcedTransport ? comm->forcedTransport->name : "auto");
 }
 
 // The machine model is discovered once per process (hwloc takes milliseconds); every
@@ -125,22 +177,15 @@ ncclResult_t bootstrapCommunicator(ncclComm* comm, const ncclUniqueId& id) {
   mine.pid = getpid();
   mine.cudaDevice = comm->cudaDevice;
   WEFT_CHECK(describePlacement(comm, &mine));
-  // The shared-memory segment is sized for every rank (sparse) because local ranks are only
-  // known once the table arrives; only rings actually used are ever faulted in.
-  WEFT_CHECK(comm->shm.init(comm->rank, comm->nranks));
-  mine.shmFd = comm->shm.address().fd;
-  // The TCP token is only known after bootstrap; the listener is opened now so its address
-  // can travel in the table, and the token is set before any peer can use it.
-  TcpToken placeholder{};
-  WEFT_CHECK(comm->tcp.init(dataAddress, comm->rank, placeholder, timeout));
-  mine.dataAddressLength = comm->tcp.address().length;
-  memcpy(&mine.dataAddress, &comm->tcp.address().storage, sizeof(mine.dataAddress));
+  // The communicator token is only known after bootstrap; listeners are opened now so that
+  // their addresses can travel in the table, and the token is set before any peer can use it.
+  WEFT_CHECK(listenOnEveryTransport(comm, dataAddress, timeout, &mine));
 
   BootstrapResult result;
   WEFT_CHECK(exchangeRankInfo(rootFd, contents, comm->nranks, mine, timeout, &result));
   comm->ranks = std::move(result.ranks);
   memcpy(comm->commToken, result.commToken, sizeof(comm->commToken));
-  comm->tcp.setToken(TcpToken{{comm->commToken[0], comm->commToken[1]}});
+  for (auto& transport : comm->transports) transport->setCommToken(comm->commToken);
   return ncclSuccess;
 }
 
@@ -155,9 +200,7 @@ ncclResult_t newCommunicator(int nranks, int rank, const ncclConfig_t* config, n
   comm->config = defaults;
   if (config) memcpy(&comm->config, config, std::min(sizeof(ncclConfig_t), config->size));
   comm->config.size = sizeof(ncclConfig_t);
-  ncclResult_t choiceResult;
-  comm->transportChoice = transportChoiceFromEnv(&choiceResult);
-  WEFT_CHECK(choiceResult);
+  WEFT_CHECK(forcedTransportFromEnv(&comm->forcedTransport));
   *out = comm.release();
   return ncclSuccess;
 }
@@ -174,10 +217,9 @@ ncclResult_t initializeCommunicator(ncclComm* comm, const ncclUniqueId& id) {
   WEFT_CHECK(buildCostModel(comm));
   comm->connections.resize(nranks);
   comm->connectionTable.assign(nranks, nullptr);
-  size_t slotBytes = ShmTransport::layoutFromEnv(1).slotBytes;
-  size_t tcpSlot = static_cast<size_t>(envInt("WEFT_TCP_SLOT_BYTES", 512 << 10));
   comm->sliceBytes = static_cast<size_t>(envInt("WEFT_SLICE_BYTES", 256 << 10));
-  comm->sliceBytes = std::min({comm->sliceBytes, slotBytes, tcpSlot});
+  for (const auto& transport : comm->transports)
+    comm->sliceBytes = std::min(comm->sliceBytes, transport->maxMessageBytes());
   comm->sliceBytes -= comm->sliceBytes % 64;
   if (comm->sliceBytes == 0) return fail(ncclInvalidArgument, "WEFT_SLICE_BYTES must be at least 64");
 
@@ -230,18 +272,12 @@ void finishNonBlockingInit(ncclComm* comm) {
 ncclResult_t connectPeers(ncclComm* comm, const std::vector<int>& peers) {
   for (int peer : peers) {
     if (peer == comm->rank || comm->connections[peer]) continue;
-    const RankInfo& info = comm->ranks[peer];
-    bool sameHost = info.hostHash == comm->ranks[comm->rank].hostHash;
-    bool useShm = sameHost && comm->transportChoice != TransportChoice::Tcp;
+    const TransportEndpoint self = endpointOf(comm->ranks[comm->rank]);
+    const TransportEndpoint other = endpointOf(comm->ranks[peer]);
+    Transport* transport = nullptr;
+    WEFT_CHECK(chooseTransport(comm, self, other, &transport));
     std::unique_ptr<Connection> connection;
-    if (useShm) {
-      WEFT_CHECK(comm->shm.connect(ShmPeerAddress{info.pid, info.shmFd, peer}, &connection));
-    } else {
-      SocketAddress address;
-      address.length = info.dataAddressLength;
-      memcpy(&address.storage, &info.dataAddress, sizeof(address.storage));
-      WEFT_CHECK(comm->tcp.connect(peer, address, &connection));
-    }
+    WEFT_CHECK(transport->connect(other, &connection));
     WEFT_INFO(kLogInit | kLogP2p, "Channel 00 : %d[%d] -> %d[%d] via %s", comm->rank, comm->rank, peer, peer,
               connection->transportName());
     comm->connectionTable[peer] = connection.get();
@@ -260,10 +296,20 @@ void destroyCommunicator(ncclComm* comm) {
 void abortCommunicator(ncclComm* comm) {
   finishNonBlockingInit(comm);
   comm->aborted.store(true, std::memory_order_release);
-  comm->shm.markAborted();
+  for (auto& transport : comm->transports) transport->markAborted();
   // Calls in flight on other threads see the flag at their next progress check; wait for them
   // briefly so that freeing the communicator cannot pull memory out from under them.
   for (int i = 0; i < 2000 && comm->activeCalls.load() > 0; ++i) std::this_thread::sleep_for(std::chrono::microseconds(500));
+}
+
+Doorbell* communicatorDoorbell(ncclComm* comm) {
+  for (auto& transport : comm->transports)
+    if (Doorbell* doorbell = transport->doorbell()) return doorbell;
+  return nullptr;
+}
+
+bool sameHostPeersShareMemory(const ncclComm* comm) {
+  return !comm->forcedTransport || comm->forcedTransport->peersShareMemory;
 }
 
 ncclResult_t checkCommunicator(ncclComm* comm, const char* argumentName) {

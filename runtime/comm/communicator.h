@@ -19,8 +19,7 @@
 #include "runtime/exec/executor.h"
 #include "runtime/exec/plan_cache.h"
 #include "runtime/comm/reduction_ops.h"
-#include "transport/shm/shm_transport.h"
-#include "transport/tcp/tcp_transport.h"
+#include "transport/transport_table.h"
 
 namespace weft {
 
@@ -32,10 +31,6 @@ struct RegisteredRegion {
 };
 
 constexpr uint64_t kCommMagic = 0x7765667443304d4dull;  // "weftC0MM"
-
-// How each peer is reached, from the environment: WEFT_TRANSPORT=shm|tcp forces one for
-// every same-host peer (NCCL_SHM_DISABLE=1 means tcp); other hosts always use the network.
-enum class TransportChoice { Auto, Shm, Tcp };
 
 }  // namespace weft
 
@@ -54,9 +49,11 @@ struct ncclComm {
   weft::CostModel costModel;            // alpha-beta terms of this communicator's links
   uint64_t commToken[2]{};
 
-  weft::ShmTransport shm;
-  weft::TcpTransport tcp;
-  weft::TransportChoice transportChoice = weft::TransportChoice::Auto;
+  // One instance per row of transport/transport_table.h, in the table's order. A peer is
+  // reached through the first that can connect to it, or, on this host, through the row that
+  // WEFT_TRANSPORT=shm|tcp forces (NCCL_SHM_DISABLE=1 means tcp); null: auto.
+  std::vector<std::unique_ptr<weft::Transport>> transports;
+  const weft::TransportEntry* forcedTransport = nullptr;
   std::vector<std::unique_ptr<weft::Connection>> connections;  // by peer rank, null until used
   std::vector<weft::Connection*> connectionTable;              // raw view for the executor
   size_t sliceBytes = 0;
@@ -107,6 +104,11 @@ void abortCommunicator(ncclComm* comm);
 
 // Connects to every rank in `peers` not yet connected (both ranks of each pair must ask).
 ncclResult_t connectPeers(ncclComm* comm, const std::vector<int>& peers);
+// What this rank sleeps on while its connections are quiet (shared memory's), or null.
+Doorbell* communicatorDoorbell(ncclComm* comm);
+// Whether same-host peers are joined by a transport through which they can map each other's
+// buffers (not when WEFT_TRANSPORT forces the network): the direct path needs it.
+bool sameHostPeersShareMemory(const ncclComm* comm);
 
 // ncclInvalidArgument unless `comm` is a live weft communicator; the stored error if it failed.
 ncclResult_t checkCommunicator(ncclComm* comm, const char* argumentName = "comm");

@@ -13,7 +13,8 @@ bool directPathEligible(const CollectiveCall& call) {
   static const bool enabled = envInt("WEFT_DIRECT", 1) != 0;
   static const size_t minBytes = static_cast<size_t>(envInt("WEFT_DIRECT_MIN_BYTES", 1 << 20));
   return enabled && call.kind == Collective::AllReduce && comm->nranks > 1 &&
-         static_cast<int>(comm->localRanks.size()) == comm->nranks && comm->transportChoice != TransportChoice::Tcp &&
+         static_cast<int>(comm->localRanks.size()) == comm->nranks &&
+         sameHostPeersShareMemory(comm) &&
          call.count * dataTypeSize(call.datatype) >= minBytes;
 }
 

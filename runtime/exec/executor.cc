@@ -160,7 +160,8 @@ ncclResult_t CollectiveRun::advance(size_t i, bool* progressed) {
     switch (step.kind) {
       case StepKind::Send: {
         Connection* c = connections_[step.peer];
-        void* slot = reserveSend(c, bytes);
+        void* slot = nullptr;
+        WEFT_CHECK(reserveSend(c, bytes, &slot));
         if (!slot) return ncclSuccess;
         memcpy(slot, address(step.src) + offset, bytes);
         WEFT_CHECK(c->sendCommit(bytes));
@@ -206,7 +207,9 @@ ncclResult_t CollectiveRun::advance(size_t i, bool* progressed) {
         break;
       case StepKind::Notify: {
         Connection* c = connections_[step.peer];
-        if (!reserveSend(c, 0)) return ncclSuccess;
+        void* slot = nullptr;
+        WEFT_CHECK(reserveSend(c, 0, &slot));
+        if (!slot) return ncclSuccess;
         WEFT_CHECK(c->sendCommit(0));
         break;
       }
@@ -289,7 +292,8 @@ ncclResult_t CollectiveRun::moveEncoded(size_t i, uint32_t k, bool* waiting) {
   const size_t bytes = std::min(stride, step.src2.bytes - static_cast<size_t>(k) * stride);
   Connection* c = connections_[step.peer];
   if (step.kind == StepKind::SendEncoded) {
-    void* slot = reserveSend(c, bytes);
+    void* slot = nullptr;
+    WEFT_CHECK(reserveSend(c, bytes, &slot));
     *waiting = !slot;
     if (!slot) return ncclSuccess;
     memcpy(slot, stored, bytes);
@@ -345,7 +349,8 @@ ncclResult_t CollectiveRun::encodeSend(size_t i, const CodecSlice& slice, bool* 
   const size_t n = slice.n;
   Connection* c = connections_[step.peer];
   const size_t bytes = codec->encodedBytes(n);
-  void* slot = reserveSend(c, bytes);
+  void* slot = nullptr;
+  WEFT_CHECK(reserveSend(c, bytes, &slot));
   *waiting = !slot;
   if (!slot) return ncclSuccess;
   const float* x = floatAt(step.src, slice);
@@ -381,10 +386,14 @@ void CollectiveRun::decodeAdd(const Step& step, const CodecSlice& slice, const v
   reduction_.codec.codec->decodeRange(encoded, 0, slice.n, slice.n, out, true, 1.0f);
 }
 
-void* CollectiveRun::reserveSend(Connection* c, size_t bytes) {
-  void* slot = c->sendBuffer(bytes);
-  if (!slot) noteWait(c);
-  return slot;
+ncclResult_t CollectiveRun::reserveSend(Connection* c, size_t bytes, void** slot) {
+  if (c->sendBuffer(bytes, slot) != ncclSuccess) {  // the schedule was sliced for another transport
+    const std::string reason = lastErrorMessage();
+    return fail(ncclInternalError, "%s #%llu: %s", name_,
+                static_cast<unsigned long long>(sequence_), reason.c_str());
+  }
+  if (!*slot) noteWait(c);
+  return ncclSuccess;
 }
 
 ncclResult_t CollectiveRun::nextMessage(Connection* c, size_t expected, size_t step, const void** data) {

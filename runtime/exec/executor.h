@@ -107,8 +107,9 @@ class CollectiveRun {
   // dst = src + decode(encoded).
   void decodeAdd(const Step& step, const CodecSlice& slice, const void* encoded);
   void noteWait(Connection* c);
-  // A send slot of `bytes` on `c`, or nullptr (the wait noted) while the peer has no room.
-  void* reserveSend(Connection* c, size_t bytes);
+  // A send slot of `bytes` on `c` in *slot, or nullptr (the wait noted) while the peer has no
+  // room; ncclInternalError when the message exceeds what the connection carries.
+  ncclResult_t reserveSend(Connection* c, size_t bytes, void** slot);
   // The next message on `c` (*data null, the wait noted, while none has arrived); a message of
   // another size than `expected` is the ranks disagreeing, reported naming the peer and step.
   ncclResult_t nextMessage(Connection* c, size_t expected, size_t step, const void** data);

@@ -87,14 +87,16 @@ ncclResult_t IdleWaiter::idle(const std::vector<CollectiveRun*>& active, const s
       std::this_thread::sleep_for(std::chrono::microseconds(50));
     return ncclSuccess;
   }
-  ShmSegmentHeader* own = comms.front()->shm.ownHeader();
-  uint32_t seen = own->doorbell.load(std::memory_order_acquire);
-  own->sleeping.store(1, std::memory_order_relaxed);
-  std::atomic_thread_fence(std::memory_order_seq_cst);
+  Doorbell* doorbell = communicatorDoorbell(comms.front());
+  if (!doorbell) {  // nothing rings: sleep briefly
+    std::this_thread::sleep_for(std::chrono::microseconds(50));
+    return ncclSuccess;
+  }
+  uint32_t seen = doorbell->arm();
   bool moved = false;
   ncclResult_t result = tryProgress(&moved);
-  if (result == ncclSuccess && !moved) futexWait(&own->doorbell, seen, kSleepMicros);
-  own->sleeping.store(0, std::memory_order_relaxed);
+  if (result == ncclSuccess && !moved) doorbell->wait(seen, kSleepMicros);
+  doorbell->disarm();
   if (moved) madeProgress();
   return result;
 }

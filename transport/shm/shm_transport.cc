@@ -9,6 +9,7 @@
 #include "common/env.h"
 #include "common/log.h"
 #include "common/status.h"
+#include "transport/send_reservation.h"
 
 namespace weft {
 
@@ -40,15 +41,23 @@ class ShmConnection : public Connection {
   const char* transportName() const override { return "SHM"; }
   size_t maxMessageBytes() const override { return sendSlotBytes_; }
 
-  void* sendBuffer(size_t bytes) override {
+  ncclResult_t sendBuffer(size_t bytes, void** buffer) override {
+    *buffer = nullptr;
+    reserved_.clear();
+    WEFT_CHECK(reserved_.reserve(bytes, sendSlotBytes_, "SHM"));
     if (sendTail_ - cachedSendHead_ >= sendSlots_) {
       cachedSendHead_ = sendRing_->head.load(std::memory_order_acquire);
-      if (sendTail_ - cachedSendHead_ >= sendSlots_) return nullptr;
+      if (sendTail_ - cachedSendHead_ >= sendSlots_) {
+        reserved_.clear();
+        return ncclSuccess;
+      }
     }
-    return peer_->slot(ownLocal_, sendTail_ % sendSlots_);
+    *buffer = peer_->slot(ownLocal_, sendTail_ % sendSlots_);
+    return ncclSuccess;
   }
 
   ncclResult_t sendCommit(size_t bytes) override {
+    WEFT_CHECK(reserved_.commit(bytes, "SHM"));
     sendRing_->sizes[sendTail_ % sendSlots_] = bytes;
     sendRing_->tail.store(++sendTail_, std::memory_order_release);
     ringDoorbell(peer_->header());
@@ -99,35 +108,42 @@ class ShmConnection : public Connection {
   uint64_t cachedSendHead_ = 0;
   uint64_t recvHead_ = 0;
   uint64_t cachedRecvTail_ = 0;
+  SendReservation reserved_;
 };
 
 }  // namespace
 
-ShmLayout ShmTransport::layoutFromEnv(int localSize) {
-  ShmLayout layout;
-  layout.slotBytes = static_cast<size_t>(envInt("WEFT_SHM_SLOT_BYTES", 512 << 10));
-  layout.slots = static_cast<uint32_t>(envInt("WEFT_SHM_SLOTS", 8));
-  layout.localSize = localSize;
-  return layout;
+ShmSettings ShmTransport::settingsFromEnv() {
+  ShmSettings settings;
+  settings.slotBytes = static_cast<size_t>(envInt("WEFT_SHM_SLOT_BYTES", 512 << 10));
+  settings.slots = static_cast<uint32_t>(envInt("WEFT_SHM_SLOTS", 8));
+  return settings;
 }
 
-ncclResult_t ShmTransport::init(int localRank, int localSize) {
-  localRank_ = localRank;
-  return own_.create(layoutFromEnv(localSize));
+ncclResult_t ShmTransport::listen(const TransportSetup& setup, TransportEndpoint* mine) {
+  rank_ = setup.rank;
+  WEFT_CHECK(own_.create(ShmLayout{settings_.slotBytes, settings_.slots, setup.nranks}));
+  mine->pid = getpid();
+  mine->shmFd = own_.fd();
+  return ncclSuccess;
 }
 
-ShmPeerAddress ShmTransport::address() const { return ShmPeerAddress{getpid(), own_.fd(), localRank_}; }
+bool ShmTransport::canConnect(const TransportEndpoint& self, const TransportEndpoint& peer) const {
+  return self.hostHash == peer.hostHash && peer.shmFd >= 0 && own_.header();
+}
 
-ncclResult_t ShmTransport::connect(const ShmPeerAddress& peer, std::unique_ptr<Connection>* out) {
+ncclResult_t ShmTransport::connect(const TransportEndpoint& peer,
+                                   std::unique_ptr<Connection>* out) {
   auto peerSegment = std::make_unique<ShmSegment>();
-  WEFT_CHECK(peerSegment->open(peer.pid, peer.fd));
-  if (peer.localRank < 0 || peer.localRank >= own_.layout().localSize || localRank_ >= peerSegment->layout().localSize)
-    return fail(ncclInternalError, "shm: local ranks %d/%d out of range", localRank_, peer.localRank);
+  WEFT_CHECK(peerSegment->open(peer.pid, peer.shmFd));
+  if (peer.rank < 0 || peer.rank >= own_.layout().localSize ||
+      rank_ >= peerSegment->layout().localSize)
+    return fail(ncclInternalError, "shm: ranks %d/%d out of range", rank_, peer.rank);
   // Fault in both rings now: the first touch of a page costs ~10 us, never inside a collective.
-  own_.prefaultRing(peer.localRank);
-  peerSegment->prefaultRing(localRank_);
-  *out = std::make_unique<ShmConnection>(&own_, std::move(peerSegment), localRank_, peer.localRank);
-  WEFT_INFO(kLogShm, "shm: connected to local rank %d (pid %d)", peer.localRank, peer.pid);
+  own_.prefaultRing(peer.rank);
+  peerSegment->prefaultRing(rank_);
+  *out = std::make_unique<ShmConnection>(&own_, std::move(peerSegment), rank_, peer.rank);
+  WEFT_INFO(kLogShm, "shm: connected to rank %d (pid %d)", peer.rank, peer.pid);
   return ncclSuccess;
 }
 
@@ -137,5 +153,21 @@ void ShmTransport::markAborted() {
   own_.header()->doorbell.fetch_add(1);
   futexWake(&own_.header()->doorbell);
 }
+
+uint32_t ShmTransport::arm() {
+  ShmSegmentHeader* own = own_.header();
+  uint32_t seen = own->doorbell.load(std::memory_order_acquire);
+  own->sleeping.store(1, std::memory_order_relaxed);
+  // Pairs with ringDoorbell(): a sender either sees `sleeping` or its message is seen by the
+  // caller's last check for work after arm().
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  return seen;
+}
+
+void ShmTransport::wait(uint32_t seen, long timeoutMicros) {
+  futexWait(&own_.header()->doorbell, seen, timeoutMicros);
+}
+
+void ShmTransport::disarm() { own_.header()->sleeping.store(0, std::memory_order_relaxed); }
 
 }  // namespace weft

@@ -1,7 +1,7 @@
 // Shared-memory transport between ranks on one host (processes or threads). Each rank owns
-// a segment with one receive ring per local peer; a sender copies (or reduces) straight into
-// the receiver's ring slot, the receiver consumes from it. Waiting ranks sleep on a futex
-// doorbell that the other side rings only when the sleeper asked for it.
+// a segment with one receive ring per rank of the communicator; a sender copies (or reduces)
+// straight into the receiver's ring slot, the receiver consumes from it. Waiting ranks sleep
+// on a futex doorbell that the other side rings only when the sleeper asked for it.
 #pragma once
 
 #include <memory>
@@ -12,28 +12,35 @@
 
 namespace weft {
 
-struct ShmPeerAddress {
-  int pid;
-  int fd;
-  int localRank;
+struct ShmSettings {
+  size_t slotBytes;
+  uint32_t slots;
 };
 
-class ShmTransport {
+class ShmTransport : public Transport, private Doorbell {
  public:
-  // Geometry from WEFT_SHM_SLOT_BYTES (default 512 KiB) and WEFT_SHM_SLOTS (default 8).
-  static ShmLayout layoutFromEnv(int localSize);
+  // WEFT_SHM_SLOT_BYTES (default 512 KiB) and WEFT_SHM_SLOTS (default 8).
+  static ShmSettings settingsFromEnv();
 
-  ncclResult_t init(int localRank, int localSize);
-  ShmPeerAddress address() const;
-  // The doorbell this rank sleeps on.
-  ShmSegmentHeader* ownHeader() const { return own_.header(); }
-  ncclResult_t connect(const ShmPeerAddress& peer, std::unique_ptr<Connection>* out);
-  // Marks this rank aborted so that peers waiting on it fail instead of hanging.
-  void markAborted();
+  explicit ShmTransport(const ShmSettings& settings) : settings_(settings) {}
+
+  // The segment has a ring for every rank of the communicator (sparse: local ranks are only
+  // known once the endpoints arrive; only rings actually used are ever faulted in).
+  ncclResult_t listen(const TransportSetup& setup, TransportEndpoint* mine) override;
+  bool canConnect(const TransportEndpoint& self, const TransportEndpoint& peer) const override;
+  ncclResult_t connect(const TransportEndpoint& peer, std::unique_ptr<Connection>* out) override;
+  size_t maxMessageBytes() const override { return settings_.slotBytes; }
+  void markAborted() override;
+  Doorbell* doorbell() override { return own_.header() ? this : nullptr; }
 
  private:
+  uint32_t arm() override;
+  void wait(uint32_t seen, long timeoutMicros) override;
+  void disarm() override;
+
+  ShmSettings settings_;
   ShmSegment own_;
-  int localRank_ = -1;
+  int rank_ = -1;
 };
 
 }  // namespace weft

@@ -12,6 +12,7 @@
 #include "common/env.h"
 #include "common/log.h"
 #include "common/status.h"
+#include "transport/send_reservation.h"
 
 namespace weft {
 
@@ -66,9 +67,20 @@ class TcpConnection : public Connection {
   const char* transportName() const override { return "TCP"; }
   size_t maxMessageBytes() const override { return send_.slotBytes; }
 
-  void* sendBuffer(size_t bytes) override { return send_.full() ? nullptr : send_.slot(send_.tail); }
+  ncclResult_t sendBuffer(size_t bytes, void** buffer) override {
+    *buffer = nullptr;
+    reserved_.clear();
+    WEFT_CHECK(reserved_.reserve(bytes, send_.slotBytes, "TCP"));
+    if (send_.full()) {
+      reserved_.clear();
+      return ncclSuccess;
+    }
+    *buffer = send_.slot(send_.tail);
+    return ncclSuccess;
+  }
 
   ncclResult_t sendCommit(size_t bytes) override {
+    WEFT_CHECK(reserved_.commit(bytes, "TCP"));
     send_.sizes[send_.tail % send_.slots] = static_cast<uint32_t>(bytes);
     ++send_.tail;
     return pumpSends();
@@ -172,6 +184,7 @@ class TcpConnection : public Connection {
   FrameHeader recvHeader_{};
   ncclResult_t failed_ = ncclSuccess;
   bool peerClosed_ = false;
+  SendReservation reserved_;
 };
 
 }  // namespace
@@ -181,13 +194,25 @@ TcpTransport::~TcpTransport() {
   for (auto& [rank, fd] : acceptedByRank_) close(fd);
 }
 
-ncclResult_t TcpTransport::init(const SocketAddress& address, int rank, const TcpToken& token, double timeoutSeconds) {
-  rank_ = rank;
-  token_ = token;
-  timeoutSeconds_ = timeoutSeconds;
-  SocketAddress any = address;
+TcpSettings TcpTransport::settingsFromEnv() {
+  TcpSettings settings;
+  settings.slotBytes = static_cast<size_t>(envInt("WEFT_TCP_SLOT_BYTES", 512 << 10));
+  settings.slots = static_cast<uint32_t>(envInt("WEFT_TCP_SLOTS", 8));
+  return settings;
+}
+
+ncclResult_t TcpTransport::listen(const TransportSetup& setup, TransportEndpoint* mine) {
+  rank_ = setup.rank;
+  timeoutSeconds_ = setup.timeoutSeconds;
+  SocketAddress any = setup.dataAddress;
   any.setPort(0);
-  return listenSocket(any, &listenFd_, &bound_);
+  WEFT_CHECK(listenSocket(any, &listenFd_, &bound_));
+  mine->dataAddress = bound_;
+  return ncclSuccess;
+}
+
+bool TcpTransport::canConnect(const TransportEndpoint& self, const TransportEndpoint& peer) const {
+  return listenFd_ >= 0 && peer.dataAddress.length > 0;
 }
 
 ncclResult_t TcpTransport::acceptFrom(int peerRank, int* fd) {
@@ -216,7 +241,10 @@ ncclResult_t TcpTransport::acceptFrom(int peerRank, int* fd) {
   }
 }
 
-ncclResult_t TcpTransport::connect(int peerRank, const SocketAddress& peerAddress, std::unique_ptr<Connection>* out) {
+ncclResult_t TcpTransport::connect(const TransportEndpoint& peer,
+                                   std::unique_ptr<Connection>* out) {
+  const int peerRank = peer.rank;
+  const SocketAddress& peerAddress = peer.dataAddress;
   int fd = -1;
   if (rank_ < peerRank) {
     WEFT_CHECK(connectSocket(peerAddress, Deadline::after(timeoutSeconds_), &fd));
@@ -229,9 +257,7 @@ ncclResult_t TcpTransport::connect(int peerRank, const SocketAddress& peerAddres
   } else {
     WEFT_CHECK(acceptFrom(peerRank, &fd));
   }
-  size_t slotBytes = static_cast<size_t>(envInt("WEFT_TCP_SLOT_BYTES", 512 << 10));
-  uint32_t slots = static_cast<uint32_t>(envInt("WEFT_TCP_SLOTS", 8));
-  *out = std::make_unique<TcpConnection>(fd, peerRank, slotBytes, slots);
+  *out = std::make_unique<TcpConnection>(fd, peerRank, settings_.slotBytes, settings_.slots);
   WEFT_INFO(kLogNet, "tcp: connected to rank %d at %s", peerRank, peerAddress.toString().c_str());
   return ncclSuccess;
 }

@@ -16,20 +16,32 @@ struct TcpToken {
   uint64_t words[2];
 };
 
-class TcpTransport {
+struct TcpSettings {
+  size_t slotBytes;
+  uint32_t slots;
+};
+
+class TcpTransport : public Transport {
  public:
-  ~TcpTransport();
-  // Listens on `address` (port 0 picks one); the bound address is what peers connect to.
-  ncclResult_t init(const SocketAddress& address, int rank, const TcpToken& token, double timeoutSeconds);
-  const SocketAddress& address() const { return bound_; }
+  // WEFT_TCP_SLOT_BYTES (default 512 KiB) and WEFT_TCP_SLOTS (default 8).
+  static TcpSettings settingsFromEnv();
+
+  explicit TcpTransport(const TcpSettings& settings) : settings_(settings) {}
+  ~TcpTransport() override;
+
+  // Listens on setup.dataAddress (any port); the bound address is what peers connect to.
+  ncclResult_t listen(const TransportSetup& setup, TransportEndpoint* mine) override;
   // The communicator's token, known only after bootstrap; hellos without it are refused.
-  void setToken(const TcpToken& token) { token_ = token; }
-  // Both ranks of a pair call this; the lower rank connects, the higher accepts.
-  ncclResult_t connect(int peerRank, const SocketAddress& peerAddress, std::unique_ptr<Connection>* out);
+  void setCommToken(const uint64_t token[2]) override { token_ = TcpToken{{token[0], token[1]}}; }
+  bool canConnect(const TransportEndpoint& self, const TransportEndpoint& peer) const override;
+  // The lower rank of the pair connects, the higher accepts.
+  ncclResult_t connect(const TransportEndpoint& peer, std::unique_ptr<Connection>* out) override;
+  size_t maxMessageBytes() const override { return settings_.slotBytes; }
 
  private:
   ncclResult_t acceptFrom(int peerRank, int* fd);
 
+  TcpSettings settings_;
   int listenFd_ = -1;
   SocketAddress bound_;
   int rank_ = -1;

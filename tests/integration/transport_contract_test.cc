@@ -1,0 +1,395 @@
+// The connection contract (transport/transport.h), checked against every row of the
+// transport table the way Gloo runs each test over every transport: messages keep their order
+// and bytes, a slow receiver holds the sender back without losing anything, the largest
+// message passes and one byte more fails cleanly, and a peer that dies is an error, never a
+// hang. Connections are made only through the table, so a new transport is covered by adding
+// its row.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "common/socket.h"
+#include "common/status.h"
+#include "transport/transport_table.h"
+
+using namespace weft;
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+constexpr uint64_t kToken[2] = {0x7465737430746f6bull, 42};
+constexpr double kSetupTimeout = 20;
+constexpr auto kDeadline = std::chrono::seconds(20);  // for any one wait in a test
+
+// One rank's side of a pair: its instance of the table row and what it published.
+struct Side {
+  std::unique_ptr<Transport> transport;
+  TransportEndpoint endpoint;
+};
+
+// Both sides claim one host (as two ranks on this machine do) and listen on loopback.
+ncclResult_t listenAs(const TransportEntry& entry, int rank, Side* side) {
+  TransportSetup setup;
+  setup.rank = rank;
+  setup.nranks = 2;
+  setup.timeoutSeconds = kSetupTimeout;
+  WEFT_CHECK(parseSocketAddress("127.0.0.1", "test", &setup.dataAddress));
+  side->transport = entry.create();
+  side->endpoint.rank = rank;
+  side->endpoint.pid = getpid();
+  side->endpoint.hostHash = 0x686f7374;
+  WEFT_CHECK(side->transport->listen(setup, &side->endpoint));
+  side->transport->setCommToken(kToken);
+  return ncclSuccess;
+}
+
+// A byte of message `index` at `position`: different for every message, size and position.
+uint8_t patternByte(uint64_t index, size_t position) {
+  return static_cast<uint8_t>(index * 131 + position * 7 + (position >> 8));
+}
+
+void fillMessage(void* buffer, uint64_t index, size_t bytes) {
+  auto* out = static_cast<uint8_t*>(buffer);
+  for (size_t i = 0; i < bytes; ++i) out[i] = patternByte(index, i);
+}
+
+// The first position where the message differs from message `index`'s pattern, or -1.
+long firstMismatch(const void* data, uint64_t index, size_t bytes) {
+  const auto* in = static_cast<const uint8_t*>(data);
+  for (size_t i = 0; i < bytes; ++i)
+    if (in[i] != patternByte(index, i)) return static_cast<long>(i);
+  return -1;
+}
+
+// Waits (driving the connection) for room for `bytes`; null buffer at the deadline.
+ncclResult_t awaitSendBuffer(Connection* c, size_t bytes, void** buffer) {
+  auto deadline = Clock::now() + kDeadline;
+  for (;;) {
+    WEFT_CHECK(c->sendBuffer(bytes, buffer));
+    if (*buffer) return ncclSuccess;
+    if (Clock::now() > deadline) return fail(ncclRemoteError, "no send buffer within the deadline");
+    WEFT_CHECK(c->progress());
+  }
+}
+
+ncclResult_t sendMessage(Connection* c, uint64_t index, size_t bytes) {
+  void* buffer = nullptr;
+  WEFT_CHECK(awaitSendBuffer(c, bytes, &buffer));
+  fillMessage(buffer, index, bytes);
+  return c->sendCommit(bytes);
+}
+
+// Drives `c` until its queued sends have left.
+ncclResult_t flushSends(Connection* c) {
+  auto deadline = Clock::now() + kDeadline;
+  while (c->hasPendingSends()) {
+    if (Clock::now() > deadline) return fail(ncclRemoteError, "sends still queued at the deadline");
+    WEFT_CHECK(c->progress());
+  }
+  return ncclSuccess;
+}
+
+ncclResult_t awaitMessage(Connection* c, const void** data, size_t* bytes) {
+  auto deadline = Clock::now() + kDeadline;
+  for (;;) {
+    WEFT_CHECK(c->recvPeek(data, bytes));
+    if (*data) return ncclSuccess;
+    if (Clock::now() > deadline) return fail(ncclRemoteError, "no message within the deadline");
+    WEFT_CHECK(c->progress());
+  }
+}
+
+// Receives one message and checks it is message `index` of `bytes`.
+::testing::AssertionResult receiveMessage(Connection* c, uint64_t index, size_t bytes) {
+  const void* data = nullptr;
+  size_t got = 0;
+  if (awaitMessage(c, &data, &got) != ncclSuccess)
+    return ::testing::AssertionFailure() << "message " << index << ": " << lastErrorMessage();
+  if (got != bytes)
+    return ::testing::AssertionFailure()
+           << "message " << index << ": " << got << " bytes, expected " << bytes;
+  long at = firstMismatch(data, index, bytes);
+  c->recvRelease();
+  if (at >= 0)
+    return ::testing::AssertionFailure() << "message " << index << " differs at byte " << at;
+  return ::testing::AssertionSuccess();
+}
+
+#define EXPECT_OK(expr) EXPECT_EQ((expr), ncclSuccess) << lastErrorMessage()
+#define ASSERT_OK(expr) ASSERT_EQ((expr), ncclSuccess) << lastErrorMessage()
+
+class ConnectionContract : public ::testing::TestWithParam<size_t> {
+ protected:
+  const TransportEntry& entry() const { return transportTable()[GetParam()]; }
+
+  // Two sides in this process, connected through the row (each side's connect on its own
+  // thread, since a transport may wait for the other side).
+  void SetUp() override {
+    ASSERT_OK(listenAs(entry(), 0, &a_));
+    ASSERT_OK(listenAs(entry(), 1, &b_));
+    ASSERT_TRUE(a_.transport->canConnect(a_.endpoint, b_.endpoint)) << entry().name;
+    ASSERT_TRUE(b_.transport->canConnect(b_.endpoint, a_.endpoint)) << entry().name;
+    ncclResult_t resultB = ncclSuccess;
+    std::string errorB;
+    std::thread other([&] {
+      resultB = b_.transport->connect(a_.endpoint, &fromB_);
+      if (resultB != ncclSuccess) errorB = lastErrorMessage();
+    });
+    ncclResult_t resultA = a_.transport->connect(b_.endpoint, &fromA_);
+    other.join();
+    ASSERT_OK(resultA);
+    ASSERT_EQ(resultB, ncclSuccess) << errorB;
+    ASSERT_EQ(fromA_->maxMessageBytes(), a_.transport->maxMessageBytes());
+  }
+
+  Side a_, b_;
+  std::unique_ptr<Connection> fromA_, fromB_;  // each side's end of the one connection
+};
+
+// One end of a connection driven the way the executor drives it: sends its messages as room
+// appears while receiving and checking the peer's. Empty when all went well.
+std::string exchangeMessages(Connection* c, uint64_t sendSalt, uint64_t receiveSalt,
+                             const std::vector<size_t>& sizes) {
+  size_t sent = 0, received = 0;
+  auto deadline = Clock::now() + kDeadline;
+  auto failure = [&](const std::string& what) {
+    return what + " (sent " + std::to_string(sent) + ", received " + std::to_string(received) + ")";
+  };
+  while (sent < sizes.size() || received < sizes.size() || c->hasPendingSends()) {
+    if (Clock::now() > deadline) return failure("deadline");
+    if (c->progress() != ncclSuccess) return failure(lastErrorMessage());
+    if (sent < sizes.size()) {
+      void* buffer = nullptr;
+      if (c->sendBuffer(sizes[sent], &buffer) != ncclSuccess) return failure(lastErrorMessage());
+      if (buffer) {
+        fillMessage(buffer, sendSalt + sent, sizes[sent]);
+        if (c->sendCommit(sizes[sent]) != ncclSuccess) return failure(lastErrorMessage());
+        ++sent;
+      }
+    }
+    if (received < sizes.size()) {
+      const void* data = nullptr;
+      size_t bytes = 0;
+      if (c->recvPeek(&data, &bytes) != ncclSuccess) return failure(lastErrorMessage());
+      if (data) {
+        if (bytes != sizes[received])
+          return failure("message of " + std::to_string(bytes) + " bytes, expected " +
+                         std::to_string(sizes[received]));
+        long at = firstMismatch(data, receiveSalt + received, bytes);
+        if (at >= 0) return failure("message differs at byte " + std::to_string(at));
+        c->recvRelease();
+        ++received;
+      }
+    }
+  }
+  return "";
+}
+
+TEST_P(ConnectionContract, KeepsOrderAndBytesAcrossManyMessagesOfVaryingSize) {
+  const size_t maxBytes = fromA_->maxMessageBytes();
+  std::vector<size_t> sizes = {0, 1, maxBytes, 7, 64, maxBytes, 0, 0, 3};
+  for (uint64_t i = 0; sizes.size() < 400; ++i) sizes.push_back((i * 2654435761u) % (maxBytes + 1));
+  // Both directions at once, each end on its own thread, as two ranks would.
+  std::string errorB;
+  std::thread b([&] { errorB = exchangeMessages(fromB_.get(), 1000000, 0, sizes); });
+  std::string errorA = exchangeMessages(fromA_.get(), 0, 1000000, sizes);
+  b.join();
+  EXPECT_EQ(errorA, "");
+  EXPECT_EQ(errorB, "");
+}
+
+TEST_P(ConnectionContract, SlowReceiverHoldsTheSenderBackWithoutLosingAnything) {
+  const size_t bytes = fromA_->maxMessageBytes();
+  // Fill until the sender gets no buffer even after driving the connection for 100 ms (a
+  // socket's kernel buffers drain into the peer's for a while).
+  uint64_t sent = 0;
+  for (int misses = 0; misses < 20 && sent < 100000;) {
+    void* buffer = nullptr;
+    ASSERT_OK(fromA_->sendBuffer(bytes, &buffer));
+    if (!buffer) {
+      ++misses;
+      ASSERT_OK(fromA_->progress());
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+      continue;
+    }
+    misses = 0;
+    fillMessage(buffer, sent++, bytes);
+    ASSERT_OK(fromA_->sendCommit(bytes));
+  }
+  ASSERT_LT(sent, 100000u) << "the sender never ran out of room";
+  ASSERT_GT(sent, 0u);
+  // While the receiver sleeps the sender stays full.
+  for (int i = 0; i < 20; ++i) {
+    void* buffer = reinterpret_cast<void*>(1);
+    ASSERT_OK(fromA_->progress());
+    ASSERT_OK(fromA_->sendBuffer(bytes, &buffer));
+    ASSERT_EQ(buffer, nullptr) << "attempt " << i << " after " << sent << " messages";
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  // The receiver takes one: the sender proceeds, once the freed room reaches it.
+  ASSERT_TRUE(receiveMessage(fromB_.get(), 0, bytes));
+  uint64_t received = 1;
+  void* buffer = nullptr;
+  auto deadline = Clock::now() + kDeadline;
+  while (!buffer) {
+    ASSERT_LT(Clock::now(), deadline) << "the sender never got room back";
+    ASSERT_OK(fromA_->progress());
+    ASSERT_OK(fromB_->progress());
+    ASSERT_OK(fromA_->sendBuffer(bytes, &buffer));
+    if (buffer) break;
+    // A transport that stages on both sides frees the sender's room only as the receiver
+    // drains its own: take whatever has arrived.
+    const void* data = nullptr;
+    size_t got = 0;
+    ASSERT_OK(fromB_->recvPeek(&data, &got));
+    if (data) {
+      ASSERT_EQ(got, bytes);
+      ASSERT_EQ(firstMismatch(data, received, bytes), -1) << "message " << received;
+      fromB_->recvRelease();
+      ++received;
+    }
+  }
+  fillMessage(buffer, sent++, bytes);
+  ASSERT_OK(fromA_->sendCommit(bytes));
+  // Everything arrives, in order, nothing lost.
+  std::thread flusher([&] { EXPECT_OK(flushSends(fromA_.get())); });
+  for (; received < sent; ++received) ASSERT_TRUE(receiveMessage(fromB_.get(), received, bytes));
+  flusher.join();
+  const void* data = nullptr;
+  size_t got = 0;
+  ASSERT_OK(fromB_->recvPeek(&data, &got));
+  EXPECT_EQ(data, nullptr) << "a message more than was sent";
+}
+
+TEST_P(ConnectionContract, LargestMessagePassesAndOneByteMoreFailsCleanly) {
+  const size_t maxBytes = fromA_->maxMessageBytes();
+  ASSERT_GT(maxBytes, 0u);
+  ASSERT_OK(sendMessage(fromA_.get(), 1, maxBytes));
+  std::thread flusher([&] { EXPECT_OK(flushSends(fromA_.get())); });
+  EXPECT_TRUE(receiveMessage(fromB_.get(), 1, maxBytes));
+  flusher.join();
+
+  void* buffer = reinterpret_cast<void*>(1);
+  EXPECT_EQ(fromA_->sendBuffer(maxBytes + 1, &buffer), ncclInvalidUsage);
+  EXPECT_EQ(buffer, nullptr);
+  EXPECT_NE(lastErrorMessage().find("exceeds"), std::string::npos) << lastErrorMessage();
+  // Nothing reserved, nothing to commit; a commit may not outgrow its reservation.
+  EXPECT_EQ(fromA_->sendCommit(1), ncclInvalidUsage);
+  ASSERT_OK(awaitSendBuffer(fromA_.get(), 16, &buffer));
+  EXPECT_EQ(fromA_->sendCommit(17), ncclInvalidUsage);
+  // The connection is still fine: a smaller message than reserved goes through.
+  fillMessage(buffer, 2, 8);
+  ASSERT_OK(fromA_->sendCommit(8));
+  ASSERT_OK(sendMessage(fromA_.get(), 3, 0));
+  std::thread flusher2([&] { EXPECT_OK(flushSends(fromA_.get())); });
+  EXPECT_TRUE(receiveMessage(fromB_.get(), 2, 8));
+  EXPECT_TRUE(receiveMessage(fromB_.get(), 3, 0));
+  flusher2.join();
+}
+
+TEST_P(ConnectionContract, RegisteredRangesWorkOrSayTheyAreNotSupported) {
+  std::vector<char> source(4096), target(4096, 0);
+  fillMessage(source.data(), 9, source.size());
+  MemoryHandle sendHandle = 0, recvHandle = 0;
+  if (!fromA_->supportsRanges()) {
+    EXPECT_EQ(fromA_->registerMemory(source.data(), source.size(), &sendHandle), ncclInvalidUsage);
+    EXPECT_NE(lastErrorMessage().find("not supported by"), std::string::npos) << lastErrorMessage();
+    RangeRequest request = 0;
+    EXPECT_EQ(fromA_->postSendRange(sendHandle, 0, 16, &request), ncclInvalidUsage);
+    EXPECT_EQ(fromB_->postRecvRange(recvHandle, 0, 16, &request), ncclInvalidUsage);
+    return;
+  }
+  ASSERT_TRUE(fromB_->supportsRanges());
+  ASSERT_OK(fromA_->registerMemory(source.data(), source.size(), &sendHandle));
+  ASSERT_OK(fromB_->registerMemory(target.data(), target.size(), &recvHandle));
+  RangeRequest sendRequest = 0, recvRequest = 0;
+  ASSERT_OK(fromB_->postRecvRange(recvHandle, 1024, 2048, &recvRequest));
+  ASSERT_OK(fromA_->postSendRange(sendHandle, 512, 2048, &sendRequest));
+  bool sendDone = false, recvDone = false;
+  auto deadline = Clock::now() + kDeadline;
+  while (!(sendDone && recvDone)) {
+    ASSERT_LT(Clock::now(), deadline);
+    ASSERT_OK(fromA_->progress());
+    ASSERT_OK(fromB_->progress());
+    if (!sendDone) {
+      ASSERT_OK(fromA_->testRange(sendRequest, &sendDone));
+    }
+    if (!recvDone) {
+      ASSERT_OK(fromB_->testRange(recvRequest, &recvDone));
+    }
+  }
+  EXPECT_EQ(memcmp(target.data() + 1024, source.data() + 512, 2048), 0);
+  EXPECT_OK(fromA_->deregisterMemory(sendHandle));
+  EXPECT_OK(fromB_->deregisterMemory(recvHandle));
+}
+
+// The peer is another process: it connects, sends one message and is killed. Whatever the
+// transport notices first (progress, recvPeek or checkPeer, as the executor and the idle
+// waiter call them), the survivor gets an error well before its deadline.
+TEST_P(ConnectionContract, PeerThatDiesIsAnErrorNotAHang) {
+  Side mine;
+  ASSERT_OK(listenAs(entry(), 0, &mine));
+  int toChild[2], toParent[2];
+  ASSERT_EQ(pipe(toChild), 0);
+  ASSERT_EQ(pipe(toParent), 0);
+  pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    alarm(60);  // never outlive a broken test
+    Side peer;
+    TransportEndpoint parent;
+    std::unique_ptr<Connection> connection;
+    if (listenAs(entry(), 1, &peer) != ncclSuccess) _exit(2);
+    const ssize_t endpointBytes = sizeof(peer.endpoint);
+    if (write(toParent[1], &peer.endpoint, sizeof(peer.endpoint)) != endpointBytes) _exit(3);
+    if (read(toChild[0], &parent, sizeof(parent)) != endpointBytes) _exit(4);
+    if (peer.transport->connect(parent, &connection) != ncclSuccess) _exit(5);
+    if (sendMessage(connection.get(), 5, 100) != ncclSuccess) _exit(6);
+    if (flushSends(connection.get()) != ncclSuccess) _exit(7);
+    pause();  // until killed
+    _exit(8);
+  }
+  TransportEndpoint peer;
+  const ssize_t endpointBytes = sizeof(TransportEndpoint);
+  ASSERT_EQ(read(toParent[0], &peer, sizeof(peer)), endpointBytes);
+  ASSERT_EQ(write(toChild[1], &mine.endpoint, sizeof(mine.endpoint)), endpointBytes);
+  std::unique_ptr<Connection> connection;
+  ncclResult_t connected = mine.transport->connect(peer, &connection);
+  bool gotMessage = connected == ncclSuccess && receiveMessage(connection.get(), 5, 100);
+  kill(child, SIGKILL);
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  ASSERT_OK(connected);
+  ASSERT_TRUE(gotMessage);
+
+  auto start = Clock::now();
+  ncclResult_t result = ncclSuccess;
+  while (result == ncclSuccess && Clock::now() - start < kDeadline) {
+    const void* data = nullptr;
+    size_t bytes = 0;
+    if ((result = connection->progress()) != ncclSuccess) break;
+    if ((result = connection->recvPeek(&data, &bytes)) != ncclSuccess) break;
+    ASSERT_EQ(data, nullptr) << "a message from a dead peer";
+    if ((result = connection->checkPeer()) != ncclSuccess) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  EXPECT_NE(result, ncclSuccess) << "no error " << kDeadline.count() << " s after the peer died";
+  EXPECT_LT(Clock::now() - start, std::chrono::seconds(5));
+  for (int fd : {toChild[0], toChild[1], toParent[0], toParent[1]}) close(fd);
+}
+
+INSTANTIATE_TEST_SUITE_P(EveryTransport, ConnectionContract,
+                         ::testing::Range<size_t>(0, transportTable().size()),
+                         [](const ::testing::TestParamInfo<size_t>& info) {
+                           return std::string(transportTable()[info.param].name);
+                         });
+
+}  // namespace
