@@ -15,9 +15,9 @@
 #include <type_traits>
 #include <utility>
 
-#include "common/env.h"
 #include "common/log.h"
 #include "common/numeric.h"
+#include "common/settings.h"
 
 #if defined(__x86_64__)
 #include <immintrin.h>
@@ -338,7 +338,7 @@ std::atomic<const KernelTable*> gTable{nullptr};
 // all compute the same answer, so no lock is needed.
 const KernelTable* initTable() {
   KernelIsa isa = bestIsa();
-  if (auto cap = envString("WEFT_KERNEL_ISA")) {
+  if (auto cap = settingString(Setting::WeftKernelIsa)) {
     if (*cap == "portable") isa = KernelIsa::Portable;
     else if (*cap == "avx2" && isa == KernelIsa::Avx512) isa = KernelIsa::Avx2;
     else if (*cap != "avx2" && *cap != "avx512")

@@ -2,6 +2,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "common/settings.h"
 #include "compression/cpu/simd.h"
 
 namespace weft::compression {
@@ -29,7 +30,7 @@ std::atomic<int> forced{-1};
 
 Isa fromEnvironment() {
   Isa best = detectedIsa();
-  const char* value = std::getenv("WEFT_COMPRESSION_ISA");
+  const char* value = settingText(Setting::WeftCompressionIsa);
   if (value == nullptr) return best;
   Isa wanted = best;
   if (std::strcmp(value, "portable") == 0) wanted = Isa::kPortable;

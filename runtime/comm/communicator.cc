@@ -7,9 +7,9 @@
 #include <thread>
 #include <utility>
 
-#include "common/env.h"
 #include "common/log.h"
 #include "common/hash.h"
+#include "common/settings.h"
 #include "common/status.h"
 #include "topology/rank_layout.h"
 #include "topology/topology_loader.h"
@@ -20,13 +20,14 @@ namespace {
 
 TransportChoice transportChoiceFromEnv(ncclResult_t* result) {
   *result = ncclSuccess;
-  if (auto forced = envString("WEFT_TRANSPORT")) {
-    if (*forced == "shm") return TransportChoice::Shm;
-    if (*forced == "tcp") return TransportChoice::Tcp;
-    if (*forced == "auto") return TransportChoice::Auto;
-    *result = fail(ncclInvalidArgument, "WEFT_TRANSPORT=%s: valid values are auto, shm, tcp", forced->c_str());
+  if (auto forced = settingText(Setting::WeftTransport)) {
+    if (!strcmp(forced, "shm")) return TransportChoice::Shm;
+    if (!strcmp(forced, "tcp")) return TransportChoice::Tcp;
+    if (!strcmp(forced, "auto")) return TransportChoice::Auto;
+    SettingValue ignored;
+    *result = parseSetting(settingSpec(Setting::WeftTransport), forced, &ignored);
   }
-  if (envInt("NCCL_SHM_DISABLE", 0) == 1) return TransportChoice::Tcp;
+  if (settingBool(Setting::NcclShmDisable)) return TransportChoice::Tcp;
   return TransportChoice::Auto;
 }
 
@@ -101,7 +102,7 @@ ncclResult_t validateConfig(const ncclConfig_t* config) {
 }
 
 ncclResult_t bootstrapCommunicator(ncclComm* comm, const ncclUniqueId& id) {
-  double timeout = timeoutSeconds();
+  double timeout = settingDouble(Setting::WeftTimeout);
   UniqueIdContents contents;
   WEFT_CHECK(decodeUniqueId(id, &contents));
   if (contents.rootAtRankZero && comm->rank == 0) {
@@ -118,7 +119,7 @@ ncclResult_t bootstrapCommunicator(ncclComm* comm, const ncclUniqueId& id) {
 
   // Data listeners go where the root was reachable from, unless NCCL_SOCKET_IFNAME says otherwise.
   SocketAddress dataAddress = local;
-  if (getenv("NCCL_SOCKET_IFNAME")) WEFT_CHECK(findInterfaceAddress(&dataAddress, nullptr));
+  if (settingText(Setting::NcclSocketIfname)) WEFT_CHECK(findInterfaceAddress(&dataAddress, nullptr));
 
   RankInfo mine{};
   mine.rank = comm->rank;
@@ -155,6 +156,7 @@ ncclResult_t newCommunicator(int nranks, int rank, const ncclConfig_t* config, n
   comm->config = defaults;
   if (config) memcpy(&comm->config, config, std::min(sizeof(ncclConfig_t), config->size));
   comm->config.size = sizeof(ncclConfig_t);
+  WEFT_CHECK(validateSettings());  // a bad value fails every rank here, before bootstrap
   ncclResult_t choiceResult;
   comm->transportChoice = transportChoiceFromEnv(&choiceResult);
   WEFT_CHECK(choiceResult);
@@ -175,8 +177,8 @@ ncclResult_t initializeCommunicator(ncclComm* comm, const ncclUniqueId& id) {
   comm->connections.resize(nranks);
   comm->connectionTable.assign(nranks, nullptr);
   size_t slotBytes = ShmTransport::layoutFromEnv(1).slotBytes;
-  size_t tcpSlot = static_cast<size_t>(envInt("WEFT_TCP_SLOT_BYTES", 512 << 10));
-  comm->sliceBytes = static_cast<size_t>(envInt("WEFT_SLICE_BYTES", 256 << 10));
+  size_t tcpSlot = settingSize(Setting::WeftTcpSlotBytes);
+  comm->sliceBytes = settingSize(Setting::WeftSliceBytes);
   comm->sliceBytes = std::min({comm->sliceBytes, slotBytes, tcpSlot});
   comm->sliceBytes -= comm->sliceBytes % 64;
   if (comm->sliceBytes == 0) return fail(ncclInvalidArgument, "WEFT_SLICE_BYTES must be at least 64");

@@ -6,8 +6,8 @@
 #include <cerrno>
 #include <cstring>
 
-#include "common/env.h"
 #include "common/log.h"
+#include "common/settings.h"
 #include "common/status.h"
 
 namespace weft {
@@ -105,8 +105,8 @@ class ShmConnection : public Connection {
 
 ShmLayout ShmTransport::layoutFromEnv(int localSize) {
   ShmLayout layout;
-  layout.slotBytes = static_cast<size_t>(envInt("WEFT_SHM_SLOT_BYTES", 512 << 10));
-  layout.slots = static_cast<uint32_t>(envInt("WEFT_SHM_SLOTS", 8));
+  layout.slotBytes = settingSize(Setting::WeftShmSlotBytes);
+  layout.slots = static_cast<uint32_t>(settingInt(Setting::WeftShmSlots));
   layout.localSize = localSize;
   return layout;
 }

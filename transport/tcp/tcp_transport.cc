@@ -9,8 +9,8 @@
 #include <cstring>
 #include <vector>
 
-#include "common/env.h"
 #include "common/log.h"
+#include "common/settings.h"
 #include "common/status.h"
 
 namespace weft {
@@ -229,8 +229,8 @@ ncclResult_t TcpTransport::connect(int peerRank, const SocketAddress& peerAddres
   } else {
     WEFT_CHECK(acceptFrom(peerRank, &fd));
   }
-  size_t slotBytes = static_cast<size_t>(envInt("WEFT_TCP_SLOT_BYTES", 512 << 10));
-  uint32_t slots = static_cast<uint32_t>(envInt("WEFT_TCP_SLOTS", 8));
+  size_t slotBytes = settingSize(Setting::WeftTcpSlotBytes);
+  uint32_t slots = static_cast<uint32_t>(settingInt(Setting::WeftTcpSlots));
   *out = std::make_unique<TcpConnection>(fd, peerRank, slotBytes, slots);
   WEFT_INFO(kLogNet, "tcp: connected to rank %d at %s", peerRank, peerAddress.toString().c_str());
   return ncclSuccess;
