@@ -75,9 +75,9 @@ constexpr std::array<SettingSpec, static_cast<size_t>(Setting::Count)> kSettings
     {Setting::WeftBindThreads, "WEFT_BIND_THREADS", Bool, "1", 0, 1, 0, nullptr, false, false,
      "0: weft's threads are not bound to the cores near their device"},
     {Setting::WeftKernelIsa, "WEFT_KERNEL_ISA", Enum, nullptr, 0, 0, 0, "portable|avx2|avx512",
-     false, false, "cap the reduction kernels' instruction set"},
+     false, false, "cap the instruction set of the CPU kernels (reduction, compression, copies)"},
     {Setting::WeftCompressionIsa, "WEFT_COMPRESSION_ISA", Enum, nullptr, 0, 0, 0,
-     "portable|avx2|avx512", false, false, "cap the compression kernels' instruction set"},
+     "portable|avx2|avx512", false, false, "deprecated alias of WEFT_KERNEL_ISA"},
 }};
 
 constexpr bool rowsInEnumOrder() {
