@@ -58,6 +58,17 @@ void warnInvalidOnce(const SettingSpec& spec, const char* text) {
             describeValidValues(spec).c_str(), spec.defaultText ? spec.defaultText : "the default");
 }
 
+// Says once per variable and value which setting the environment chose: some are read on
+// every collective.
+void logSetOnce(const SettingSpec& spec, const char* text) {
+  if (!logEnabled(LogLevel::Info, kLogEnv)) return;
+  static std::mutex mutex;
+  static std::set<std::string> logged;
+  std::lock_guard<std::mutex> lock(mutex);
+  if (logged.insert(std::string(spec.name) + "=" + text).second)
+    WEFT_INFO(kLogEnv, "%s set by environment to %s", spec.name, text);
+}
+
 // The environment's value parsed, or nullopt (unset, or invalid: warned).
 std::optional<SettingValue> environmentValue(const SettingSpec& spec) {
   const char* text = settingText(spec.id);
@@ -67,7 +78,7 @@ std::optional<SettingValue> environmentValue(const SettingSpec& spec) {
     warnInvalidOnce(spec, text);
     return std::nullopt;
   }
-  WEFT_INFO(kLogEnv, "%s set by environment to %s", spec.name, text);
+  logSetOnce(spec, text);
   return value;
 }
 
