@@ -12,6 +12,8 @@
 #include <mutex>
 #include <string>
 
+#include "common/settings.h"
+
 namespace weft {
 
 namespace {
@@ -88,9 +90,9 @@ void configureLocked() {
   config = LogConfig{};
   gethostname(config.host, sizeof(config.host) - 1);
   if (char* dot = strchr(config.host, '.')) *dot = 0;
-  config.level = parseLevel(getenv("NCCL_DEBUG"));
-  config.subsysMask = parseSubsys(getenv("NCCL_DEBUG_SUBSYS"));
-  if (const char* file = getenv("NCCL_DEBUG_FILE")) {
+  config.level = parseLevel(settingText(Setting::NcclDebug));
+  config.subsysMask = parseSubsys(settingText(Setting::NcclDebugSubsys));
+  if (const char* file = settingText(Setting::NcclDebugFile)) {
     std::string name = expandFileName(file, config.host);
     if (FILE* sink = fopen(name.c_str(), "w")) {
       setvbuf(sink, nullptr, _IOLBF, 0);

@@ -15,7 +15,7 @@
 #include <type_traits>
 #include <utility>
 
-#include "common/env.h"
+#include "common/cpu_features.h"
 #include "common/log.h"
 #include "common/numeric.h"
 
@@ -318,32 +318,26 @@ const KernelTable* tableFor(KernelIsa isa) {
   }
 }
 
-KernelIsa bestIsa() {
+KernelIsa isaFor(const CpuFeatures& f) {
 #if WEFT_X86
-  __builtin_cpu_init();  // may run before libgcc's constructor when called from static initializers
-  bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-              __builtin_cpu_supports("f16c") && __builtin_cpu_supports("bmi") && __builtin_cpu_supports("bmi2");
-  bool avx512 = avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-                __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq");
+  bool avx2 = f.avx2 && f.fma && f.f16c && f.bmi && f.bmi2;
+  bool avx512 = avx2 && f.avx512f && f.avx512bw && f.avx512vl && f.avx512dq;
   return avx512 ? KernelIsa::Avx512 : avx2 ? KernelIsa::Avx2 : KernelIsa::Portable;
 #else
+  (void)f;
   return KernelIsa::Portable;
 #endif
 }
 
+KernelIsa bestIsa() { return isaFor(detectedCpuFeatures()); }
+
 std::atomic<KernelIsa> gIsa{KernelIsa::Portable};
 std::atomic<const KernelTable*> gTable{nullptr};
 
-// The first call picks the best supported set, capped by WEFT_KERNEL_ISA. Racing first calls
-// all compute the same answer, so no lock is needed.
+// The first call picks the best set the CPU features allow, capped by WEFT_KERNEL_ISA. Racing
+// first calls all compute the same answer, so no lock is needed.
 const KernelTable* initTable() {
-  KernelIsa isa = bestIsa();
-  if (auto cap = envString("WEFT_KERNEL_ISA")) {
-    if (*cap == "portable") isa = KernelIsa::Portable;
-    else if (*cap == "avx2" && isa == KernelIsa::Avx512) isa = KernelIsa::Avx2;
-    else if (*cap != "avx2" && *cap != "avx512")
-      WEFT_LOG(LogLevel::Warn, kLogEnv, "WEFT_KERNEL_ISA=%s is not portable, avx2 or avx512; ignored", cap->c_str());
-  }
+  KernelIsa isa = isaFor(usableCpuFeatures());
   WEFT_INFO(kLogInit, "reduction kernels: %s", kernelIsaName(isa));
   gIsa.store(isa, std::memory_order_relaxed);
   const KernelTable* table = tableFor(isa);

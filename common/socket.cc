@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "common/log.h"
+#include "common/settings.h"
 #include "common/status.h"
 
 namespace weft {
@@ -117,9 +118,9 @@ InterfaceFilter parseFilter(const std::string& text) {
 }
 
 int familyFromEnv() {
-  const char* family = getenv("NCCL_SOCKET_FAMILY");
-  if (family && !strcmp(family, "AF_INET")) return AF_INET;
-  if (family && !strcmp(family, "AF_INET6")) return AF_INET6;
+  std::optional<std::string> family = settingString(Setting::NcclSocketFamily);
+  if (family == "AF_INET") return AF_INET;
+  if (family == "AF_INET6") return AF_INET6;
   return AF_UNSPEC;
 }
 
@@ -128,7 +129,7 @@ int familyFromEnv() {
 ncclResult_t findInterfaceAddress(SocketAddress* out, std::string* interfaceName) {
   ifaddrs* list = nullptr;
   if (getifaddrs(&list) != 0) return fail(ncclSystemError, "getifaddrs failed: %s", strerror(errno));
-  const char* ifname = getenv("NCCL_SOCKET_IFNAME");
+  const char* ifname = settingText(Setting::NcclSocketIfname);
   int family = familyFromEnv();
   // Without NCCL_SOCKET_IFNAME: any interface but docker and loopback, then loopback.
   std::vector<InterfaceFilter> passes;

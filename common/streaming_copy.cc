@@ -5,6 +5,8 @@
 #include <cstdint>
 #include <cstring>
 
+#include "common/cpu_features.h"
+
 namespace weft {
 
 namespace {
@@ -36,8 +38,7 @@ __attribute__((target("avx2"))) void streamAvx2(char* dst, const char* src, size
 using CopyFunction = void (*)(char*, const char*, size_t);
 
 CopyFunction chooseCopy() {
-  __builtin_cpu_init();
-  if (__builtin_cpu_supports("avx2")) return streamAvx2;
+  if (usableCpuFeatures().avx2) return streamAvx2;
   return [](char* dst, const char* src, size_t bytes) { memcpy(dst, src, bytes); };
 }
 

@@ -4,7 +4,7 @@
 // outside the timed loops.
 //
 //   bench_compression --benchmark_min_time=0.5
-//   WEFT_COMPRESSION_ISA=avx2|portable caps the kernels' instruction set.
+//   WEFT_KERNEL_ISA=avx2|portable caps the kernels' instruction set.
 #include <benchmark/benchmark.h>
 
 #include <algorithm>

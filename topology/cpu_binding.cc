@@ -7,8 +7,8 @@
 #include <cstring>
 #include <mutex>
 
-#include "common/env.h"
 #include "common/log.h"
+#include "common/settings.h"
 #include "common/status.h"
 
 namespace weft {
@@ -53,7 +53,7 @@ std::string currentCpuBinding() {
   return out;
 }
 
-bool threadBindingEnabled() { return envInt("WEFT_BIND_THREADS", 1) != 0; }
+bool threadBindingEnabled() { return settingBool(Setting::WeftBindThreads); }
 
 ncclResult_t bindThreadNear(const std::string& deviceCpuset, bool* bound) {
   if (bound) *bound = false;

@@ -4,12 +4,13 @@
 
 #include <fstream>
 
-#include "common/env.h"
+#include "common/settings.h"
 
 namespace weft {
 
 std::string hostIdentity() {
-  if (std::optional<std::string> forced = envString("WEFT_HOSTNAME"); forced && !forced->empty()) return *forced;
+  if (std::optional<std::string> forced = settingString(Setting::WeftHostname); forced && !forced->empty())
+    return *forced;
   char name[256] = {};
   if (gethostname(name, sizeof name - 1) != 0) name[0] = '\0';
   std::string id = name[0] ? name : "unknown-host";

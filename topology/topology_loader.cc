@@ -1,7 +1,7 @@
 #include "topology/topology_loader.h"
 
-#include "common/env.h"
 #include "common/log.h"
+#include "common/settings.h"
 #include "common/status.h"
 #include "topology/hwloc_discovery.h"
 #include "topology/topology_xml.h"
@@ -9,9 +9,9 @@
 namespace weft {
 namespace {
 
-std::optional<std::string> firstSet(const char* a, const char* b) {
-  for (const char* name : {a, b}) {
-    std::optional<std::string> v = envString(name);
+std::optional<std::string> firstSet(Setting a, Setting b) {
+  for (Setting setting : {a, b}) {
+    std::optional<std::string> v = settingString(setting);
     if (v && !v->empty()) return v;
   }
   return std::nullopt;
@@ -19,10 +19,12 @@ std::optional<std::string> firstSet(const char* a, const char* b) {
 
 }  // namespace
 
-std::optional<std::string> topologyFileFromEnv() { return firstSet("WEFT_TOPO_FILE", "NCCL_TOPO_FILE"); }
+std::optional<std::string> topologyFileFromEnv() {
+  return firstSet(Setting::WeftTopoFile, Setting::NcclTopoFile);
+}
 
 std::optional<std::string> topologyDumpFileFromEnv() {
-  return firstSet("WEFT_TOPO_DUMP_FILE", "NCCL_TOPO_DUMP_FILE");
+  return firstSet(Setting::WeftTopoDumpFile, Setting::NcclTopoDumpFile);
 }
 
 ncclResult_t loadTopology(TopologyModel* out) {

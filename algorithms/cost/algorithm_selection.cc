@@ -7,8 +7,8 @@
 #include "algorithms/algorithm_registry.h"
 #include "algorithms/cost/collective_cost.h"
 #include "algorithms/builders/rail_layout.h"
-#include "common/env.h"
 #include "common/log.h"
+#include "common/settings.h"
 #include "common/status.h"
 
 namespace weft {
@@ -182,8 +182,8 @@ ncclResult_t parseAlgorithmPolicy(const char* variable, const std::string& value
 }
 
 void readAlgorithmEnv(SelectionInput* input) {
-  input->ncclAlgo = envString("NCCL_ALGO");
-  input->weftAlgo = envString("WEFT_ALGO");
+  input->ncclAlgo = settingString(Setting::NcclAlgo);
+  input->weftAlgo = settingString(Setting::WeftAlgo);
 }
 
 ncclResult_t selectAlgorithm(const SelectionInput& in, AlgorithmChoice* out) {

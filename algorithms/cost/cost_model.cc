@@ -9,7 +9,7 @@
 
 #include "algorithms/cost/cost_terms.h"
 #include "algorithms/cost/prices.h"
-#include "common/env.h"
+#include "common/settings.h"
 #include "common/status.h"
 #include "topology/topology_model.h"
 
@@ -118,7 +118,8 @@ ncclResult_t applyTuningFile(const std::string& path, LinkTable* table) {
 
 ncclResult_t linkTableFromEnv(const TopologyModel* model, LinkTable* table) {
   *table = linkTableFromTopology(model);
-  if (auto path = envString("WEFT_TUNING_FILE"); path && !path->empty()) return applyTuningFile(*path, table);
+  if (auto path = settingString(Setting::WeftTuningFile); path && !path->empty())
+    return applyTuningFile(*path, table);
   return ncclSuccess;
 }
 
@@ -167,8 +168,8 @@ CostInput costInputFor(size_t bytes, int nranks, const std::vector<std::vector<i
 }
 
 void applyChannelEnv(CostModel* model) {
-  const int64_t low = envInt("NCCL_MIN_NCHANNELS", model->minChannels);
-  const int64_t high = envInt("NCCL_MAX_NCHANNELS", model->maxChannels);
+  const int64_t low = settingIntIfSet(Setting::NcclMinNchannels).value_or(model->minChannels);
+  const int64_t high = settingIntIfSet(Setting::NcclMaxNchannels).value_or(model->maxChannels);
   model->maxChannels = static_cast<int>(std::clamp<int64_t>(high, 1, 64));
   model->minChannels = static_cast<int>(std::clamp<int64_t>(low, 1, model->maxChannels));
 }

@@ -1,47 +1,35 @@
 #include <atomic>
-#include <cstdlib>
-#include <cstring>
 
+#include "common/cpu_features.h"
 #include "compression/cpu/simd.h"
 
 namespace weft::compression {
 
-Isa detectedIsa() {
+namespace {
+
+// The codecs' own requirements: AVX-512 F/BW/VL/DQ with BMI2, or AVX2 with BMI2.
+Isa isaFor(const CpuFeatures& f) {
 #if defined(__x86_64__) || defined(__i386__)
-  static const Isa best = [] {
-    __builtin_cpu_init();
-    if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-        __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") &&
-        __builtin_cpu_supports("bmi2"))
-      return Isa::kAvx512;
-    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("bmi2")) return Isa::kAvx2;
-    return Isa::kPortable;
-  }();
-  return best;
+  if (f.avx512f && f.avx512bw && f.avx512vl && f.avx512dq && f.bmi2) return Isa::kAvx512;
+  if (f.avx2 && f.bmi2) return Isa::kAvx2;
 #else
-  return Isa::kPortable;
+  (void)f;
 #endif
+  return Isa::kPortable;
 }
 
-namespace {
-// -1: not forced. WEFT_COMPRESSION_ISA=portable|avx2|avx512 caps the choice at start-up.
+// -1: not forced.
 std::atomic<int> forced{-1};
 
-Isa fromEnvironment() {
-  Isa best = detectedIsa();
-  const char* value = std::getenv("WEFT_COMPRESSION_ISA");
-  if (value == nullptr) return best;
-  Isa wanted = best;
-  if (std::strcmp(value, "portable") == 0) wanted = Isa::kPortable;
-  if (std::strcmp(value, "avx2") == 0) wanted = Isa::kAvx2;
-  return static_cast<int>(wanted) < static_cast<int>(best) ? wanted : best;
-}
 }  // namespace
+
+Isa detectedIsa() { return isaFor(detectedCpuFeatures()); }
 
 Isa activeIsa() {
   int f = forced.load(std::memory_order_relaxed);
   if (f >= 0) return static_cast<Isa>(f);
-  static const Isa initial = fromEnvironment();
+  // The CPU features capped by WEFT_KERNEL_ISA (WEFT_COMPRESSION_ISA is its deprecated alias).
+  static const Isa initial = isaFor(usableCpuFeatures());
   return initial;
 }
 

@@ -3,8 +3,8 @@
 #include <cstdlib>
 #include <string>
 
-#include "common/env.h"
 #include "common/log.h"
+#include "common/settings.h"
 #include "common/status.h"
 #include "runtime/api/export.h"
 #include "runtime/comm/unique_id.h"
@@ -42,7 +42,7 @@ LaunchPosition launchPosition() {
 // A secret every rank of this job can compute without talking: WEFT_SECRET, else the job's
 // identity (weaker: anyone who knows the job id and address can join).
 BootstrapSecret jobSecret(const std::string& address) {
-  if (const char* secret = getenv("WEFT_SECRET")) return secretFromText(secret);
+  if (const char* secret = settingText(Setting::WeftSecret)) return secretFromText(secret);
   std::string identity = address;
   for (const char* var : {"SLURM_JOB_ID", "OMPI_MCA_ess_base_jobid", "TORCHELASTIC_RUN_ID", "PMI_JOBID"})
     if (const char* v = getenv(var)) identity += std::string("/") + v;
@@ -53,16 +53,18 @@ BootstrapSecret jobSecret(const std::string& address) {
 
 WEFT_API ncclResult_t weftCommInitFromEnv(ncclComm_t* comm) {
   if (!comm) return fail(ncclInvalidArgument, "weftCommInitFromEnv: comm is NULL");
+  WEFT_CHECK(validateSettings());  // WEFT_BOOTSTRAP_PORT is used before ncclCommInitRank checks it
   LaunchPosition position = launchPosition();
   if (position.size < 1 || position.rank < 0 || position.rank >= position.size)
     return fail(ncclInvalidArgument, "weftCommInitFromEnv: rank %d of %d from %s is out of range", position.rank,
                 position.size, position.source);
   ncclUniqueId id;
   std::string address;
-  if (const char* fixed = getenv("NCCL_COMM_ID")) {
+  if (const char* fixed = settingText(Setting::NcclCommId)) {
     address = fixed;
   } else if (const char* host = getenv("MASTER_ADDR")) {
-    const char* port = getenv("WEFT_BOOTSTRAP_PORT") ? getenv("WEFT_BOOTSTRAP_PORT") : getenv("MASTER_PORT");
+    const char* port = settingText(Setting::WeftBootstrapPort);
+    if (!port) port = getenv("MASTER_PORT");
     if (!port) return fail(ncclInvalidArgument, "weftCommInitFromEnv: MASTER_ADDR is set but MASTER_PORT is not");
     address = std::string(host).find(':') != std::string::npos ? "[" + std::string(host) + "]:" + port
                                                                 : std::string(host) + ":" + port;

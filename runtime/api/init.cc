@@ -4,8 +4,8 @@
 #include <thread>
 #include <vector>
 
-#include "common/env.h"
 #include "common/log.h"
+#include "common/settings.h"
 #include "common/status.h"
 #include "nccl.h"
 #include "runtime/api/export.h"
@@ -20,10 +20,10 @@ namespace {
 
 ncclResult_t makeUniqueId(ncclUniqueId* uniqueId) {
   UniqueIdContents contents;
-  if (auto fixed = envString("NCCL_COMM_ID")) {
+  if (auto fixed = settingString(Setting::NcclCommId)) {
     // NCCL_COMM_ID=host:port: rank 0 hosts the root there; every rank can compute the id.
     WEFT_CHECK(parseSocketAddress(*fixed, "NCCL_COMM_ID", &contents.root));
-    const char* secret = getenv("WEFT_SECRET");
+    const char* secret = settingText(Setting::WeftSecret);
     contents.secret = secretFromText(secret ? secret : fixed->c_str());
     contents.rootAtRankZero = true;
   } else {

@@ -11,8 +11,8 @@
 #include <string>
 #include <thread>
 
-#include "common/env.h"
 #include "common/log.h"
+#include "common/settings.h"
 #include "common/status.h"
 
 namespace weft {
@@ -219,7 +219,8 @@ ncclResult_t startBootstrapRoot(const SocketAddress& address, const BootstrapSec
   }
   WEFT_CHECK(result);
   WEFT_INFO(kLogBootstrap, "bootstrap root listening on %s", bound->toString().c_str());
-  rootRegistry().add(std::make_unique<BootstrapRoot>(fd, secret, timeoutSeconds()));
+  double timeout = settingDouble(Setting::WeftTimeout);
+  rootRegistry().add(std::make_unique<BootstrapRoot>(fd, secret, timeout));
   return ncclSuccess;
 }
 

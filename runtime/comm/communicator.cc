@@ -7,9 +7,9 @@
 #include <thread>
 #include <utility>
 
-#include "common/env.h"
 #include "common/log.h"
 #include "common/hash.h"
+#include "common/settings.h"
 #include "common/status.h"
 #include "topology/rank_layout.h"
 #include "topology/topology_loader.h"
@@ -22,15 +22,15 @@ namespace {
 // transport forced for same-host peers, or null for the table's order.
 ncclResult_t forcedTransportFromEnv(const TransportEntry** out) {
   *out = nullptr;
-  if (auto forced = envString("WEFT_TRANSPORT")) {
-    if (*forced == "auto") return ncclSuccess;
-    if ((*out = findTransport(forced->c_str()))) return ncclSuccess;
+  if (const char* forced = settingText(Setting::WeftTransport)) {
+    if (!strcmp(forced, "auto")) return ncclSuccess;
+    if ((*out = findTransport(forced))) return ncclSuccess;
     std::string valid = "auto";
     for (const TransportEntry& entry : transportTable()) valid += std::string(", ") + entry.name;
-    return fail(ncclInvalidArgument, "WEFT_TRANSPORT=%s: valid values are %s", forced->c_str(),
+    return fail(ncclInvalidArgument, "WEFT_TRANSPORT=%s: valid values are %s", forced,
                 valid.c_str());
   }
-  if (envInt("NCCL_SHM_DISABLE", 0) == 1) *out = findTransport("tcp");
+  if (settingBool(Setting::NcclShmDisable)) *out = findTransport("tcp");
   return ncclSuccess;
 }
 
@@ -153,7 +153,7 @@ ncclResult_t validateConfig(const ncclConfig_t* config) {
 }
 
 ncclResult_t bootstrapCommunicator(ncclComm* comm, const ncclUniqueId& id) {
-  double timeout = timeoutSeconds();
+  double timeout = settingDouble(Setting::WeftTimeout);
   UniqueIdContents contents;
   WEFT_CHECK(decodeUniqueId(id, &contents));
   if (contents.rootAtRankZero && comm->rank == 0) {
@@ -170,7 +170,7 @@ ncclResult_t bootstrapCommunicator(ncclComm* comm, const ncclUniqueId& id) {
 
   // Data listeners go where the root was reachable from, unless NCCL_SOCKET_IFNAME says otherwise.
   SocketAddress dataAddress = local;
-  if (getenv("NCCL_SOCKET_IFNAME")) WEFT_CHECK(findInterfaceAddress(&dataAddress, nullptr));
+  if (settingText(Setting::NcclSocketIfname)) WEFT_CHECK(findInterfaceAddress(&dataAddress, nullptr));
 
   RankInfo mine{};
   mine.rank = comm->rank;
@@ -200,6 +200,7 @@ ncclResult_t newCommunicator(int nranks, int rank, const ncclConfig_t* config, n
   comm->config = defaults;
   if (config) memcpy(&comm->config, config, std::min(sizeof(ncclConfig_t), config->size));
   comm->config.size = sizeof(ncclConfig_t);
+  WEFT_CHECK(validateSettings());  // a bad value fails every rank here, before bootstrap
   WEFT_CHECK(forcedTransportFromEnv(&comm->forcedTransport));
   *out = comm.release();
   return ncclSuccess;
@@ -217,7 +218,7 @@ ncclResult_t initializeCommunicator(ncclComm* comm, const ncclUniqueId& id) {
   WEFT_CHECK(buildCostModel(comm));
   comm->connections.resize(nranks);
   comm->connectionTable.assign(nranks, nullptr);
-  comm->sliceBytes = static_cast<size_t>(envInt("WEFT_SLICE_BYTES", 256 << 10));
+  comm->sliceBytes = settingSize(Setting::WeftSliceBytes);
   for (const auto& transport : comm->transports)
     comm->sliceBytes = std::min(comm->sliceBytes, transport->maxMessageBytes());
   comm->sliceBytes -= comm->sliceBytes % 64;

@@ -5,7 +5,7 @@
 #include <cstring>
 #include <string>
 
-#include "common/env.h"
+#include "common/settings.h"
 #include "common/status.h"
 
 namespace weft {
@@ -73,7 +73,7 @@ ncclResult_t parseCompressionConfig(const char* text, CompressionConfig* out) {
 }
 
 ncclResult_t compressionConfigFromEnv(CompressionConfig* out) {
-  auto value = envString("WEFT_COMPRESSION");
+  auto value = settingString(Setting::WeftCompression);
   return parseCompressionConfig(value ? value->c_str() : nullptr, out);
 }
 

@@ -5,8 +5,8 @@
 #include <memory>
 
 #include "common/dtype.h"
-#include "common/env.h"
 #include "common/log.h"
+#include "common/settings.h"
 #include "common/status.h"
 #include "runtime/exec/call_schedule.h"
 #include "runtime/comm/communicator.h"
@@ -178,7 +178,7 @@ ncclResult_t runCollectives(const std::vector<CollectiveCall>& calls) {
     ncclResult_t result = startNext(q);
     if (result != ncclSuccess) return finish(result, q.comm);
   }
-  IdleWaiter waiter(timeoutSeconds());
+  IdleWaiter waiter(settingDouble(Setting::WeftTimeout));
   std::vector<CollectiveRun*> active;
   ncclComm* culprit = nullptr;
   // One pass over every running collective; starts each queue's next item as one finishes.

@@ -1,8 +1,8 @@
 #include "runtime/exec/direct_path.h"
 
 #include "common/dtype.h"
-#include "common/env.h"
 #include "common/log.h"
+#include "common/settings.h"
 #include "common/status.h"
 #include "runtime/comm/communicator.h"
 
@@ -10,8 +10,8 @@ namespace weft {
 
 bool directPathEligible(const CollectiveCall& call) {
   ncclComm* comm = call.comm;
-  static const bool enabled = envInt("WEFT_DIRECT", 1) != 0;
-  static const size_t minBytes = static_cast<size_t>(envInt("WEFT_DIRECT_MIN_BYTES", 1 << 20));
+  static const bool enabled = settingBool(Setting::WeftDirect);
+  static const size_t minBytes = settingSize(Setting::WeftDirectMinBytes);
   return enabled && call.kind == Collective::AllReduce && comm->nranks > 1 &&
          static_cast<int>(comm->localRanks.size()) == comm->nranks &&
          sameHostPeersShareMemory(comm) &&

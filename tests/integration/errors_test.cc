@@ -94,6 +94,25 @@ TEST(InitArguments, AreChecked) {
   EXPECT_EQ(ncclGroupEnd(), ncclInvalidUsage);
 }
 
+// A bad setting fails communicator creation on every rank, before bootstrap, with a message
+// naming the variable, its value and what is valid (not a slow or failing collective later).
+TEST(BadSetting, FailsInitNamingTheVariable) {
+  const char* const cases[][3] = {{"WEFT_SLICE_BYTES", "-5", "an integer from 4096 to 1073741824"},
+                                  {"WEFT_TIMEOUT", "abc", "a number from"},
+                                  {"WEFT_TCP_SLOTS", "0", "an integer from 1 to 64"}};
+  for (const auto& c : cases) {
+    auto outcomes = runRankProcesses(2, [&](int rank, const ncclUniqueId& id) {
+      setenv(c[0], c[1], 1);
+      ncclComm_t comm = nullptr;
+      if (ncclCommInitRank(&comm, 2, id, rank) != ncclInvalidArgument) return 1;
+      const std::string message = ncclGetLastError(nullptr);
+      const std::string expected = std::string(c[0]) + "=" + c[1] + " is invalid: expected " + c[2];
+      return message.find(expected) != std::string::npos ? 0 : 2;
+    }, 30);
+    EXPECT_EQ(describeFailures(outcomes), "") << c[0] << "=" << c[1];
+  }
+}
+
 TEST(Timeout, PeerThatNeverArrives) {
   auto outcomes = runRankProcesses(1, [](int, const ncclUniqueId& id) {
     setenv("WEFT_TIMEOUT", "2", 1);

@@ -6,8 +6,8 @@
 #include <cerrno>
 #include <cstring>
 
-#include "common/env.h"
 #include "common/log.h"
+#include "common/settings.h"
 #include "common/status.h"
 #include "transport/send_reservation.h"
 
@@ -115,8 +115,8 @@ class ShmConnection : public Connection {
 
 ShmSettings ShmTransport::settingsFromEnv() {
   ShmSettings settings;
-  settings.slotBytes = static_cast<size_t>(envInt("WEFT_SHM_SLOT_BYTES", 512 << 10));
-  settings.slots = static_cast<uint32_t>(envInt("WEFT_SHM_SLOTS", 8));
+  settings.slotBytes = settingSize(Setting::WeftShmSlotBytes);
+  settings.slots = static_cast<uint32_t>(settingInt(Setting::WeftShmSlots));
   return settings;
 }
 

@@ -9,8 +9,8 @@
 #include <cstring>
 #include <vector>
 
-#include "common/env.h"
 #include "common/log.h"
+#include "common/settings.h"
 #include "common/status.h"
 #include "transport/send_reservation.h"
 
@@ -196,8 +196,8 @@ TcpTransport::~TcpTransport() {
 
 TcpSettings TcpTransport::settingsFromEnv() {
   TcpSettings settings;
-  settings.slotBytes = static_cast<size_t>(envInt("WEFT_TCP_SLOT_BYTES", 512 << 10));
-  settings.slots = static_cast<uint32_t>(envInt("WEFT_TCP_SLOTS", 8));
+  settings.slotBytes = settingSize(Setting::WeftTcpSlotBytes);
+  settings.slots = static_cast<uint32_t>(settingInt(Setting::WeftTcpSlots));
   return settings;
 }
 

@@ -1,0 +1,94 @@
+// The declaration of every setting weft's library reads (see common/settings.h). The README's
+// environment table is checked against these rows by tests/unit/settings_readme_test.cc.
+#include <array>
+
+#include "common/settings.h"
+
+namespace weft {
+namespace {
+
+using enum SettingType;
+constexpr double kGiB = 1 << 30;
+constexpr double kNoLimit = 4.0 * (1ull << 60);  // exact as a double, far beyond any buffer
+
+constexpr std::array<SettingSpec, static_cast<size_t>(Setting::Count)> kSettings{{
+    // id, name, type, default, low, high, multipleOf, values, ranksMustAgree, lenient, description
+    {Setting::NcclDebug, "NCCL_DEBUG", Enum, nullptr, 0, 0, 0, "VERSION|WARN|INFO|TRACE|ABORT",
+     false, true, "log level; lines carry host, pid, thread and rank"},
+    {Setting::NcclDebugSubsys, "NCCL_DEBUG_SUBSYS", String, "INIT,ENV", 0, 0, 0, nullptr, false,
+     true, "subsystems to log (INIT,COLL,P2P,SHM,NET,GRAPH,TUNING,ENV,...,ALL); ^ excludes"},
+    {Setting::NcclDebugFile, "NCCL_DEBUG_FILE", String, nullptr, 0, 0, 0, nullptr, false, true,
+     "log file instead of stderr; %h is the host, %p the pid"},
+    {Setting::NcclCommId, "NCCL_COMM_ID", String, nullptr, 0, 0, 0, nullptr, false, false,
+     "host:port of the bootstrap root (rank 0 hosts it)"},
+    {Setting::NcclSocketIfname, "NCCL_SOCKET_IFNAME", String, nullptr, 0, 0, 0, nullptr, false,
+     false, "interfaces for bootstrap and TCP: prefixes, ^ excludes, = exact names"},
+    {Setting::NcclSocketFamily, "NCCL_SOCKET_FAMILY", Enum, nullptr, 0, 0, 0, "AF_INET|AF_INET6",
+     false, false, "address family for bootstrap and TCP (default: IPv4 first, then IPv6)"},
+    {Setting::WeftSecret, "WEFT_SECRET", String, nullptr, 0, 0, 0, nullptr, false, false,
+     "the bootstrap secret of ids built from the environment (weftrun sets it)"},
+    {Setting::WeftBootstrapPort, "WEFT_BOOTSTRAP_PORT", Int, nullptr, 1, 65535, 0, nullptr, false,
+     false, "weftCommInitFromEnv: the bootstrap root's port, instead of MASTER_PORT"},
+    {Setting::WeftHostname, "WEFT_HOSTNAME", String, nullptr, 0, 0, 0, nullptr, false, false,
+     "overrides the host identity (to simulate several hosts on one machine)"},
+    {Setting::WeftTimeout, "WEFT_TIMEOUT", Double, "300", 0.1, 2592000, 0, nullptr, false, false,
+     "seconds any wait may last without progress; then the call fails naming what it waited for"},
+    {Setting::WeftTransport, "WEFT_TRANSPORT", Enum, "auto", 0, 0, 0, "auto|shm|tcp", true, false,
+     "transport between peers on one host"},
+    {Setting::NcclShmDisable, "NCCL_SHM_DISABLE", Bool, "0", 0, 1, 0, nullptr, true, false,
+     "1: peers on one host use TCP"},
+    {Setting::WeftSliceBytes, "WEFT_SLICE_BYTES", Size, "262144", 4096, kGiB, 0, nullptr, true,
+     false, "pipeline slice in bytes (capped by the slot sizes, rounded down to 64)"},
+    {Setting::WeftShmSlotBytes, "WEFT_SHM_SLOT_BYTES", Size, "524288", 4096, kGiB, 64, nullptr,
+     true, false, "bytes of one slot of a shared-memory ring"},
+    {Setting::WeftShmSlots, "WEFT_SHM_SLOTS", Int, "8", 1, 64, 0, nullptr, true, false,
+     "slots of a shared-memory ring"},
+    {Setting::WeftTcpSlotBytes, "WEFT_TCP_SLOT_BYTES", Size, "524288", 4096, kGiB, 0, nullptr, true,
+     false, "bytes of one slot of a TCP staging ring"},
+    {Setting::WeftTcpSlots, "WEFT_TCP_SLOTS", Int, "8", 1, 64, 0, nullptr, true, false,
+     "slots of a TCP staging ring"},
+    {Setting::NcclAlgo, "NCCL_ALGO", String, nullptr, 0, 0, 0, nullptr, true, false,
+     "algorithm override in NCCL's names (Ring,Tree, ^Ring), per collective with sections"},
+    {Setting::WeftAlgo, "WEFT_ALGO", String, nullptr, 0, 0, 0, nullptr, true, false,
+     "algorithm override in weft's names (ring, tree, rhd, hier, ...); wins over NCCL_ALGO"},
+    {Setting::NcclMinNchannels, "NCCL_MIN_NCHANNELS", Int, nullptr, 1, 64, 0, nullptr, true, false,
+     "least channels of the ring collectives (default: from the machine model)"},
+    {Setting::NcclMaxNchannels, "NCCL_MAX_NCHANNELS", Int, nullptr, 1, 64, 0, nullptr, true, false,
+     "most channels of the ring collectives (default: from the machine model)"},
+    {Setting::WeftTuningFile, "WEFT_TUNING_FILE", String, nullptr, 0, 0, 0, nullptr, true, false,
+     "measured link latency/bandwidth terms for the cost model"},
+    {Setting::WeftDirect, "WEFT_DIRECT", Bool, "1", 0, 1, 0, nullptr, true, false,
+     "0 turns off the direct all-reduce on ncclMemAlloc'd buffers"},
+    {Setting::WeftDirectMinBytes, "WEFT_DIRECT_MIN_BYTES", Size, "1048576", 0, kNoLimit, 0, nullptr,
+     true, false, "smallest all-reduce in bytes that takes the direct path"},
+    {Setting::WeftCompression, "WEFT_COMPRESSION", String, nullptr, 0, 0, 0, nullptr, true, false,
+     "opt-in gradient compression of ncclAllReduce (fp16, bf16, int8, int4, sign, topk:RATIO, "
+     "...)"},
+    {Setting::WeftTopoFile, "WEFT_TOPO_FILE", String, nullptr, 0, 0, 0, nullptr, false, false,
+     "load the machine model from hwloc XML instead of discovering it"},
+    {Setting::NcclTopoFile, "NCCL_TOPO_FILE", String, nullptr, 0, 0, 0, nullptr, false, false,
+     "as WEFT_TOPO_FILE, when that is unset"},
+    {Setting::WeftTopoDumpFile, "WEFT_TOPO_DUMP_FILE", String, nullptr, 0, 0, 0, nullptr, false,
+     false, "write the machine model as hwloc XML"},
+    {Setting::NcclTopoDumpFile, "NCCL_TOPO_DUMP_FILE", String, nullptr, 0, 0, 0, nullptr, false,
+     false, "as WEFT_TOPO_DUMP_FILE, when that is unset"},
+    {Setting::WeftBindThreads, "WEFT_BIND_THREADS", Bool, "1", 0, 1, 0, nullptr, false, false,
+     "0: weft's threads are not bound to the cores near their device"},
+    {Setting::WeftKernelIsa, "WEFT_KERNEL_ISA", Enum, nullptr, 0, 0, 0, "portable|avx2|avx512",
+     false, false, "cap the instruction set of the CPU kernels (reduction, compression, copies)"},
+    {Setting::WeftCompressionIsa, "WEFT_COMPRESSION_ISA", Enum, nullptr, 0, 0, 0,
+     "portable|avx2|avx512", false, false, "deprecated alias of WEFT_KERNEL_ISA"},
+}};
+
+constexpr bool rowsInEnumOrder() {
+  for (size_t i = 0; i < kSettings.size(); ++i)
+    if (static_cast<size_t>(kSettings[i].id) != i) return false;
+  return true;
+}
+static_assert(rowsInEnumOrder(), "kSettings rows must follow the order of enum Setting");
+
+}  // namespace
+
+std::span<const SettingSpec> allSettings() { return kSettings; }
+
+}  // namespace weft
