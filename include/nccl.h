@@ -24,12 +24,14 @@
 typedef struct CUstream_st* cudaStream_t;
 #endif
 
+/* The NCCL API version weft implements, written only here: CMake reads these three lines
+ * (libnccl.so's version) and ncclGetVersion reports NCCL_VERSION_CODE. */
 #define NCCL_MAJOR 2
 #define NCCL_MINOR 28
 #define NCCL_PATCH 9
 #define NCCL_SUFFIX ""
 
-#define NCCL_VERSION_CODE 22809
+#define NCCL_VERSION_CODE NCCL_VERSION(NCCL_MAJOR, NCCL_MINOR, NCCL_PATCH)
 #define NCCL_VERSION(X, Y, Z) \
   (((X) <= 2 && (Y) <= 8) ? (X) * 1000 + (Y) * 100 + (Z) : (X) * 10000 + (Y) * 100 + (Z))
 

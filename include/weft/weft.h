@@ -8,12 +8,14 @@
 extern "C" {
 #endif
 
+/* weft's version, written only here: CMake reads these three lines (project version,
+ * libweft.so's version, the installed package's version). */
 #define WEFT_VERSION_MAJOR 0
 #define WEFT_VERSION_MINOR 1
 #define WEFT_VERSION_PATCH 0
 
 /* weft's own version as MAJOR*10000 + MINOR*100 + PATCH (ncclGetVersion reports the NCCL
- * API version weft implements, 2.28.9). */
+ * API version weft implements, NCCL_VERSION_CODE of nccl.h). */
 ncclResult_t weftGetVersion(int* version);
 const char* weftVersionString(void);
 
