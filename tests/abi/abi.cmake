@@ -11,7 +11,7 @@ if(WEFT_NVIDIA_NCCL_INCLUDE AND EXISTS ${WEFT_NVIDIA_NCCL_INCLUDE}/cuda_runtime.
   add_dependencies(abi_allreduce nccl)
   foreach(n 1 2 4)
     add_test(NAME abi_allreduce_${n}ranks COMMAND weftrun -n ${n} $<TARGET_FILE:abi_allreduce>)
-    set_tests_properties(abi_allreduce_${n}ranks PROPERTIES LABELS "integration;abi" TIMEOUT 120
+    set_tests_properties(abi_allreduce_${n}ranks PROPERTIES LABELS abi TIMEOUT 120
                          ENVIRONMENT "${WEFT_TEST_ENV}")
   endforeach()
 
@@ -24,13 +24,13 @@ if(WEFT_NVIDIA_NCCL_INCLUDE AND EXISTS ${WEFT_NVIDIA_NCCL_INCLUDE}/cuda_runtime.
   add_dependencies(abi_collectives nccl)
   foreach(n 1 2 3 4)
     add_test(NAME abi_collectives_${n}ranks COMMAND weftrun -n ${n} $<TARGET_FILE:abi_collectives>)
-    set_tests_properties(abi_collectives_${n}ranks PROPERTIES LABELS "integration;abi" TIMEOUT 120
+    set_tests_properties(abi_collectives_${n}ranks PROPERTIES LABELS abi TIMEOUT 120
                          ENVIRONMENT "${WEFT_TEST_ENV}")
   endforeach()
 else()
   add_test(NAME abi_allreduce COMMAND sh -c "echo 'skipped: NVIDIA nccl.h (CUDA toolkit) not found'; exit 77")
   add_test(NAME abi_collectives COMMAND sh -c "echo 'skipped: NVIDIA nccl.h (CUDA toolkit) not found'; exit 77")
-  set_tests_properties(abi_allreduce abi_collectives PROPERTIES LABELS "integration;abi" SKIP_RETURN_CODE 77)
+  set_tests_properties(abi_allreduce abi_collectives PROPERTIES LABELS abi SKIP_RETURN_CODE 77)
 endif()
 
 # weft's libnccl.so.2 exports every ncclX/pncclX function NVIDIA's does (skipped, exit 77,

@@ -2,8 +2,8 @@
 # These link only the tools' own libraries, not weft_internal, so they build and pass while the
 # library is still incomplete -- except the end-to-end perf runs at the bottom, which need it.
 
-# weft_tools_gtest(NAME LABEL SOURCES... LIBS ...): a GoogleTest executable for the tools.
-function(weft_tools_gtest name label)
+# weft_tools_gtest(NAME SOURCES... LIBS ...): a GoogleTest executable for the tools.
+function(weft_tools_gtest name)
   cmake_parse_arguments(T "" "TIMEOUT" "SOURCES;LIBS" ${ARGN})
   add_executable(${name} ${T_SOURCES})
   target_link_libraries(${name} PRIVATE ${T_LIBS} GTest::gtest GTest::gtest_main)
@@ -11,22 +11,22 @@ function(weft_tools_gtest name label)
   if(NOT T_TIMEOUT)
     set(T_TIMEOUT 120)
   endif()
-  gtest_discover_tests(${name} PROPERTIES LABELS "${label}" TIMEOUT ${T_TIMEOUT} DISCOVERY_TIMEOUT 60)
+  gtest_discover_tests(${name} PROPERTIES LABELS "${weft_test_folder}" TIMEOUT ${T_TIMEOUT} DISCOVERY_TIMEOUT 60)
 endfunction()
 
 if(TARGET weftrun)
   add_executable(weftrun_test_helper ${CMAKE_CURRENT_LIST_DIR}/weftrun_test_helper.cc)
 
-  weft_tools_gtest(launcher_test unit SOURCES ${CMAKE_CURRENT_LIST_DIR}/launcher_test.cc LIBS weft_launcher)
+  weft_tools_gtest(launcher_test SOURCES ${CMAKE_CURRENT_LIST_DIR}/launcher_test.cc LIBS weft_launcher)
 
-  weft_tools_gtest(weftrun_test integration SOURCES ${CMAKE_CURRENT_LIST_DIR}/weftrun_test.cc TIMEOUT 60)
+  weft_tools_gtest(weftrun_test SOURCES ${CMAKE_CURRENT_LIST_DIR}/weftrun_test.cc TIMEOUT 60)
   target_compile_definitions(weftrun_test PRIVATE WEFTRUN_PATH="$<TARGET_FILE:weftrun>"
                                                   HELPER_PATH="$<TARGET_FILE:weftrun_test_helper>")
   add_dependencies(weftrun_test weftrun weftrun_test_helper)
 endif()
 
 if(TARGET weft_perf_core)
-  weft_tools_gtest(perf_harness_test unit SOURCES ${CMAKE_CURRENT_LIST_DIR}/perf_harness_test.cc
+  weft_tools_gtest(perf_harness_test SOURCES ${CMAKE_CURRENT_LIST_DIR}/perf_harness_test.cc
                    LIBS weft_perf_core)
 endif()
 
@@ -60,16 +60,16 @@ if(TARGET weft-info)
   set(weft_info_topo ${PROJECT_SOURCE_DIR}/tests/fixtures/topology/dgx_h100.xml)
   add_test(NAME tools.weft_info.allgather_large_is_ring
            COMMAND weft-info plan allgather 1G --ranks 64 --ranks-per-node 8 --topo ${weft_info_topo})
-  set_tests_properties(tools.weft_info.allgather_large_is_ring PROPERTIES LABELS unit PASS_REGULAR_EXPRESSION "chosen: ring")
+  set_tests_properties(tools.weft_info.allgather_large_is_ring PROPERTIES LABELS integration PASS_REGULAR_EXPRESSION "chosen: ring")
   add_test(NAME tools.weft_info.allgather_one_channel_is_hier
            COMMAND weft-info plan allgather 1G --ranks 64 --ranks-per-node 8 --topo ${weft_info_topo})
-  set_tests_properties(tools.weft_info.allgather_one_channel_is_hier PROPERTIES LABELS unit
+  set_tests_properties(tools.weft_info.allgather_one_channel_is_hier PROPERTIES LABELS integration
                        ENVIRONMENT NCCL_MAX_NCHANNELS=1 PASS_REGULAR_EXPRESSION "chosen: hier")
   add_test(NAME tools.weft_info.broadcast_small_is_binomial
            COMMAND weft-info plan broadcast 8 --ranks 512 --ranks-per-node 8 --topo ${weft_info_topo} --print-schedule 3)
-  set_tests_properties(tools.weft_info.broadcast_small_is_binomial PROPERTIES LABELS unit
+  set_tests_properties(tools.weft_info.broadcast_small_is_binomial PROPERTIES LABELS integration
                        PASS_REGULAR_EXPRESSION "chosen: binomial.*schedule of rank 3, binomial.*recv +peer 2")
   add_test(NAME tools.weft_info.rejects_foreign_algorithm
            COMMAND weft-info plan allgather 1K --ranks 8 --print-schedule 0 --algo tree)
-  set_tests_properties(tools.weft_info.rejects_foreign_algorithm PROPERTIES LABELS unit WILL_FAIL TRUE)
+  set_tests_properties(tools.weft_info.rejects_foreign_algorithm PROPERTIES LABELS integration WILL_FAIL TRUE)
 endif()

@@ -11,7 +11,7 @@
 #include "compression/codec.h"
 #include "compression/cpu/simd.h"
 #include "compression/rng.h"
-#include "tests/unit/compression_test_util.h"
+#include "tests/support/compression_test_util.h"
 
 namespace weft::compression {
 namespace {

@@ -7,7 +7,7 @@
 
 #include "common/numeric.h"
 #include "compression/error_feedback.h"
-#include "tests/unit/compression_test_util.h"
+#include "tests/support/compression_test_util.h"
 
 namespace weft::compression {
 namespace {

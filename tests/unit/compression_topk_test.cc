@@ -12,7 +12,7 @@
 
 #include "compression/codec.h"
 #include "compression/topk.h"
-#include "tests/unit/compression_test_util.h"
+#include "tests/support/compression_test_util.h"
 
 namespace weft::compression {
 namespace {

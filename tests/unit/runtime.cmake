@@ -1,4 +1,4 @@
 # runtime/: the executor's planning, without processes.
-weft_test(executor_plan_test SOURCES unit/executor_plan_test.cc LABELS unit)
+weft_test(executor_plan_test SOURCES unit/executor_plan_test.cc)
 # runtime/: the plan cache's key (every field that shapes a schedule, compared in full).
-weft_test(plan_cache_test SOURCES unit/plan_cache_test.cc LABELS unit)
+weft_test(plan_cache_test SOURCES unit/plan_cache_test.cc)

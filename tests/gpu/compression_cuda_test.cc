@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "compression/codec.h"
-#include "tests/unit/compression_test_util.h"
+#include "tests/support/compression_test_util.h"
 
 #if defined(WEFT_HAVE_CUDA)
 #include <cuda_runtime.h>
