@@ -228,6 +228,7 @@ int printSchedule(const Options& o, const SelectionInput& in, Algorithm chosen) 
                               .elementSize = 4,
                               .rank = o.printRank,
                               .nranks = n,
+                              .order = {},  // 0..n-1
                               .nodes = in.nodes,
                               .channels = in.model.ringChannels(in.nodes, static_cast<double>(o.bytes))};
   Schedule s = buildCollectiveSchedule(algo, shape);

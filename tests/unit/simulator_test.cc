@@ -71,7 +71,7 @@ TEST(Simulator, BrokenRingAllGatherIsReported) {
   std::vector<Schedule> s;
   std::vector<SimulatedBuffers> b;
   for (int r = 0; r < n; ++r) {
-    s.push_back(buildRingAllGather({.count = 4, .elementSize = 1, .rank = r, .nranks = n}));
+    s.push_back(buildRingAllGather({.count = 4, .elementSize = 1, .rank = r, .nranks = n, .ringOrder = {}}));
     b.push_back({send[r].data(), recv[r].data(), 4, 4u * n});
   }
   auto& steps = s[2].steps;
