@@ -10,12 +10,69 @@
 
 namespace weft::testing {
 
+namespace {
+
+// The bootstrap root lives in a process of its own, as a launcher's would, rather than in this
+// one: forking while a thread runs here (the root's) can leave a child blocked forever on a
+// lock that thread held (AddressSanitizer's allocator does not guard fork), and a rank's death
+// must not take the root with it. The child sends the id back, then keeps its root thread
+// alive until `release` reaches end of file.
+struct RootHost {
+  pid_t pid = -1;
+  int release = -1;
+};
+
+bool startRootHost(ncclUniqueId* id, RootHost* host) {
+  int idPipe[2], releasePipe[2];
+  if (pipe(idPipe) != 0) return false;
+  if (pipe(releasePipe) != 0) {
+    close(idPipe[0]);
+    close(idPipe[1]);
+    return false;
+  }
+  fflush(stdout);
+  fflush(stderr);
+  pid_t pid = fork();
+  if (pid == 0) {
+    close(idPipe[0]);
+    close(releasePipe[1]);
+    ncclUniqueId made;
+    if (ncclGetUniqueId(&made) != ncclSuccess) {
+      fprintf(stderr, "ncclGetUniqueId failed: %s\n", ncclGetLastError(nullptr));
+      _exit(1);
+    }
+    if (write(idPipe[1], &made, sizeof(made)) != static_cast<ssize_t>(sizeof(made))) _exit(1);
+    close(idPipe[1]);
+    char byte;
+    while (read(releasePipe[0], &byte, 1) > 0) {
+    }
+    _exit(0);
+  }
+  close(idPipe[1]);
+  close(releasePipe[0]);
+  ssize_t got = pid > 0 ? read(idPipe[0], id, sizeof(*id)) : -1;
+  close(idPipe[0]);
+  host->pid = pid;
+  host->release = releasePipe[1];
+  return got == static_cast<ssize_t>(sizeof(*id));
+}
+
+void stopRootHost(RootHost* host) {
+  if (host->release >= 0) close(host->release);
+  if (host->pid > 0) waitpid(host->pid, nullptr, 0);
+}
+
+}  // namespace
+
 std::vector<RankOutcome> runRankProcesses(int nranks, const std::function<int(int, const ncclUniqueId&)>& body,
                                           double timeoutSeconds) {
   ncclUniqueId id;
   std::vector<RankOutcome> outcomes(nranks);
-  if (ncclGetUniqueId(&id) != ncclSuccess) {
-    fprintf(stderr, "ncclGetUniqueId failed: %s\n", ncclGetLastError(nullptr));
+  RootHost root;
+  const bool haveId = startRootHost(&id, &root);
+  if (!haveId) {
+    fprintf(stderr, "could not start the bootstrap root's process\n");
+    stopRootHost(&root);
     return outcomes;
   }
   fflush(stdout);
@@ -57,6 +114,7 @@ std::vector<RankOutcome> runRankProcesses(int nranks, const std::function<int(in
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(2));
   }
+  stopRootHost(&root);
   return outcomes;
 }
 

@@ -14,8 +14,9 @@ struct RankOutcome {
   int exitCode = -1;  // 0 success; 124 killed at the deadline; 128+n killed by signal n
 };
 
-// Forks `nranks` children; each runs body(rank, id) and exits with its return value. The
-// parent made `id` with ncclGetUniqueId, so it hosts the bootstrap root.
+// Forks `nranks` children; each runs body(rank, id) and exits with its return value. `id` comes
+// from ncclGetUniqueId in one more child, which hosts the bootstrap root until all ranks ended;
+// this process starts no thread, so forking it is safe under the sanitizers too.
 std::vector<RankOutcome> runRankProcesses(int nranks, const std::function<int(int rank, const ncclUniqueId& id)>& body,
                                           double timeoutSeconds = 120);
 
