@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <fstream>
 
+#include "algorithms/algorithm_registry.h"
 #include "algorithms/cost/algorithm_selection.h"
 #include "algorithms/cost/cost_model.h"
 #include "common/status.h"
@@ -215,6 +216,15 @@ TEST_F(Selection, EstimatesCoverEveryAlgorithm) {
   double bound = allReduceLowerBoundUs(cost, model_);
   for (const auto& e : choice.estimates)
     if (e.applicable) { EXPECT_GE(e.timeUs, bound) << algorithmName(e.algorithm); }
+}
+
+// Every (collective, algorithm) row can build and price: dispatch calls both unconditionally.
+TEST(AlgorithmRegistry, EveryRowHasABuilderAndAPrice) {
+  ASSERT_FALSE(collectiveAlgorithmTable().empty());
+  for (const CollectiveAlgorithm& row : collectiveAlgorithmTable()) {
+    EXPECT_NE(row.build, nullptr) << collectiveName(row.collective) << " " << algorithmName(row.algorithm);
+    EXPECT_NE(row.price, nullptr) << collectiveName(row.collective) << " " << algorithmName(row.algorithm);
+  }
 }
 
 TEST(TuningFile, ParsesAndRejects) {
