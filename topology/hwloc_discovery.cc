@@ -70,6 +70,9 @@ ncclResult_t discoverTopology(TopologyModel* out) {
     return fail(ncclSystemError, "hwloc_topology_init failed: %s", std::strerror(errno));
   hwloc_topology_set_io_types_filter(topo, HWLOC_TYPE_FILTER_KEEP_IMPORTANT);
   hwloc_topology_set_icache_types_filter(topo, HWLOC_TYPE_FILTER_KEEP_ALL);  // as lstopo shows them
+  // weft reads no OpenCL devices (GPUs come from the CUDA, NVML, RSMI and LevelZero plugins),
+  // and the OpenCL plugin initializes every installed OpenCL driver, which is slow and leaks.
+  hwloc_topology_set_components(topo, HWLOC_TOPOLOGY_COMPONENTS_FLAG_BLACKLIST, "opencl");
   if (hwloc_topology_load(topo) != 0) {
     int err = errno;
     hwloc_topology_destroy(topo);
