@@ -29,7 +29,7 @@ ncclResult_t checkParent(ncclComm* parent, const char* function) {
   if (!parent || parent->magic != kCommMagic)
     return fail(ncclInvalidArgument, "%s: comm is not a live communicator", function);
   finishNonBlockingInit(parent);
-  if (parent->aborted.load()) return fail(ncclInvalidUsage, "%s: comm was aborted", function);
+  if (parent->state.aborted.load()) return fail(ncclInvalidUsage, "%s: comm was aborted", function);
   return ncclSuccess;
 }
 
@@ -93,9 +93,9 @@ WEFT_API ncclResult_t ncclCommShrink(ncclComm_t comm, int* excludeRanksList, int
   *newcomm = nullptr;
   if (shrinkFlags == NCCL_SHRINK_ABORT) {
     // Stop whatever the parent is doing on other threads before reusing its connections.
-    comm->revoked.store(true);
-    for (int i = 0; i < 2000 && comm->activeCalls.load() > 0; ++i) std::this_thread::sleep_for(std::chrono::microseconds(500));
-    comm->revoked.store(false);
+    comm->state.revoked.store(true);
+    for (int i = 0; i < 2000 && comm->state.activeCalls.load() > 0; ++i) std::this_thread::sleep_for(std::chrono::microseconds(500));
+    comm->state.revoked.store(false);
   }
   std::vector<int> survivors;
   for (int r = 0; r < comm->nranks; ++r)
@@ -124,10 +124,10 @@ WEFT_API ncclResult_t ncclCommRevoke(ncclComm_t comm, int revokeFlags) {
   WEFT_CHECK(checkParent(comm, "ncclCommRevoke"));
   if (revokeFlags != NCCL_REVOKE_DEFAULT)
     return fail(ncclInvalidArgument, "ncclCommRevoke: revokeFlags=%d must be NCCL_REVOKE_DEFAULT (0)", revokeFlags);
-  comm->revoked.store(true);
+  comm->state.revoked.store(true);
   // Operations in flight on other threads fail at their next progress check; wait for them
   // briefly so that the communicator is quiescent when this returns.
-  for (int i = 0; i < 2000 && comm->activeCalls.load() > 0; ++i) std::this_thread::sleep_for(std::chrono::microseconds(500));
+  for (int i = 0; i < 2000 && comm->state.activeCalls.load() > 0; ++i) std::this_thread::sleep_for(std::chrono::microseconds(500));
   return ncclSuccess;
 }
 WEFT_PROFILING_ALIAS(ncclResult_t, ncclCommRevoke, ncclComm_t comm, int revokeFlags);

@@ -53,8 +53,8 @@ WEFT_API const char* ncclGetLastError(ncclComm_t comm) {
   const std::string& mine = lastErrorMessage();
   if (!mine.empty() || !comm || comm->magic != kCommMagic) return mine.c_str();
   thread_local std::string commMessage;
-  std::lock_guard<std::mutex> lock(comm->errorMutex);
-  commMessage = comm->lastError;
+  std::lock_guard<std::mutex> lock(comm->state.errorMutex);
+  commMessage = comm->state.lastError;
   return commMessage.c_str();
 }
 WEFT_PROFILING_ALIAS(const char*, ncclGetLastError, ncclComm_t comm);

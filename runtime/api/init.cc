@@ -130,10 +130,10 @@ WEFT_PROFILING_ALIAS(ncclResult_t, ncclCommAbort, ncclComm_t comm);
 WEFT_API ncclResult_t ncclCommGetAsyncError(ncclComm_t comm, ncclResult_t* asyncError) {
   if (!comm || comm->magic != kCommMagic) return fail(ncclInvalidArgument, "ncclCommGetAsyncError: comm is invalid");
   if (!asyncError) return fail(ncclInvalidArgument, "ncclCommGetAsyncError: asyncError is NULL");
-  *asyncError = static_cast<ncclResult_t>(comm->asyncError.load());
+  *asyncError = static_cast<ncclResult_t>(comm->state.asyncError.load());
   if (*asyncError != ncclSuccess && *asyncError != ncclInProgress) {
-    std::lock_guard<std::mutex> lock(comm->errorMutex);
-    fail(*asyncError, "%s", comm->lastError.c_str());  // so that ncclGetLastError explains it
+    std::lock_guard<std::mutex> lock(comm->state.errorMutex);
+    fail(*asyncError, "%s", comm->state.lastError.c_str());  // so that ncclGetLastError explains it
   }
   return ncclSuccess;
 }

@@ -25,17 +25,17 @@ ncclResult_t checkRegion(ncclComm_t comm, void* buff, size_t size, const void* o
 ncclResult_t addRegistration(ncclComm_t comm, void* buff, size_t size, bool window, RegisteredRegion** out) {
   auto region = std::make_unique<RegisteredRegion>(RegisteredRegion{buff, size, window});
   *out = region.get();
-  std::lock_guard<std::mutex> lock(comm->registrationMutex);
-  comm->registrations.push_back(std::move(region));
+  std::lock_guard<std::mutex> lock(comm->registered.mutex);
+  comm->registered.regions.push_back(std::move(region));
   return ncclSuccess;
 }
 
 ncclResult_t removeRegistration(ncclComm_t comm, const void* handle, bool window, const char* function) {
   WEFT_CHECK(checkCommunicator(comm));
-  std::lock_guard<std::mutex> lock(comm->registrationMutex);
-  for (auto it = comm->registrations.begin(); it != comm->registrations.end(); ++it)
+  std::lock_guard<std::mutex> lock(comm->registered.mutex);
+  for (auto it = comm->registered.regions.begin(); it != comm->registered.regions.end(); ++it)
     if (it->get() == handle && (*it)->window == window) {
-      comm->registrations.erase(it);
+      comm->registered.regions.erase(it);
       return ncclSuccess;
     }
   return fail(ncclInvalidArgument, "%s: handle %p was not registered on this comm (or was already released)",

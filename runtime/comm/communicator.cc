@@ -55,10 +55,10 @@ ncclResult_t listenOnEveryTransport(ncclComm* comm, const SocketAddress& dataAdd
   setup.dataAddress = dataAddress;
   setup.timeoutSeconds = timeout;
   TransportEndpoint endpoint = endpointOf(*mine);
-  comm->transports.clear();
+  comm->net.transports.clear();
   for (const TransportEntry& entry : transportTable()) {
-    comm->transports.push_back(entry.create());
-    WEFT_CHECK(comm->transports.back()->listen(setup, &endpoint));
+    comm->net.transports.push_back(entry.create());
+    WEFT_CHECK(comm->net.transports.back()->listen(setup, &endpoint));
   }
   mine->shmFd = endpoint.shmFd;
   mine->dataAddressLength = endpoint.dataAddress.length;
@@ -72,14 +72,15 @@ ncclResult_t chooseTransport(ncclComm* comm, const TransportEndpoint& self,
   const bool sameHost = self.hostHash == peer.hostHash;
   const std::vector<TransportEntry>& table = transportTable();
   for (size_t i = 0; i < table.size(); ++i) {
-    if (sameHost && comm->forcedTransport && comm->forcedTransport != &table[i]) continue;
-    if (comm->transports[i]->canConnect(self, peer)) {
-      *out = comm->transports[i].get();
+    if (sameHost && comm->net.forcedTransport && comm->net.forcedTransport != &table[i]) continue;
+    if (comm->net.transports[i]->canConnect(self, peer)) {
+      *out = comm->net.transports[i].get();
       return ncclSuccess;
     }
   }
   return fail(ncclSystemError, "no transport can connect rank %d to rank %d (WEFT_TRANSPORT=%s)",
-              self.rank, peer.rank, comm->forcedTransport ? comm->forcedTransport->name : "auto");
+              self.rank, peer.rank,
+              comm->net.forcedTransport ? comm->net.forcedTransport->name : "auto");
 }
 
 // The machine model is discovered once per process (hwloc takes milliseconds); every
@@ -119,8 +120,8 @@ ncclResult_t buildCostModel(ncclComm* comm) {
   WEFT_CHECK(processTopology(&model));
   LinkTable table;
   WEFT_CHECK(linkTableFromEnv(model, &table));
-  comm->costModel = costModelFromLinks(table, IntraNodeMedium::Memory, model);
-  applyChannelEnv(&comm->costModel);
+  comm->layout.costModel = costModelFromLinks(table, IntraNodeMedium::Memory, model);
+  applyChannelEnv(&comm->layout.costModel);
   return ncclSuccess;
 }
 
@@ -128,17 +129,17 @@ ncclResult_t buildCostModel(ncclComm* comm) {
 ncclResult_t applyRankLayout(ncclComm* comm) {
   std::vector<RankPlacement> placements(comm->nranks);
   for (int r = 0; r < comm->nranks; ++r) {
-    const RankInfo& info = comm->ranks[r];
+    const RankInfo& info = comm->layout.ranks[r];
     if (info.placementBytes > sizeof(info.placement))
       return fail(ncclSystemError, "bootstrap: rank %d sent a placement record of %u bytes", r, info.placementBytes);
     WEFT_CHECK(decodeRankPlacement(info.placement, info.placementBytes, &placements[r]));
   }
   RankLayout layout = computeRankLayout(placements);
   int node = layout.nodeOf[comm->rank];
-  comm->nodes = layout.nodes;
-  comm->localRanks = layout.nodes[node];
-  comm->localRank = layout.localRank[comm->rank];
-  comm->ringOrder = layout.ringOrder;
+  comm->layout.nodes = layout.nodes;
+  comm->layout.localRanks = layout.nodes[node];
+  comm->layout.localRank = layout.localRank[comm->rank];
+  comm->layout.ringOrder = layout.ringOrder;
   WEFT_INFO(kLogInit | kLogGraph, "rank layout: %s", describeRankLayout(layout).c_str());
   return ncclSuccess;
 }
@@ -183,9 +184,9 @@ ncclResult_t bootstrapCommunicator(ncclComm* comm, const ncclUniqueId& id) {
 
   BootstrapResult result;
   WEFT_CHECK(exchangeRankInfo(rootFd, contents, comm->nranks, mine, timeout, &result));
-  comm->ranks = std::move(result.ranks);
-  memcpy(comm->commToken, result.commToken, sizeof(comm->commToken));
-  for (auto& transport : comm->transports) transport->setCommToken(comm->commToken);
+  comm->layout.ranks = std::move(result.ranks);
+  memcpy(comm->layout.commToken, result.commToken, sizeof(comm->layout.commToken));
+  for (auto& transport : comm->net.transports) transport->setCommToken(comm->layout.commToken);
   return ncclSuccess;
 }
 
@@ -201,7 +202,7 @@ ncclResult_t newCommunicator(int nranks, int rank, const ncclConfig_t* config, n
   if (config) memcpy(&comm->config, config, std::min(sizeof(ncclConfig_t), config->size));
   comm->config.size = sizeof(ncclConfig_t);
   WEFT_CHECK(validateSettings());  // a bad value fails every rank here, before bootstrap
-  WEFT_CHECK(forcedTransportFromEnv(&comm->forcedTransport));
+  WEFT_CHECK(forcedTransportFromEnv(&comm->net.forcedTransport));
   *out = comm.release();
   return ncclSuccess;
 }
@@ -213,25 +214,25 @@ ncclResult_t initializeCommunicator(ncclComm* comm, const ncclUniqueId& id) {
   WEFT_CHECK(compressionConfigFromEnv(&comm->compression.env));  // before bootstrap: a bad value fails every rank at once
   WEFT_CHECK(bootstrapCommunicator(comm, id));
 
-  const RankInfo& me = comm->ranks[rank];
+  const RankInfo& me = comm->layout.ranks[rank];
   WEFT_CHECK(applyRankLayout(comm));
   WEFT_CHECK(buildCostModel(comm));
-  comm->connections.resize(nranks);
-  comm->connectionTable.assign(nranks, nullptr);
-  comm->sliceBytes = settingSize(Setting::WeftSliceBytes);
-  for (const auto& transport : comm->transports)
-    comm->sliceBytes = std::min(comm->sliceBytes, transport->maxMessageBytes());
-  comm->sliceBytes -= comm->sliceBytes % 64;
-  if (comm->sliceBytes == 0) return fail(ncclInvalidArgument, "WEFT_SLICE_BYTES must be at least 64");
+  comm->net.connections.resize(nranks);
+  comm->net.connectionTable.assign(nranks, nullptr);
+  comm->net.sliceBytes = settingSize(Setting::WeftSliceBytes);
+  for (const auto& transport : comm->net.transports)
+    comm->net.sliceBytes = std::min(comm->net.sliceBytes, transport->maxMessageBytes());
+  comm->net.sliceBytes -= comm->net.sliceBytes % 64;
+  if (comm->net.sliceBytes == 0) return fail(ncclInvalidArgument, "WEFT_SLICE_BYTES must be at least 64");
 
   WEFT_INFO(kLogInit, "comm %p rank %d nranks %d localRank %d localSize %zu host %s pid %d", (void*)comm, rank,
-            nranks, comm->localRank, comm->localRanks.size(), me.hostName, me.pid);
+            nranks, comm->layout.localRank, comm->layout.localRanks.size(), me.hostName, me.pid);
 
   // Ring neighbours are connected now, so that the first collective pays no set-up cost.
   if (nranks > 1) {
-    auto position = std::find(comm->ringOrder.begin(), comm->ringOrder.end(), rank) - comm->ringOrder.begin();
-    int next = comm->ringOrder[(position + 1) % nranks];
-    int prev = comm->ringOrder[(position + nranks - 1) % nranks];
+    auto position = std::find(comm->layout.ringOrder.begin(), comm->layout.ringOrder.end(), rank) - comm->layout.ringOrder.begin();
+    int next = comm->layout.ringOrder[(position + 1) % nranks];
+    int prev = comm->layout.ringOrder[(position + nranks - 1) % nranks];
     WEFT_CHECK(connectPeers(comm, {prev, next}));
   }
   return ncclSuccess;
@@ -243,15 +244,15 @@ ncclResult_t initRank(ncclComm_t* comm, int nranks, const ncclUniqueId& commId, 
   if (created->config.blocking == 0) {
     // Non-blocking: hand the communicator back now; ncclCommGetAsyncError says ncclInProgress
     // until the initialization running in the background is done.
-    created->asyncError.store(ncclInProgress);
+    created->state.asyncError.store(ncclInProgress);
     *comm = created;
-    created->initThread = std::thread([created, commId] {
+    created->state.initThread = std::thread([created, commId] {
       ncclResult_t result = initializeCommunicator(created, commId);
       if (result != ncclSuccess) {
-        std::lock_guard<std::mutex> lock(created->errorMutex);
-        created->lastError = lastErrorMessage();
+        std::lock_guard<std::mutex> lock(created->state.errorMutex);
+        created->state.lastError = lastErrorMessage();
       }
-      created->asyncError.store(result);
+      created->state.asyncError.store(result);
     });
     return ncclInProgress;
   }
@@ -266,23 +267,23 @@ ncclResult_t initRank(ncclComm_t* comm, int nranks, const ncclUniqueId& commId, 
 }
 
 void finishNonBlockingInit(ncclComm* comm) {
-  std::lock_guard<std::mutex> lock(comm->initMutex);
-  if (comm->initThread.joinable()) comm->initThread.join();
+  std::lock_guard<std::mutex> lock(comm->state.initMutex);
+  if (comm->state.initThread.joinable()) comm->state.initThread.join();
 }
 
 ncclResult_t connectPeers(ncclComm* comm, const std::vector<int>& peers) {
   for (int peer : peers) {
-    if (peer == comm->rank || comm->connections[peer]) continue;
-    const TransportEndpoint self = endpointOf(comm->ranks[comm->rank]);
-    const TransportEndpoint other = endpointOf(comm->ranks[peer]);
+    if (peer == comm->rank || comm->net.connections[peer]) continue;
+    const TransportEndpoint self = endpointOf(comm->layout.ranks[comm->rank]);
+    const TransportEndpoint other = endpointOf(comm->layout.ranks[peer]);
     Transport* transport = nullptr;
     WEFT_CHECK(chooseTransport(comm, self, other, &transport));
     std::unique_ptr<Connection> connection;
     WEFT_CHECK(transport->connect(other, &connection));
     WEFT_INFO(kLogInit | kLogP2p, "Channel 00 : %d[%d] -> %d[%d] via %s", comm->rank, comm->rank, peer, peer,
               connection->transportName());
-    comm->connectionTable[peer] = connection.get();
-    comm->connections[peer] = std::move(connection);
+    comm->net.connectionTable[peer] = connection.get();
+    comm->net.connections[peer] = std::move(connection);
   }
   return ncclSuccess;
 }
@@ -296,21 +297,21 @@ void destroyCommunicator(ncclComm* comm) {
 
 void abortCommunicator(ncclComm* comm) {
   finishNonBlockingInit(comm);
-  comm->aborted.store(true, std::memory_order_release);
-  for (auto& transport : comm->transports) transport->markAborted();
+  comm->state.aborted.store(true, std::memory_order_release);
+  for (auto& transport : comm->net.transports) transport->markAborted();
   // Calls in flight on other threads see the flag at their next progress check; wait for them
   // briefly so that freeing the communicator cannot pull memory out from under them.
-  for (int i = 0; i < 2000 && comm->activeCalls.load() > 0; ++i) std::this_thread::sleep_for(std::chrono::microseconds(500));
+  for (int i = 0; i < 2000 && comm->state.activeCalls.load() > 0; ++i) std::this_thread::sleep_for(std::chrono::microseconds(500));
 }
 
 Doorbell* communicatorDoorbell(ncclComm* comm) {
-  for (auto& transport : comm->transports)
+  for (auto& transport : comm->net.transports)
     if (Doorbell* doorbell = transport->doorbell()) return doorbell;
   return nullptr;
 }
 
 bool sameHostPeersShareMemory(const ncclComm* comm) {
-  return !comm->forcedTransport || comm->forcedTransport->peersShareMemory;
+  return !comm->net.forcedTransport || comm->net.forcedTransport->peersShareMemory;
 }
 
 ncclResult_t checkCommunicator(ncclComm* comm, const char* argumentName) {
@@ -318,17 +319,17 @@ ncclResult_t checkCommunicator(ncclComm* comm, const char* argumentName) {
   if (comm->magic != kCommMagic)
     return fail(ncclInvalidArgument, "%s does not point to a live communicator (destroyed or corrupt)", argumentName);
   // A non-blocking communicator still initializing: wait for it rather than race it.
-  if (comm->asyncError.load(std::memory_order_acquire) == ncclInProgress) finishNonBlockingInit(comm);
-  if (comm->aborted.load(std::memory_order_acquire))
+  if (comm->state.asyncError.load(std::memory_order_acquire) == ncclInProgress) finishNonBlockingInit(comm);
+  if (comm->state.aborted.load(std::memory_order_acquire))
     return fail(ncclInvalidUsage, "%s was aborted (ncclCommAbort) and can only be destroyed", argumentName);
-  if (comm->revoked.load(std::memory_order_acquire))
+  if (comm->state.revoked.load(std::memory_order_acquire))
     return fail(ncclInvalidUsage, "%s was revoked (ncclCommRevoke): only destroy, split and shrink are allowed",
                 argumentName);
-  int error = comm->asyncError.load(std::memory_order_acquire);
+  int error = comm->state.asyncError.load(std::memory_order_acquire);
   if (error != ncclSuccess && error != ncclInProgress) {
-    std::lock_guard<std::mutex> lock(comm->errorMutex);
+    std::lock_guard<std::mutex> lock(comm->state.errorMutex);
     return fail(static_cast<ncclResult_t>(error), "%s failed earlier and cannot be used: %s", argumentName,
-                comm->lastError.c_str());
+                comm->state.lastError.c_str());
   }
   return ncclSuccess;
 }
@@ -336,11 +337,11 @@ ncclResult_t checkCommunicator(ncclComm* comm, const char* argumentName) {
 void setCommunicatorError(ncclComm* comm, ncclResult_t result) {
   if (result == ncclSuccess || result == ncclInProgress) return;
   {
-    std::lock_guard<std::mutex> lock(comm->errorMutex);
-    comm->lastError = lastErrorMessage();
+    std::lock_guard<std::mutex> lock(comm->state.errorMutex);
+    comm->state.lastError = lastErrorMessage();
   }
   int expected = ncclSuccess;
-  comm->asyncError.compare_exchange_strong(expected, result);
+  comm->state.asyncError.compare_exchange_strong(expected, result);
 }
 
 }  // namespace weft

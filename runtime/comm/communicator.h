@@ -32,32 +32,34 @@ struct RegisteredRegion {
 
 constexpr uint64_t kCommMagic = 0x7765667443304d4dull;  // "weftC0MM"
 
-}  // namespace weft
-
-struct ncclComm {
-  uint64_t magic = weft::kCommMagic;
-  int rank = 0;
-  int nranks = 0;
-  int cudaDevice = -1;
-  ncclConfig_t config{};
-
-  std::vector<weft::RankInfo> ranks;
+// What bootstrap and topology taught this rank about everyone; read by schedule choice,
+// algorithm builders and the derive calls (split, shrink, grow).
+struct CommLayout {
+  std::vector<RankInfo> ranks;
   std::vector<int> localRanks;  // ranks on this host, ascending (from topology's RankLayout)
   int localRank = 0;
   std::vector<int> ringOrder;  // node-major: a node's ranks adjacent, each boundary crossed once
   std::vector<std::vector<int>> nodes;  // ranks of each host, from topology's RankLayout
-  weft::CostModel costModel;            // alpha-beta terms of this communicator's links
+  CostModel costModel;                  // alpha-beta terms of this communicator's links
   uint64_t commToken[2]{};
+};
 
+// The transports and per-peer connections; built at init and by connectPeers, driven by the
+// executor and the idle waiter.
+struct CommConnections {
   // One instance per row of transport/transport_table.h, in the table's order. A peer is
   // reached through the first that can connect to it, or, on this host, through the row that
   // WEFT_TRANSPORT=shm|tcp forces (NCCL_SHM_DISABLE=1 means tcp); null: auto.
-  std::vector<std::unique_ptr<weft::Transport>> transports;
-  const weft::TransportEntry* forcedTransport = nullptr;
-  std::vector<std::unique_ptr<weft::Connection>> connections;  // by peer rank, null until used
-  std::vector<weft::Connection*> connectionTable;              // raw view for the executor
+  std::vector<std::unique_ptr<Transport>> transports;
+  const TransportEntry* forcedTransport = nullptr;
+  std::vector<std::unique_ptr<Connection>> connections;  // by peer rank, null until used
+  std::vector<Connection*> connectionTable;              // raw view for the executor
   size_t sliceBytes = 0;
+};
 
+// Life cycle and error state: non-blocking init, abort/revoke, calls in flight, the stored
+// error; read by every entry point through checkCommunicator.
+struct CommState {
   std::atomic<int> asyncError{ncclSuccess};  // ncclInProgress while a non-blocking init runs
   std::atomic<bool> aborted{false};
   std::atomic<bool> revoked{false};
@@ -66,24 +68,52 @@ struct ncclComm {
   std::atomic<int> activeCalls{0};
   std::mutex errorMutex;
   std::string lastError;
+};
+
+// What the collective calls reuse from call to call: sequence numbers, prepared schedules and
+// their scratch memory; owned by runtime/exec.
+struct CommExecution {
   uint64_t collectiveSequence = 0;
-
-  weft::PlanCache planCache;  // prepared schedules by shape (runtime/exec/plan_cache.h)
-  std::mutex registrationMutex;
-  std::vector<std::unique_ptr<weft::RegisteredRegion>> registrations;
+  PlanCache planCache;        // prepared schedules by shape (runtime/exec/plan_cache.h)
   std::vector<char> scratch;  // schedules' Scratch buffer: grown when needed, never per call
-  std::vector<weft::PreMulSumOp> preMulSumOps;
+};
 
-  // Direct all-reduce on shared buffers (runtime/exec/direct_path.h): the descriptor table every
-  // rank fills before a large call, the exchange's plan, and the peers' buffers mapped here.
-  std::vector<weft::DirectDescriptor> directDescriptors;
-  weft::PreparedSchedule directHandshakePlan;
-  weft::PeerBufferMapper peerBuffers;
+// Buffers registered through ncclCommRegister / ncclCommWindowRegister (runtime/api).
+struct CommRegistrations {
+  std::mutex mutex;
+  std::vector<std::unique_ptr<RegisteredRegion>> regions;
+};
+
+// Direct all-reduce on shared buffers (runtime/exec/direct_path.h): the descriptor table every
+// rank fills before a large call, the exchange's plan, and the peers' buffers mapped here.
+struct DirectPathState {
+  std::vector<DirectDescriptor> descriptors;
+  PreparedSchedule handshakePlan;
+  PeerBufferMapper peerBuffers;
   std::vector<char*> peerSendBuffers;
   std::vector<char*> peerRecvBuffers;
+};
 
-  // Compressed all-reduce (runtime/comm/compression_config.h): WEFT_COMPRESSION, codecs, per-buffer
-  // error-feedback residuals (its schedules are in planCache).
+}  // namespace weft
+
+struct ncclComm {
+  // Identity: NCCL's own notions, read everywhere.
+  uint64_t magic = weft::kCommMagic;
+  int rank = 0;
+  int nranks = 0;
+  int cudaDevice = -1;
+  ncclConfig_t config{};
+
+  weft::CommLayout layout;
+  weft::CommConnections net;
+  weft::CommState state;
+  weft::CommExecution exec;
+  weft::CommRegistrations registered;
+  std::vector<weft::PreMulSumOp> preMulSumOps;  // ncclRedOpCreatePreMulSum's table
+  weft::DirectPathState direct;
+
+  // Compressed all-reduce (runtime/comm/compression_config.h): WEFT_COMPRESSION, codecs,
+  // per-buffer error-feedback residuals (its schedules are in exec.planCache).
   weft::CommCompression compression;
 };
 

@@ -52,8 +52,8 @@ ncclResult_t selectForCall(const CollectiveCall& call, Algorithm* out) {
   input.collective = costCollective(call);
   input.bytes = costBytes(call);
   input.nranks = comm->nranks;
-  input.nodes = comm->nodes;
-  input.model = comm->costModel;
+  input.nodes = comm->layout.nodes;
+  input.model = comm->layout.costModel;
   input.directAvailable = false;  // decided per call by the direct path's handshake instead
   readAlgorithmEnv(&input);
   AlgorithmChoice choice;
@@ -77,12 +77,13 @@ Schedule scheduleForCall(const CollectiveCall& call, Algorithm selected, const c
       .rank = comm->rank,
       .nranks = comm->nranks,
       .root = call.root,
-      .order = comm->ringOrder,
-      .nodes = comm->nodes,
+      .order = comm->layout.ringOrder,
+      .nodes = comm->layout.nodes,
       .average = call.op == ncclAvg,
       .preScale = call.op >= ncclNumOps,
       .inPlace = callIsInPlace(call),
-      .channels = comm->costModel.ringChannels(comm->nodes, static_cast<double>(costBytes(call))),
+      .channels = comm->layout.costModel.ringChannels(comm->layout.nodes,
+                                                      static_cast<double>(costBytes(call))),
   };
   Algorithm ran = selected;
   Schedule schedule = buildCollectiveSchedule(selected, shape, &ran);

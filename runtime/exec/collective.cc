@@ -25,7 +25,7 @@ namespace {
 ncclResult_t planFor(const CollectiveCall& call, bool direct, const PreparedSchedule** out) {
   ncclComm* comm = call.comm;
   const PlanKey key = planKeyFor(call, direct ? PlanPath::Direct : PlanPath::Selected);
-  if (const PreparedSchedule* cached = comm->planCache.find(key)) {
+  if (const PreparedSchedule* cached = comm->exec.planCache.find(key)) {
     *out = cached;
     return ncclSuccess;
   }
@@ -34,8 +34,8 @@ ncclResult_t planFor(const CollectiveCall& call, bool direct, const PreparedSche
   const char* algorithm = "?";
   Schedule schedule = scheduleForCall(call, selected, &algorithm);
   PreparedSchedule plan;
-  prepareSchedule(std::move(schedule), sendAliasesRecv(call), comm->sliceBytes, &plan);
-  *out = comm->planCache.insert(key, std::move(plan));
+  prepareSchedule(std::move(schedule), sendAliasesRecv(call), comm->net.sliceBytes, &plan);
+  *out = comm->exec.planCache.insert(key, std::move(plan));
   WEFT_INFO(kLogTune | kLogColl,
             "%s: %zu x %s op %s root %d -> algorithm %s, %zu steps, slices of %zu bytes",
             collectiveName(call.kind.collective()), call.count, dataTypeName(call.datatype),
@@ -70,8 +70,8 @@ struct CommQueue {
 
 char* scratchFor(ncclComm* comm, size_t bytes) {
   // Grown, never shrunk; resize() zero-fills, so the pages are faulted in here, once.
-  if (comm->scratch.size() < bytes) comm->scratch.resize(bytes);
-  return comm->scratch.data();
+  if (comm->exec.scratch.size() < bytes) comm->exec.scratch.resize(bytes);
+  return comm->exec.scratch.data();
 }
 
 ncclResult_t startRun(CommQueue& queue, const CollectiveCall& call, const PreparedSchedule* plan, RunBuffers buffers,
@@ -82,11 +82,11 @@ ncclResult_t startRun(CommQueue& queue, const CollectiveCall& call, const Prepar
   RunReduction reduction;
   WEFT_CHECK(resolveReduction(comm, call.op, call.datatype, &reduction));
   if (codec) reduction.codec = *codec;
-  uint64_t sequence = comm->collectiveSequence++;
+  uint64_t sequence = comm->exec.collectiveSequence++;
   WEFT_TRACE(kLogColl, "%s #%llu count %zu datatype %d op %d root %d peer %d sendbuff %p recvbuff %p", name,
              (unsigned long long)sequence, call.count, call.datatype, call.op, call.root, call.peer, call.sendbuff,
              call.recvbuff);
-  queue.running = std::make_unique<CollectiveRun>(plan, comm->connectionTable.data(), buffers, reduction, name, sequence);
+  queue.running = std::make_unique<CollectiveRun>(plan, comm->net.connectionTable.data(), buffers, reduction, name, sequence);
   return ncclSuccess;
 }
 
@@ -114,7 +114,7 @@ ncclResult_t startNext(CommQueue& queue) {
     Schedule schedule;
     WEFT_CHECK(scheduleForPointToPoint(item.pointToPoint, &schedule));
     queue.ownedPlan = std::make_unique<PreparedSchedule>();
-    prepareSchedule(std::move(schedule), false, queue.comm->sliceBytes, queue.ownedPlan.get());
+    prepareSchedule(std::move(schedule), false, queue.comm->net.sliceBytes, queue.ownedPlan.get());
     // Ranges are absolute addresses (see scheduleForPointToPoint): null bases.
     return startRun(queue, *item.pointToPoint.front(), queue.ownedPlan.get(), RunBuffers{}, "SendRecv");
   }
@@ -166,11 +166,11 @@ ncclResult_t runCollectives(const std::vector<CollectiveCall>& calls) {
   std::vector<ncclComm*> comms;
   for (auto& q : queues) {
     comms.push_back(q.comm);
-    q.comm->activeCalls.fetch_add(1);
+    q.comm->state.activeCalls.fetch_add(1);
   }
   auto finish = [&](ncclResult_t result, ncclComm* culprit) {
     if (result != ncclSuccess) setCommunicatorError(culprit ? culprit : comms.front(), result);
-    for (auto* c : comms) c->activeCalls.fetch_sub(1);
+    for (auto* c : comms) c->state.activeCalls.fetch_sub(1);
     return result;
   };
 

@@ -42,20 +42,21 @@ ncclResult_t codecFor(const CollectiveCall& call, const compression::CodecConfig
   ncclComm* comm = call.comm;
   CommCompression& state = comm->compression;
   for (auto& e : state.codecs)
-    if (sameCodecConfig(e.config, config) && e.slotBytes == comm->sliceBytes) *out = e.codec.get();
+    if (sameCodecConfig(e.config, config) && e.slotBytes == comm->net.sliceBytes)
+      *out = e.codec.get();
   if (*out) return ncclSuccess;
-  size_t sliceElements = compressedSliceElements(config, comm->sliceBytes);
+  size_t sliceElements = compressedSliceElements(config, comm->net.sliceBytes);
   if (sliceElements == 0) {
     if (call.compressed)
       return fail(ncclInvalidUsage,
                   "weftAllReduceCompressed: one %s block does not fit a transport slot "
                   "of %zu bytes",
-                  compression::codecName(config.kind), comm->sliceBytes);
+                  compression::codecName(config.kind), comm->net.sliceBytes);
     return ncclSuccess;
   }
   CommCompression::CodecEntry fresh;
   fresh.config = config;
-  fresh.slotBytes = comm->sliceBytes;
+  fresh.slotBytes = comm->net.sliceBytes;
   WEFT_CHECK(compression::Codec::create(config, sliceElements, &fresh.codec));
   state.codecs.push_back(std::move(fresh));
   *out = state.codecs.back().codec.get();
@@ -79,18 +80,18 @@ const PreparedSchedule* compressedPlanFor(const CollectiveCall& call,
                                           const compression::CodecConfig& codec) {
   ncclComm* comm = call.comm;
   const PlanKey key = planKeyFor(call, PlanPath::Compressed, codec);
-  if (const PreparedSchedule* cached = comm->planCache.find(key)) return cached;
+  if (const PreparedSchedule* cached = comm->exec.planCache.find(key)) return cached;
   CompressedAllReduceParams params;
   params.count = call.count;
   params.elementSize = dataTypeSize(call.datatype);
   params.rank = comm->rank;
-  params.ringOrder = comm->ringOrder;
+  params.ringOrder = comm->layout.ringOrder;
   params.average = call.op == ncclAvg;
   params.codec = codec;
-  params.slotBytes = comm->sliceBytes;
+  params.slotBytes = comm->net.sliceBytes;
   PreparedSchedule plan;
-  prepareSchedule(buildCompressedAllReduce(params), sendAliasesRecv(call), comm->sliceBytes, &plan);
-  const PreparedSchedule* stored = comm->planCache.insert(key, std::move(plan));
+  prepareSchedule(buildCompressedAllReduce(params), sendAliasesRecv(call), comm->net.sliceBytes, &plan);
+  const PreparedSchedule* stored = comm->exec.planCache.insert(key, std::move(plan));
   const bool quantizedRing = compressedAlgorithmFor(codec) == CompressedAlgorithm::QuantizedRing;
   WEFT_INFO(kLogColl | kLogTune,
             "AllReduce: %zu x %s op %s -> compressed %s (%s), %zu steps, slices of %zu elements",
@@ -105,7 +106,7 @@ const PreparedSchedule* compressedPlanFor(const CollectiveCall& call,
 uint64_t runSeed(const CollectiveCall& call) {
   const ncclComm* comm = call.comm;
   const uint64_t seed = call.compressed ? call.codecSeed : 0;
-  return seed ^ splitmix64(comm->collectiveSequence) ^
+  return seed ^ splitmix64(comm->exec.collectiveSequence) ^
          splitmix64(0x5eedull + static_cast<uint64_t>(comm->rank));
 }
 

@@ -13,7 +13,7 @@ bool directPathEligible(const CollectiveCall& call) {
   static const bool enabled = settingBool(Setting::WeftDirect);
   static const size_t minBytes = settingSize(Setting::WeftDirectMinBytes);
   return enabled && call.kind == Collective::AllReduce && comm->nranks > 1 &&
-         static_cast<int>(comm->localRanks.size()) == comm->nranks &&
+         static_cast<int>(comm->layout.localRanks.size()) == comm->nranks &&
          sameHostPeersShareMemory(comm) &&
          call.count * dataTypeSize(call.datatype) >= minBytes;
 }
@@ -22,10 +22,10 @@ ncclResult_t beginDirectHandshake(const CollectiveCall& call, const PreparedSche
   ncclComm* comm = call.comm;
   const size_t bytes = call.count * dataTypeSize(call.datatype);
   const size_t d = sizeof(DirectDescriptor);
-  if (comm->directDescriptors.empty()) {
-    comm->directDescriptors.resize(comm->nranks);
-    comm->peerSendBuffers.assign(comm->nranks, nullptr);
-    comm->peerRecvBuffers.assign(comm->nranks, nullptr);
+  if (comm->direct.descriptors.empty()) {
+    comm->direct.descriptors.resize(comm->nranks);
+    comm->direct.peerSendBuffers.assign(comm->nranks, nullptr);
+    comm->direct.peerRecvBuffers.assign(comm->nranks, nullptr);
     // Send this rank's descriptor to every peer, then take theirs.
     Schedule exchange;
     for (int p = 0; p < comm->nranks; ++p)
@@ -34,17 +34,17 @@ ncclResult_t beginDirectHandshake(const CollectiveCall& call, const PreparedSche
     for (int p = 0; p < comm->nranks; ++p)
       if (p != comm->rank)
         exchange.steps.push_back({StepKind::Recv, p, {}, {BufferKind::Scratch, p * d, d}, {}});
-    prepareSchedule(std::move(exchange), false, comm->sliceBytes, &comm->directHandshakePlan);
+    prepareSchedule(std::move(exchange), false, comm->net.sliceBytes, &comm->direct.handshakePlan);
     std::vector<int> everyone;
     for (int p = 0; p < comm->nranks; ++p) everyone.push_back(p);
     WEFT_CHECK(connectPeers(comm, everyone));
   }
-  DirectDescriptor& mine = comm->directDescriptors[comm->rank];
+  DirectDescriptor& mine = comm->direct.descriptors[comm->rank];
   mine = DirectDescriptor{};
   mine.capable = findSharedBuffer(call.sendbuff, bytes, &mine.send) && findSharedBuffer(call.recvbuff, bytes, &mine.recv);
-  *plan = &comm->directHandshakePlan;
+  *plan = &comm->direct.handshakePlan;
   *buffers = RunBuffers{};
-  buffers->scratch = reinterpret_cast<char*>(comm->directDescriptors.data());
+  buffers->scratch = reinterpret_cast<char*>(comm->direct.descriptors.data());
   buffers->send = buffers->scratch;
   buffers->recv = buffers->scratch;
   return ncclSuccess;
@@ -53,17 +53,17 @@ ncclResult_t beginDirectHandshake(const CollectiveCall& call, const PreparedSche
 ncclResult_t concludeDirectHandshake(const CollectiveCall& call, bool* useDirect, RunBuffers* buffers) {
   ncclComm* comm = call.comm;
   *useDirect = true;
-  for (const auto& d : comm->directDescriptors) *useDirect &= d.capable != 0;
+  for (const auto& d : comm->direct.descriptors) *useDirect &= d.capable != 0;
   *buffers = RunBuffers{static_cast<const char*>(call.sendbuff), static_cast<char*>(call.recvbuff), nullptr};
   if (!*useDirect) return ncclSuccess;
   for (int p = 0; p < comm->nranks; ++p) {
     if (p == comm->rank) continue;
-    const DirectDescriptor& d = comm->directDescriptors[p];
-    WEFT_CHECK(comm->peerBuffers.map(d.send, &comm->peerSendBuffers[p]));
-    WEFT_CHECK(comm->peerBuffers.map(d.recv, &comm->peerRecvBuffers[p]));
+    const DirectDescriptor& d = comm->direct.descriptors[p];
+    WEFT_CHECK(comm->direct.peerBuffers.map(d.send, &comm->direct.peerSendBuffers[p]));
+    WEFT_CHECK(comm->direct.peerBuffers.map(d.recv, &comm->direct.peerRecvBuffers[p]));
   }
-  buffers->peerSend = comm->peerSendBuffers.data();
-  buffers->peerRecv = comm->peerRecvBuffers.data();
+  buffers->peerSend = comm->direct.peerSendBuffers.data();
+  buffers->peerRecv = comm->direct.peerRecvBuffers.data();
   return ncclSuccess;
 }
 

@@ -20,13 +20,13 @@ double predictCallMicroseconds(const CollectiveCall& call) {
   ncclComm* comm = call.comm;
   if (call.kind.isPointToPoint()) {
     const CostInput pair{call.count * dataTypeSize(call.datatype), 2, {}};
-    return predictAllReduceUs(Algorithm::Ring, pair, comm->costModel) / 2;
+    return predictAllReduceUs(Algorithm::Ring, pair, comm->layout.costModel) / 2;
   }
   const Collective collective = costCollective(call);
   Algorithm algorithm = defaultAlgorithm(collective);
   if (selectForCall(call, &algorithm) != ncclSuccess) algorithm = defaultAlgorithm(collective);
-  return predictCollectiveUs(collective, algorithm, costInputFor(costBytes(call), comm->nranks, comm->nodes),
-                             comm->costModel);
+  return predictCollectiveUs(collective, algorithm, costInputFor(costBytes(call), comm->nranks, comm->layout.nodes),
+                             comm->layout.costModel);
 }
 
 }  // namespace

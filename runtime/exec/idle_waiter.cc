@@ -24,7 +24,7 @@ constexpr long kSleepMicros = 2000;  // also bounds how late an abort or a dead 
 bool ranksOutnumberCores(const std::vector<ncclComm*>& comms) {
   static const long cores = sysconf(_SC_NPROCESSORS_ONLN);
   size_t local = 0;
-  for (ncclComm* comm : comms) local = std::max(local, comm->localRanks.size());
+  for (ncclComm* comm : comms) local = std::max(local, comm->layout.localRanks.size());
   return static_cast<long>(local) > cores;
 }
 
@@ -43,9 +43,9 @@ void IdleWaiter::madeProgress() { idleRounds_ = 0; }
 
 ncclResult_t IdleWaiter::checkHealth(const std::vector<CollectiveRun*>& active, const std::vector<ncclComm*>& comms) {
   for (ncclComm* comm : comms)
-    if (comm->aborted.load(std::memory_order_acquire) || comm->revoked.load(std::memory_order_acquire))
+    if (comm->state.aborted.load(std::memory_order_acquire) || comm->state.revoked.load(std::memory_order_acquire))
       return fail(ncclInvalidUsage, "rank %d: the communicator was %s while a collective was running", comm->rank,
-                  comm->aborted.load() ? "aborted" : "revoked");
+                  comm->state.aborted.load() ? "aborted" : "revoked");
   for (CollectiveRun* run : active)
     for (Connection* c : run->waitingOn()) WEFT_CHECK(c->checkPeer());
   if (deadline_.expired()) {

@@ -197,7 +197,7 @@ int boundsBody(int rank, int nranks, const ncclUniqueId& id) {
   unsigned seed = 7;
   for (const auto& named : allCompressors()) {
     compression::CodecConfig codec = configOf(named.compressor);
-    size_t sliceElements = compressedSliceElements(codec, comm->sliceBytes);
+    size_t sliceElements = compressedSliceElements(codec, comm->net.sliceBytes);
     double worstRatio = 0.0, worstError = 0.0, worstBound = 0.0;
     for (ncclDataType_t type : {ncclFloat32, ncclBfloat16})
       for (ncclRedOp_t op : {ncclSum, ncclAvg})
@@ -454,7 +454,7 @@ TEST(CompressedAllReduce, EnvironmentTopKIsSparse) {
     compression::CodecConfig topk;
     topk.kind = compression::CodecKind::kTopK;
     topk.topkRatio = 0.01;
-    size_t slice = compressedSliceElements(topk, comm->sliceBytes);
+    size_t slice = compressedSliceElements(topk, comm->net.sliceBytes);
     size_t limit = 0;
     for (size_t s = 0; s < count; s += slice) limit += 4 * compression::topkCount(topk, std::min(slice, count - s));
     ncclCommDestroy(comm);

@@ -24,13 +24,13 @@ TEST(FakeHosts, LayoutRingAndTransportsFollowTheHosts) {
     ncclComm_t comm;
     if (ncclCommInitRank(&comm, 4, id, rank) != ncclSuccess) return 1;
     std::vector<int> expectedRing = {0, 2, 1, 3};
-    if (comm->ringOrder != expectedRing) return 2;
-    if (comm->localRanks.size() != 2 || comm->localRank != rank / 2) return 3;
+    if (comm->layout.ringOrder != expectedRing) return 2;
+    if (comm->layout.localRanks.size() != 2 || comm->layout.localRank != rank / 2) return 3;
     // Ring neighbours: the same-host one over SHM, the other-host one over TCP.
     int sameHostPeer = rank ^ 2;
     int otherHostPeer = rank == 0 ? 3 : rank == 2 ? 1 : rank == 1 ? 2 : 0;
-    if (!comm->connections[sameHostPeer] || strcmp(comm->connections[sameHostPeer]->transportName(), "SHM")) return 4;
-    if (!comm->connections[otherHostPeer] || strcmp(comm->connections[otherHostPeer]->transportName(), "TCP")) return 5;
+    if (!comm->net.connections[sameHostPeer] || strcmp(comm->net.connections[sameHostPeer]->transportName(), "SHM")) return 4;
+    if (!comm->net.connections[otherHostPeer] || strcmp(comm->net.connections[otherHostPeer]->transportName(), "TCP")) return 5;
     std::vector<float> data(300001);
     fillInput(data.data(), data.size(), rank, ncclFloat32, ncclSum, 11);
     if (ncclAllReduce(data.data(), data.data(), data.size(), ncclFloat32, ncclSum, comm, nullptr) != ncclSuccess) return 6;

@@ -55,7 +55,7 @@ int memAllocGrid(int rank, int nranks, const ncclUniqueId& id, bool everyRankSha
       wrong += countMismatches(out, count, nranks, c.type, c.op, seed, "memalloc");
     }
   int peer = (rank + 1) % nranks;
-  bool tookDirect = !comm->peerSendBuffers.empty() && comm->peerSendBuffers[peer] != nullptr;
+  bool tookDirect = !comm->direct.peerSendBuffers.empty() && comm->direct.peerSendBuffers[peer] != nullptr;
   ncclCommDestroy(comm);
   if (shared) {
     ncclMemFree(send);
