@@ -10,6 +10,7 @@
 #include "common/log.h"
 #include "common/settings.h"
 #include "common/status.h"
+#include "topology/hwloc_live_topology.h"
 
 namespace weft {
 namespace {
@@ -21,7 +22,7 @@ hwloc_topology_t liveTopology() {
   static std::once_flag once;
   std::call_once(once, [] {
     hwloc_topology_t t;
-    if (hwloc_topology_init(&t) != 0) return;
+    if (initLiveHwlocTopology(&t) != 0) return;
     if (hwloc_topology_load(t) != 0) {
       hwloc_topology_destroy(t);
       return;

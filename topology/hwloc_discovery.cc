@@ -10,6 +10,7 @@
 #include <string>
 
 #include "common/status.h"
+#include "topology/hwloc_live_topology.h"
 #include "topology/hwloc_model_builder.h"
 
 namespace weft {
@@ -66,13 +67,10 @@ void annotateNic(hwloc_obj_t osdev) {
 
 ncclResult_t discoverTopology(TopologyModel* out) {
   hwloc_topology_t topo;
-  if (hwloc_topology_init(&topo) != 0)
+  if (initLiveHwlocTopology(&topo) != 0)
     return fail(ncclSystemError, "hwloc_topology_init failed: %s", std::strerror(errno));
   hwloc_topology_set_io_types_filter(topo, HWLOC_TYPE_FILTER_KEEP_IMPORTANT);
   hwloc_topology_set_icache_types_filter(topo, HWLOC_TYPE_FILTER_KEEP_ALL);  // as lstopo shows them
-  // weft reads no OpenCL devices (GPUs come from the CUDA, NVML, RSMI and LevelZero plugins),
-  // and the OpenCL plugin initializes every installed OpenCL driver, which is slow and leaks.
-  hwloc_topology_set_components(topo, HWLOC_TOPOLOGY_COMPONENTS_FLAG_BLACKLIST, "opencl");
   if (hwloc_topology_load(topo) != 0) {
     int err = errno;
     hwloc_topology_destroy(topo);
