@@ -6,7 +6,7 @@ option(WEFT_WERROR "Treat compiler warnings as errors (the CI test command turns
 set(WEFT_SANITIZE "" CACHE STRING
     "Build with sanitizers: address, undefined, thread, or a comma list such as address,undefined")
 
-set(weft_warning_flags -Wall -Wextra -Wno-unused-parameter)
+set(weft_warning_flags -Wall -Wextra)
 if(WEFT_WERROR)
   list(APPEND weft_warning_flags -Werror)
 endif()

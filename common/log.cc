@@ -127,7 +127,7 @@ bool logEnabled(LogLevel level, uint32_t subsys) {
   return level <= LogLevel::Warn || (config.subsysMask & subsys) != 0;
 }
 
-void logMessage(LogLevel level, uint32_t subsys, const char* file, int line, const char* format, ...) {
+void logMessage(LogLevel level, const char* file, int line, const char* format, ...) {
   char body[1024];
   va_list args;
   va_start(args, format);

@@ -25,8 +25,8 @@ enum LogSubsys : uint32_t {
 };
 
 bool logEnabled(LogLevel level, uint32_t subsys);
-void logMessage(LogLevel level, uint32_t subsys, const char* file, int line, const char* format, ...)
-    __attribute__((format(printf, 5, 6)));
+void logMessage(LogLevel level, const char* file, int line, const char* format, ...)
+    __attribute__((format(printf, 4, 5)));
 
 // The rank printed in this thread's log lines (-1: none); the runtime sets it around calls.
 void setLogRank(int rank);
@@ -38,7 +38,7 @@ void resetLogConfig();
 #define WEFT_LOG(level, subsys, ...)                                            \
   do {                                                                          \
     if (::weft::logEnabled(level, subsys))                                      \
-      ::weft::logMessage(level, subsys, __FILE__, __LINE__, __VA_ARGS__);       \
+      ::weft::logMessage(level, __FILE__, __LINE__, __VA_ARGS__);               \
   } while (0)
 #define WEFT_WARN(...) WEFT_LOG(::weft::LogLevel::Warn, ::weft::kLogAll, __VA_ARGS__)
 #define WEFT_INFO(subsys, ...) WEFT_LOG(::weft::LogLevel::Info, subsys, __VA_ARGS__)

@@ -101,7 +101,7 @@ class Transport {
   virtual ncclResult_t listen(const TransportSetup& setup, TransportEndpoint* mine) = 0;
   // The communicator's secret, known once the endpoints have been exchanged: a transport
   // that authenticates its peers admits only holders of it.
-  virtual void setCommToken(const uint64_t token[2]) {}
+  virtual void setCommToken(const uint64_t /*token*/[2]) {}
   // Whether this transport can join `self` to `peer` (both as published by listen()).
   virtual bool canConnect(const TransportEndpoint& self, const TransportEndpoint& peer) const = 0;
   // Both ranks of a pair call this (in either order, possibly concurrently on threads).

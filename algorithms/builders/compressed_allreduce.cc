@@ -73,7 +73,7 @@ Schedule buildCompressedAllReduce(const CompressedAllReduceParams& p) {
   auto user = [&](BufferKind kind, Span s) {
     return BufferRange{kind, s.begin * p.elementSize, (s.end - s.begin) * p.elementSize};
   };
-  auto add = [&](StepKind kind, int peer, Span span, BufferRange src, BufferRange dst, BufferRange encoded = {}) {
+  auto add = [&](StepKind kind, int peer, BufferRange src, BufferRange dst, BufferRange encoded = {}) {
     Step step;
     step.kind = kind;
     step.peer = peer;
@@ -101,28 +101,28 @@ Schedule buildCompressedAllReduce(const CompressedAllReduceParams& p) {
     auto chunk = [&](int c) { return ((c % n) + n) % n; };
     for (int s = 0; s < n; ++s) {
       Span span = chunks[chunk(position - s)];
-      add(StepKind::ToFloat, -1, span, user(BufferKind::Send, span), acc(span));
+      add(StepKind::ToFloat, -1, user(BufferKind::Send, span), acc(span));
     }
     // Reduce-scatter: decode, add, re-encode at every hop.
     for (int s = 0; s < n - 1; ++s) {
       Span out = chunks[chunk(position - s)];
       Span in = chunks[chunk(position - s - 1)];
-      add(StepKind::EncodeSend, next, out, acc(out), {});
-      add(StepKind::RecvDecodeAdd, prev, in, acc(in), acc(in));
+      add(StepKind::EncodeSend, next, acc(out), {});
+      add(StepKind::RecvDecodeAdd, prev, acc(in), acc(in));
     }
     // All-gather: the owner encodes its reduced chunk once (keeping the decoded value itself),
     // and the bytes travel the ring unchanged.
     Span own = chunks[chunk(position + 1)];
-    add(StepKind::EncodeSend, next, own, acc(own), acc(own));
+    add(StepKind::EncodeSend, next, acc(own), acc(own));
     for (int s = 0; s < n - 1; ++s) {
       int c = chunk(position - s);
-      add(StepKind::RecvEncoded, prev, chunks[c], {}, {}, encoded[c]);
-      if (s < n - 2) add(StepKind::SendEncoded, next, chunks[c], {}, {}, encoded[c]);
-      add(StepKind::Decode, -1, chunks[c], {}, acc(chunks[c]), encoded[c]);
+      add(StepKind::RecvEncoded, prev, {}, {}, encoded[c]);
+      if (s < n - 2) add(StepKind::SendEncoded, next, {}, {}, encoded[c]);
+      add(StepKind::Decode, -1, {}, acc(chunks[c]), encoded[c]);
     }
     for (int s = -1; s < n - 1; ++s) {
       Span span = chunks[chunk(position - s)];
-      add(StepKind::FromFloat, -1, span, acc(span), user(BufferKind::Recv, span));
+      add(StepKind::FromFloat, -1, acc(span), user(BufferKind::Recv, span));
     }
     return schedule;
   }
@@ -133,16 +133,16 @@ Schedule buildCompressedAllReduce(const CompressedAllReduceParams& p) {
   const size_t pitch = (total + 63) / 64 * 64;
   auto encodedOf = [&](int r) { return BufferRange{BufferKind::Scratch, encodedBase + static_cast<size_t>(r) * pitch, total}; };
   schedule.scratchBytes = encodedBase + static_cast<size_t>(n) * pitch;
-  add(StepKind::ToFloat, -1, whole, user(BufferKind::Send, whole), acc(whole));
-  add(StepKind::EncodeSend, next, whole, acc(whole), {}, encodedOf(p.rank));
+  add(StepKind::ToFloat, -1, user(BufferKind::Send, whole), acc(whole));
+  add(StepKind::EncodeSend, next, acc(whole), {}, encodedOf(p.rank));
   for (int s = 0; s < n - 1; ++s) {
     int origin = p.ringOrder[(position - s - 1 + 2 * n) % n];
-    add(StepKind::RecvEncoded, prev, whole, {}, {}, encodedOf(origin));
-    if (s < n - 2) add(StepKind::SendEncoded, next, whole, {}, {}, encodedOf(origin));
+    add(StepKind::RecvEncoded, prev, {}, {}, encodedOf(origin));
+    if (s < n - 2) add(StepKind::SendEncoded, next, {}, {}, encodedOf(origin));
   }
-  add(StepKind::Decode, -1, whole, {}, acc(whole), encodedOf(0));
-  for (int r = 1; r < n; ++r) add(StepKind::DecodeAdd, -1, whole, acc(whole), acc(whole), encodedOf(r));
-  add(StepKind::FromFloat, -1, whole, acc(whole), user(BufferKind::Recv, whole));
+  add(StepKind::Decode, -1, {}, acc(whole), encodedOf(0));
+  for (int r = 1; r < n; ++r) add(StepKind::DecodeAdd, -1, acc(whole), acc(whole), encodedOf(r));
+  add(StepKind::FromFloat, -1, acc(whole), user(BufferKind::Recv, whole));
   return schedule;
 }
 

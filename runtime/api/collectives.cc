@@ -32,9 +32,11 @@ ncclResult_t checkRoot(ncclComm_t comm, int root, const char* function) {
   return ncclSuccess;
 }
 
-ncclResult_t submit(CallKind kind, ncclComm_t comm, const void* sendbuff, void* recvbuff, size_t count,
-                    ncclDataType_t datatype, ncclRedOp_t op = ncclSum, int root = -1, int peer = -1) {
-  return submitCollective(makeCall(kind, comm, sendbuff, recvbuff, count, datatype, op, root, peer));
+ncclResult_t submit(CallKind kind, ncclComm_t comm, cudaStream_t stream, const void* sendbuff, void* recvbuff,
+                    size_t count, ncclDataType_t datatype, ncclRedOp_t op = ncclSum, int root = -1, int peer = -1) {
+  CollectiveCall call = makeCall(kind, comm, sendbuff, recvbuff, count, datatype, op, root, peer);
+  call.stream = stream;
+  return submitCollective(call);
 }
 
 }  // namespace
@@ -46,7 +48,7 @@ WEFT_API ncclResult_t ncclAllReduce(const void* sendbuff, void* recvbuff, size_t
   WEFT_CHECK(checkReductionOpFor(comm, op, datatype, kName));
   WEFT_CHECK(checkBuffer(sendbuff, count, "sendbuff", kName));
   WEFT_CHECK(checkBuffer(recvbuff, count, "recvbuff", kName));
-  return submit(Collective::AllReduce, comm, sendbuff, recvbuff, count, datatype, op);
+  return submit(Collective::AllReduce, comm, stream, sendbuff, recvbuff, count, datatype, op);
 }
 WEFT_PROFILING_ALIAS(ncclResult_t, ncclAllReduce, const void* sendbuff, void* recvbuff, size_t count,
                      ncclDataType_t datatype, ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream);
@@ -58,7 +60,7 @@ WEFT_API ncclResult_t ncclBroadcast(const void* sendbuff, void* recvbuff, size_t
   WEFT_CHECK(checkRoot(comm, root, kName));
   if (comm->rank == root) WEFT_CHECK(checkBuffer(sendbuff, count, "sendbuff", kName));
   WEFT_CHECK(checkBuffer(recvbuff, count, "recvbuff", kName));
-  return submit(Collective::Broadcast, comm, sendbuff, recvbuff, count, datatype, ncclSum, root);
+  return submit(Collective::Broadcast, comm, stream, sendbuff, recvbuff, count, datatype, ncclSum, root);
 }
 WEFT_PROFILING_ALIAS(ncclResult_t, ncclBroadcast, const void* sendbuff, void* recvbuff, size_t count,
                      ncclDataType_t datatype, int root, ncclComm_t comm, cudaStream_t stream);
@@ -78,7 +80,7 @@ WEFT_API ncclResult_t ncclReduce(const void* sendbuff, void* recvbuff, size_t co
   WEFT_CHECK(checkRoot(comm, root, kName));
   WEFT_CHECK(checkBuffer(sendbuff, count, "sendbuff", kName));
   if (comm->rank == root) WEFT_CHECK(checkBuffer(recvbuff, count, "recvbuff", kName));
-  return submit(Collective::Reduce, comm, sendbuff, recvbuff, count, datatype, op, root);
+  return submit(Collective::Reduce, comm, stream, sendbuff, recvbuff, count, datatype, op, root);
 }
 WEFT_PROFILING_ALIAS(ncclResult_t, ncclReduce, const void* sendbuff, void* recvbuff, size_t count,
                      ncclDataType_t datatype, ncclRedOp_t op, int root, ncclComm_t comm, cudaStream_t stream);
@@ -89,7 +91,7 @@ WEFT_API ncclResult_t ncclAllGather(const void* sendbuff, void* recvbuff, size_t
   WEFT_CHECK(checkCommon(comm, datatype, sendcount, CountSpan::BlockPerRank, "sendcount", kName));
   WEFT_CHECK(checkBuffer(sendbuff, sendcount, "sendbuff", kName));
   WEFT_CHECK(checkBuffer(recvbuff, sendcount, "recvbuff", kName));
-  return submit(Collective::AllGather, comm, sendbuff, recvbuff, sendcount, datatype);
+  return submit(Collective::AllGather, comm, stream, sendbuff, recvbuff, sendcount, datatype);
 }
 WEFT_PROFILING_ALIAS(ncclResult_t, ncclAllGather, const void* sendbuff, void* recvbuff, size_t sendcount,
                      ncclDataType_t datatype, ncclComm_t comm, cudaStream_t stream);
@@ -101,7 +103,7 @@ WEFT_API ncclResult_t ncclReduceScatter(const void* sendbuff, void* recvbuff, si
   WEFT_CHECK(checkReductionOpFor(comm, op, datatype, kName));
   WEFT_CHECK(checkBuffer(sendbuff, recvcount, "sendbuff", kName));
   WEFT_CHECK(checkBuffer(recvbuff, recvcount, "recvbuff", kName));
-  return submit(Collective::ReduceScatter, comm, sendbuff, recvbuff, recvcount, datatype, op);
+  return submit(Collective::ReduceScatter, comm, stream, sendbuff, recvbuff, recvcount, datatype, op);
 }
 WEFT_PROFILING_ALIAS(ncclResult_t, ncclReduceScatter, const void* sendbuff, void* recvbuff, size_t recvcount,
                      ncclDataType_t datatype, ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream);
@@ -112,7 +114,7 @@ WEFT_API ncclResult_t ncclAlltoAll(const void* sendbuff, void* recvbuff, size_t 
   WEFT_CHECK(checkCommon(comm, datatype, count, CountSpan::BlockPerRank, "count", kName));
   WEFT_CHECK(checkBuffer(sendbuff, count, "sendbuff", kName));
   WEFT_CHECK(checkBuffer(recvbuff, count, "recvbuff", kName));
-  return submit(Collective::AllToAll, comm, sendbuff, recvbuff, count, datatype);
+  return submit(Collective::AllToAll, comm, stream, sendbuff, recvbuff, count, datatype);
 }
 WEFT_PROFILING_ALIAS(ncclResult_t, ncclAlltoAll, const void* sendbuff, void* recvbuff, size_t count,
                      ncclDataType_t datatype, ncclComm_t comm, cudaStream_t stream);
@@ -124,7 +126,7 @@ WEFT_API ncclResult_t ncclGather(const void* sendbuff, void* recvbuff, size_t co
   WEFT_CHECK(checkRoot(comm, root, kName));
   WEFT_CHECK(checkBuffer(sendbuff, count, "sendbuff", kName));
   if (comm->rank == root) WEFT_CHECK(checkBuffer(recvbuff, count, "recvbuff", kName));
-  return submit(Collective::Gather, comm, sendbuff, recvbuff, count, datatype, ncclSum, root);
+  return submit(Collective::Gather, comm, stream, sendbuff, recvbuff, count, datatype, ncclSum, root);
 }
 WEFT_PROFILING_ALIAS(ncclResult_t, ncclGather, const void* sendbuff, void* recvbuff, size_t count,
                      ncclDataType_t datatype, int root, ncclComm_t comm, cudaStream_t stream);
@@ -136,7 +138,7 @@ WEFT_API ncclResult_t ncclScatter(const void* sendbuff, void* recvbuff, size_t c
   WEFT_CHECK(checkRoot(comm, root, kName));
   if (comm->rank == root) WEFT_CHECK(checkBuffer(sendbuff, count, "sendbuff", kName));
   WEFT_CHECK(checkBuffer(recvbuff, count, "recvbuff", kName));
-  return submit(Collective::Scatter, comm, sendbuff, recvbuff, count, datatype, ncclSum, root);
+  return submit(Collective::Scatter, comm, stream, sendbuff, recvbuff, count, datatype, ncclSum, root);
 }
 WEFT_PROFILING_ALIAS(ncclResult_t, ncclScatter, const void* sendbuff, void* recvbuff, size_t count,
                      ncclDataType_t datatype, int root, ncclComm_t comm, cudaStream_t stream);
@@ -156,7 +158,7 @@ WEFT_API ncclResult_t ncclSend(const void* sendbuff, size_t count, ncclDataType_
   WEFT_CHECK(checkCommon(comm, datatype, count, CountSpan::OneBlock, "count", kName));
   WEFT_CHECK(checkPeer(comm, peer, kName));
   WEFT_CHECK(checkBuffer(sendbuff, count, "sendbuff", kName));
-  return submit(PointToPoint::Send, comm, sendbuff, nullptr, count, datatype, ncclSum, -1, peer);
+  return submit(PointToPoint::Send, comm, stream, sendbuff, nullptr, count, datatype, ncclSum, -1, peer);
 }
 WEFT_PROFILING_ALIAS(ncclResult_t, ncclSend, const void* sendbuff, size_t count, ncclDataType_t datatype, int peer,
                      ncclComm_t comm, cudaStream_t stream);
@@ -167,7 +169,7 @@ WEFT_API ncclResult_t ncclRecv(void* recvbuff, size_t count, ncclDataType_t data
   WEFT_CHECK(checkCommon(comm, datatype, count, CountSpan::OneBlock, "count", kName));
   WEFT_CHECK(checkPeer(comm, peer, kName));
   WEFT_CHECK(checkBuffer(recvbuff, count, "recvbuff", kName));
-  return submit(PointToPoint::Recv, comm, nullptr, recvbuff, count, datatype, ncclSum, -1, peer);
+  return submit(PointToPoint::Recv, comm, stream, nullptr, recvbuff, count, datatype, ncclSum, -1, peer);
 }
 WEFT_PROFILING_ALIAS(ncclResult_t, ncclRecv, void* recvbuff, size_t count, ncclDataType_t datatype, int peer,
                      ncclComm_t comm, cudaStream_t stream);

@@ -118,6 +118,7 @@ WEFT_API ncclResult_t weftAllReduceCompressed(const void* sendbuff, void* recvbu
                   feedback->residual.size(), count);
     call.residual = feedback->residual.data();
   }
+  call.stream = stream;
   call.compressed = true;
   call.codecSeed = compressor->seed;
   return submitCollective(call);

@@ -2,7 +2,8 @@
 // LL all-to-all) lets CUDA kernels communicate themselves. weft runs no device-initiated
 // communication, so these exist only so that programs linked against them load; each fails
 // with ncclInvalidUsage (or an invalid value, where the real function returns no
-// ncclResult_t) and a message saying the device API is unsupported.
+// ncclResult_t) and a message saying the device API is unsupported. Their parameters keep
+// nccl.h's names as comments: every argument is refused unread.
 #include "common/status.h"
 #include "nccl.h"
 #include "runtime/api/export.h"
@@ -29,41 +30,41 @@ ncclResult_t unsupported(const char* function) {
   WEFT_API ncclResult_t name(__VA_ARGS__) { return unsupported(#name); } \
   WEFT_PROFILING_ALIAS(ncclResult_t, name, __VA_ARGS__)
 
-WEFT_DEVICE_RESULT(ncclDevCommCreate, ncclComm_t comm, const void* requirements, void* outDevComm);
-WEFT_DEVICE_RESULT(ncclDevCommDestroy, ncclComm_t comm, const void* devComm);
-WEFT_DEVICE_RESULT(ncclGinBarrierCreateRequirement, ncclComm_t comm, TeamValue team, int nBarriers, void* outHandle,
-                   void* outReq);
-WEFT_DEVICE_RESULT(ncclLsaBarrierCreateRequirement, TeamValue team, int nBarriers, void* outHandle, void* outReq);
-WEFT_DEVICE_RESULT(ncclLLA2ACreateRequirement, int nBlocks, int nSlots, void* outHandle, void* outReq);
+WEFT_DEVICE_RESULT(ncclDevCommCreate, ncclComm_t /*comm*/, const void* /*requirements*/, void* /*outDevComm*/);
+WEFT_DEVICE_RESULT(ncclDevCommDestroy, ncclComm_t /*comm*/, const void* /*devComm*/);
+WEFT_DEVICE_RESULT(ncclGinBarrierCreateRequirement, ncclComm_t /*comm*/, TeamValue /*team*/, int /*nBarriers*/, void* /*outHandle*/,
+                   void* /*outReq*/);
+WEFT_DEVICE_RESULT(ncclLsaBarrierCreateRequirement, TeamValue /*team*/, int /*nBarriers*/, void* /*outHandle*/, void* /*outReq*/);
+WEFT_DEVICE_RESULT(ncclLLA2ACreateRequirement, int /*nBlocks*/, int /*nSlots*/, void* /*outHandle*/, void* /*outReq*/);
 
-WEFT_API int ncclLLA2ACalcSlots(int maxElts, int maxEltSize) {
+WEFT_API int ncclLLA2ACalcSlots(int /*maxElts*/, int /*maxEltSize*/) {
   unsupported("ncclLLA2ACalcSlots");
   return -1;
 }
-WEFT_PROFILING_ALIAS(int, ncclLLA2ACalcSlots, int maxElts, int maxEltSize);
+WEFT_PROFILING_ALIAS(int, ncclLLA2ACalcSlots, int /*maxElts*/, int /*maxEltSize*/);
 
 #define WEFT_DEVICE_TEAM(name)                        \
-  WEFT_API TeamValue name(const void* devComm) {      \
+  WEFT_API TeamValue name(const void* /*devComm*/) {      \
     unsupported(#name);                               \
     return TeamValue{0, -1, 0};                       \
   }                                                   \
-  WEFT_PROFILING_ALIAS(TeamValue, name, const void* devComm)
+  WEFT_PROFILING_ALIAS(TeamValue, name, const void* /*devComm*/)
 
 WEFT_DEVICE_TEAM(ncclTeamWorld);
 WEFT_DEVICE_TEAM(ncclTeamLsa);
 WEFT_DEVICE_TEAM(ncclTeamRail);
 
-WEFT_API int ncclTeamRankToWorld(const void* devComm, TeamValue team, int rank) {
+WEFT_API int ncclTeamRankToWorld(const void* /*devComm*/, TeamValue /*team*/, int /*rank*/) {
   unsupported("ncclTeamRankToWorld");
   return -1;
 }
-WEFT_PROFILING_ALIAS(int, ncclTeamRankToWorld, const void* devComm, TeamValue team, int rank);
+WEFT_PROFILING_ALIAS(int, ncclTeamRankToWorld, const void* /*devComm*/, TeamValue /*team*/, int /*rank*/);
 
-WEFT_API int ncclTeamRankToLsa(const void* devComm, TeamValue team, int rank) {
+WEFT_API int ncclTeamRankToLsa(const void* /*devComm*/, TeamValue /*team*/, int /*rank*/) {
   unsupported("ncclTeamRankToLsa");
   return -1;
 }
-WEFT_PROFILING_ALIAS(int, ncclTeamRankToLsa, const void* devComm, TeamValue team, int rank);
+WEFT_PROFILING_ALIAS(int, ncclTeamRankToLsa, const void* /*devComm*/, TeamValue /*team*/, int /*rank*/);
 
 // NVIDIA's library exports this internal helper of ncclResetDebugInit; programs do not call it,
 // but symbol-for-symbol compatibility is cheap.

@@ -44,6 +44,9 @@ struct CollectiveCall {
   ncclRedOp_t op = ncclSum;
   int root = -1;  // broadcast, reduce, gather, scatter
   int peer = -1;  // send, recv
+  // The caller's stream. Host-memory calls complete before the call returns (or at the
+  // outermost ncclGroupEnd), so nothing orders them on it; device memory orders on it.
+  cudaStream_t stream = nullptr;
   // weftAllReduceCompressed: the codec, its seed, and the caller's error-feedback residual
   // (count floats, or null). Calls without it may still be compressed by WEFT_COMPRESSION.
   bool compressed = false;

@@ -211,7 +211,8 @@ ncclResult_t TcpTransport::listen(const TransportSetup& setup, TransportEndpoint
   return ncclSuccess;
 }
 
-bool TcpTransport::canConnect(const TransportEndpoint& self, const TransportEndpoint& peer) const {
+// TCP reaches any peer that listens, whatever this rank's own endpoint says.
+bool TcpTransport::canConnect(const TransportEndpoint& /*self*/, const TransportEndpoint& peer) const {
   return listenFd_ >= 0 && peer.dataAddress.length > 0;
 }
 
