@@ -16,7 +16,17 @@
 
 namespace weft {
 
-enum class Collective : int { AllReduce = 0, AllGather, ReduceScatter, Broadcast, Reduce, AllToAll, Gather, Scatter, Count };
+enum class Collective : int {
+  AllReduce = 0,
+  AllGather,
+  ReduceScatter,
+  Broadcast,
+  Reduce,
+  AllToAll,
+  Gather,
+  Scatter,
+  Count
+};
 constexpr int kCollectiveCount = static_cast<int>(Collective::Count);
 const char* collectiveName(Collective collective);  // "allreduce", "allgather", ...
 

@@ -50,8 +50,13 @@ static_assert(listsEveryAlgorithmOnce(), "kAlgorithms: one row for every value o
 // From the call's shape to each builder's parameters.
 
 Schedule ringAllReduce(const CollectiveShape& s, const std::vector<int>& order) {
-  return buildRingAllReduce({.count = s.count, .elementSize = s.elementSize, .rank = s.rank, .ringOrder = order,
-                             .average = s.average, .preScale = s.preScale, .channels = s.channels,
+  return buildRingAllReduce({.count = s.count,
+                             .elementSize = s.elementSize,
+                             .rank = s.rank,
+                             .ringOrder = order,
+                             .average = s.average,
+                             .preScale = s.preScale,
+                             .channels = s.channels,
                              .nodes = s.nodes});
 }
 
@@ -67,7 +72,9 @@ Schedule rhdAllReduce(const CollectiveShape& s, const std::vector<int>& order) {
 
 Schedule hierAllReduce(const CollectiveShape& s, const std::vector<int>& order) {
   // Without a layout every rank is on one node, in ring order.
-  return buildHierarchicalAllReduce({.count = s.count, .elementSize = s.elementSize, .rank = s.rank,
+  return buildHierarchicalAllReduce({.count = s.count,
+                                     .elementSize = s.elementSize,
+                                     .rank = s.rank,
                                      .nodes = s.nodes.empty() ? std::vector<std::vector<int>>{order} : s.nodes,
                                      .average = s.average});
 }
@@ -78,33 +85,59 @@ Schedule directAllReduce(const CollectiveShape& s, const std::vector<int>&) {
 }
 
 AllGatherParams allGatherParams(const CollectiveShape& s, const std::vector<int>& order) {
-  return {.count = s.count, .elementSize = s.elementSize, .rank = s.rank, .nranks = s.nranks, .ringOrder = order,
-          .inPlace = s.inPlace, .nodes = s.nodes, .channels = s.channels};
+  return {.count = s.count,
+          .elementSize = s.elementSize,
+          .rank = s.rank,
+          .nranks = s.nranks,
+          .ringOrder = order,
+          .inPlace = s.inPlace,
+          .nodes = s.nodes,
+          .channels = s.channels};
 }
 
 ReduceScatterParams reduceScatterParams(const CollectiveShape& s, const std::vector<int>& order) {
-  return {.recvCount = s.count, .elementSize = s.elementSize, .rank = s.rank, .nranks = s.nranks,
-          .ringOrder = order, .average = s.average, .preScale = s.preScale, .inPlace = s.inPlace,
-          .nodes = s.nodes, .channels = s.channels};
+  return {.recvCount = s.count,
+          .elementSize = s.elementSize,
+          .rank = s.rank,
+          .nranks = s.nranks,
+          .ringOrder = order,
+          .average = s.average,
+          .preScale = s.preScale,
+          .inPlace = s.inPlace,
+          .nodes = s.nodes,
+          .channels = s.channels};
 }
 
 BroadcastParams broadcastParams(const CollectiveShape& s, const std::vector<int>& order) {
-  return {.count = s.count, .elementSize = s.elementSize, .rank = s.rank, .nranks = s.nranks, .root = s.root,
+  return {.count = s.count,
+          .elementSize = s.elementSize,
+          .rank = s.rank,
+          .nranks = s.nranks,
+          .root = s.root,
           .ringOrder = order};
 }
 
 ReduceParams reduceParams(const CollectiveShape& s, const std::vector<int>& order) {
-  return {.count = s.count, .elementSize = s.elementSize, .rank = s.rank, .nranks = s.nranks, .root = s.root,
-          .ringOrder = order, .average = s.average, .preScale = s.preScale};
+  return {.count = s.count,
+          .elementSize = s.elementSize,
+          .rank = s.rank,
+          .nranks = s.nranks,
+          .root = s.root,
+          .ringOrder = order,
+          .average = s.average,
+          .preScale = s.preScale};
 }
 
 AllToAllParams allToAllParams(const CollectiveShape& s, const std::vector<int>&) {
-  return {.count = s.count, .elementSize = s.elementSize, .rank = s.rank, .nranks = s.nranks,
-          .inPlace = s.inPlace};
+  return {.count = s.count, .elementSize = s.elementSize, .rank = s.rank, .nranks = s.nranks, .inPlace = s.inPlace};
 }
 
 GatherScatterParams gatherScatterParams(const CollectiveShape& s, const std::vector<int>&) {
-  return {.count = s.count, .elementSize = s.elementSize, .rank = s.rank, .nranks = s.nranks, .root = s.root,
+  return {.count = s.count,
+          .elementSize = s.elementSize,
+          .rank = s.rank,
+          .nranks = s.nranks,
+          .root = s.root,
           .inPlace = s.inPlace};
 }
 

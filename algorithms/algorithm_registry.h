@@ -23,10 +23,10 @@ namespace weft {
 
 struct AlgorithmInfo {
   Algorithm algorithm = Algorithm::Count;
-  const char* name = "";            // WEFT_ALGO's name, and what logs and weft-info print
-  const char* ncclName = nullptr;   // NCCL_ALGO's name for the same algorithm, when NCCL has it
-  bool needsMappedPeers = false;    // runs only on one host with every peer's buffers mapped
-  bool needsRails = false;          // runs as the ring unless there are two levels of equal nodes
+  const char* name = "";           // WEFT_ALGO's name, and what logs and weft-info print
+  const char* ncclName = nullptr;  // NCCL_ALGO's name for the same algorithm, when NCCL has it
+  bool needsMappedPeers = false;   // runs only on one host with every peer's buffers mapped
+  bool needsRails = false;         // runs as the ring unless there are two levels of equal nodes
 };
 
 // This rank's schedule for `shape`; `order` is shape.order, or 0..n-1 when that is empty.

@@ -12,19 +12,19 @@ namespace weft {
 
 struct CollectiveShape {
   Collective collective = Collective::AllReduce;
-  size_t count = 0;        // the NCCL call's count: per rank for all-gather (send), reduce-scatter
-                           // (recv), all-to-all, gather and scatter (per peer); the buffer otherwise
+  size_t count = 0;  // the NCCL call's count: per rank for all-gather (send), reduce-scatter
+                     // (recv), all-to-all, gather and scatter (per peer); the buffer otherwise
   size_t elementSize = 0;
   int rank = 0;
   int nranks = 1;
-  int root = 0;                          // broadcast, reduce, gather, scatter
-  std::vector<int> order;                // the ring order (RankLayout::ringOrder); empty: 0..n-1
-  std::vector<std::vector<int>> nodes;   // RankLayout::nodes; empty: one node
-  bool average = false;                  // ncclAvg
-  bool preScale = false;                 // PreMulSum
-  bool inPlace = false;                  // NCCL's in-place layout for the collective
-  int channels = 1;                      // ring channels (CostModel::ringChannels); only the
-                                         // all-reduce, all-gather and reduce-scatter rings use it
+  int root = 0;                         // broadcast, reduce, gather, scatter
+  std::vector<int> order;               // the ring order (RankLayout::ringOrder); empty: 0..n-1
+  std::vector<std::vector<int>> nodes;  // RankLayout::nodes; empty: one node
+  bool average = false;                 // ncclAvg
+  bool preScale = false;                // PreMulSum
+  bool inPlace = false;                 // NCCL's in-place layout for the collective
+  int channels = 1;                     // ring channels (CostModel::ringChannels); only the
+                                        // all-reduce, all-gather and reduce-scatter rings use it
 };
 
 // The schedule of `algorithm` for `shape`, built by the algorithm's row in the registry
@@ -40,10 +40,10 @@ struct AllReduceShape {
   size_t elementSize = 0;
   int rank = 0;
   int nranks = 1;
-  std::vector<int> order;                // ring / tree / rhd order (RankLayout::ringOrder); empty: 0..n-1
-  std::vector<std::vector<int>> nodes;   // RankLayout::nodes; empty: one node
+  std::vector<int> order;               // ring / tree / rhd order (RankLayout::ringOrder); empty: 0..n-1
+  std::vector<std::vector<int>> nodes;  // RankLayout::nodes; empty: one node
   bool average = false;
-  int channels = 1;                      // ring channels (CostModel::ringChannels)
+  int channels = 1;  // ring channels (CostModel::ringChannels)
 };
 Schedule buildAllReduceSchedule(Algorithm algorithm, const AllReduceShape& shape);
 

@@ -41,7 +41,8 @@ const char* bufferName(BufferKind kind) {
 std::string rangeText(const BufferRange& range) {
   char text[112];
   if (range.owner >= 0)
-    snprintf(text, sizeof(text), "rank%d.%s[%zu,+%zu)", range.owner, bufferName(range.buffer), range.offset, range.bytes);
+    snprintf(text, sizeof(text), "rank%d.%s[%zu,+%zu)", range.owner, bufferName(range.buffer), range.offset,
+             range.bytes);
   else
     snprintf(text, sizeof(text), "%s[%zu,+%zu)", bufferName(range.buffer), range.offset, range.bytes);
   return text;

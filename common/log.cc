@@ -35,8 +35,8 @@ struct SubsysName {
   uint32_t bit;
 };
 constexpr SubsysName kSubsysNames[] = {
-    {"INIT", kLogInit}, {"COLL", kLogColl},   {"P2P", kLogP2p},     {"SHM", kLogShm},
-    {"NET", kLogNet},   {"GRAPH", kLogGraph}, {"TUNING", kLogTune}, {"ENV", kLogEnv},
+    {"INIT", kLogInit},   {"COLL", kLogColl},           {"P2P", kLogP2p},     {"SHM", kLogShm},
+    {"NET", kLogNet},     {"GRAPH", kLogGraph},         {"TUNING", kLogTune}, {"ENV", kLogEnv},
     {"ALLOC", kLogAlloc}, {"BOOTSTRAP", kLogBootstrap}, {"ALL", kLogAll},
 };
 

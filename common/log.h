@@ -35,10 +35,9 @@ void resetLogConfig();
 
 }  // namespace weft
 
-#define WEFT_LOG(level, subsys, ...)                                            \
-  do {                                                                          \
-    if (::weft::logEnabled(level, subsys))                                      \
-      ::weft::logMessage(level, __FILE__, __LINE__, __VA_ARGS__);               \
+#define WEFT_LOG(level, subsys, ...)                                                                   \
+  do {                                                                                                 \
+    if (::weft::logEnabled(level, subsys)) ::weft::logMessage(level, __FILE__, __LINE__, __VA_ARGS__); \
   } while (0)
 #define WEFT_WARN(...) WEFT_LOG(::weft::LogLevel::Warn, ::weft::kLogAll, __VA_ARGS__)
 #define WEFT_INFO(subsys, ...) WEFT_LOG(::weft::LogLevel::Info, subsys, __VA_ARGS__)

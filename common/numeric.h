@@ -40,8 +40,8 @@ inline float halfToFloat(uint16_t h) {
   special |= (special & 0x007fffffu) ? 0x00400000u : 0u;
   // Zero/subnormal: scale the mantissa by 2^-24 exactly through one float subtraction.
   float subnormal = bitsToFloat(bits + (1u << 23)) - bitsToFloat(113u << 23);
-  uint32_t magnitude = select(exponent == 0x0f800000u, special,
-                              select(exponent == 0, floatToBits(subnormal), floatToBits(normal)));
+  uint32_t magnitude =
+      select(exponent == 0x0f800000u, special, select(exponent == 0, floatToBits(subnormal), floatToBits(normal)));
   return bitsToFloat(magnitude | sign);
 }
 
@@ -65,9 +65,7 @@ inline uint16_t floatToHalf(float value) {
 
 // ---- bfloat16 (the top half of a float) ----
 
-inline float bfloat16ToFloat(uint16_t b) {
-  return numeric_detail::bitsToFloat(static_cast<uint32_t>(b) << 16);
-}
+inline float bfloat16ToFloat(uint16_t b) { return numeric_detail::bitsToFloat(static_cast<uint32_t>(b) << 16); }
 
 inline uint16_t floatToBfloat16(float value) {
   uint32_t bits = numeric_detail::floatToBits(value);

@@ -68,11 +68,15 @@ struct ProdOp {
 // `a != a` is the NaN test (always false, and folded away, for integers).
 struct MaxOp {
   template <class T>
-  [[gnu::always_inline]] static T apply(const T& a, const T& b) { return (a > b || a != a) ? a : b; }
+  [[gnu::always_inline]] static T apply(const T& a, const T& b) {
+    return (a > b || a != a) ? a : b;
+  }
 };
 struct MinOp {
   template <class T>
-  [[gnu::always_inline]] static T apply(const T& a, const T& b) { return (a < b || a != a) ? a : b; }
+  [[gnu::always_inline]] static T apply(const T& a, const T& b) {
+    return (a < b || a != a) ? a : b;
+  }
 };
 
 // ---- Codecs: how an element of each type is stored and in which type it is computed ----
@@ -205,17 +209,23 @@ template <class F>
 template <class Op>
 struct Combine {
   template <class V>
-  [[gnu::always_inline]] V operator()(const V& x, const V& y) const { return Op::apply(x, y); }
+  [[gnu::always_inline]] V operator()(const V& x, const V& y) const {
+    return Op::apply(x, y);
+  }
 };
 struct ScaleBy {
   float factor;
   template <class V>
-  [[gnu::always_inline]] V operator()(const V& x, const V&) const { return x * factor; }
+  [[gnu::always_inline]] V operator()(const V& x, const V&) const {
+    return x * factor;
+  }
 };
 struct DivideBy {
   float divisor;
   template <class V>
-  [[gnu::always_inline]] V operator()(const V& x, const V&) const { return x / divisor; }
+  [[gnu::always_inline]] V operator()(const V& x, const V&) const {
+    return x / divisor;
+  }
 };
 
 inline uint16_t* halfs(void* p) { return static_cast<uint16_t*>(p); }
@@ -235,11 +245,17 @@ using DivideFn = void (*)(void*, const void*, size_t, uint64_t);
 
 struct PortableIsa {
   template <class C, class Op>
-  static void reduce(void* d, const void* a, const void* b, size_t n) { reduceLoop<C, Op>(d, a, b, n); }
+  static void reduce(void* d, const void* a, const void* b, size_t n) {
+    reduceLoop<C, Op>(d, a, b, n);
+  }
   template <class C>
-  static void scale(void* d, const void* s, size_t n, const void* f) { scaleLoop<C>(d, s, n, f); }
+  static void scale(void* d, const void* s, size_t n, const void* f) {
+    scaleLoop<C>(d, s, n, f);
+  }
   template <class C>
-  static void divide(void* d, const void* s, size_t n, uint64_t q) { divideLoop<C>(d, s, n, q); }
+  static void divide(void* d, const void* s, size_t n, uint64_t q) {
+    divideLoop<C>(d, s, n, q);
+  }
 };
 
 #if WEFT_X86
@@ -247,39 +263,48 @@ struct PortableIsa {
 struct Avx2Isa {
   template <class C, class Op>
   [[WEFT_TARGET_AVX2]] static void reduce(void* d, const void* a, const void* b, size_t n) {
-    if constexpr (std::is_same_v<C, Half>) halfBinaryAvx2(halfs(d), halfs(a), halfs(b), n, Combine<Op>{});
-    else reduceLoop<C, Op>(d, a, b, n);
+    if constexpr (std::is_same_v<C, Half>)
+      halfBinaryAvx2(halfs(d), halfs(a), halfs(b), n, Combine<Op>{});
+    else
+      reduceLoop<C, Op>(d, a, b, n);
   }
   template <class C>
   [[WEFT_TARGET_AVX2]] static void scale(void* d, const void* s, size_t n, const void* f) {
-    if constexpr (std::is_same_v<C, Half>) halfBinaryAvx2(halfs(d), halfs(s), halfs(s), n, ScaleBy{halfScalar(f)});
-    else scaleLoop<C>(d, s, n, f);
+    if constexpr (std::is_same_v<C, Half>)
+      halfBinaryAvx2(halfs(d), halfs(s), halfs(s), n, ScaleBy{halfScalar(f)});
+    else
+      scaleLoop<C>(d, s, n, f);
   }
   template <class C>
   [[WEFT_TARGET_AVX2]] static void divide(void* d, const void* s, size_t n, uint64_t q) {
     if constexpr (std::is_same_v<C, Half>)
       halfBinaryAvx2(halfs(d), halfs(s), halfs(s), n, DivideBy{static_cast<float>(q)});
-    else divideLoop<C>(d, s, n, q);
+    else
+      divideLoop<C>(d, s, n, q);
   }
 };
 
 struct Avx512Isa {
   template <class C, class Op>
   [[WEFT_TARGET_AVX512]] static void reduce(void* d, const void* a, const void* b, size_t n) {
-    if constexpr (std::is_same_v<C, Half>) halfBinaryAvx512(halfs(d), halfs(a), halfs(b), n, Combine<Op>{});
-    else reduceLoop<C, Op>(d, a, b, n);
+    if constexpr (std::is_same_v<C, Half>)
+      halfBinaryAvx512(halfs(d), halfs(a), halfs(b), n, Combine<Op>{});
+    else
+      reduceLoop<C, Op>(d, a, b, n);
   }
   template <class C>
   [[WEFT_TARGET_AVX512]] static void scale(void* d, const void* s, size_t n, const void* f) {
     if constexpr (std::is_same_v<C, Half>)
       halfBinaryAvx512(halfs(d), halfs(s), halfs(s), n, ScaleBy{halfScalar(f)});
-    else scaleLoop<C>(d, s, n, f);
+    else
+      scaleLoop<C>(d, s, n, f);
   }
   template <class C>
   [[WEFT_TARGET_AVX512]] static void divide(void* d, const void* s, size_t n, uint64_t q) {
     if constexpr (std::is_same_v<C, Half>)
       halfBinaryAvx512(halfs(d), halfs(s), halfs(s), n, DivideBy{static_cast<float>(q)});
-    else divideLoop<C>(d, s, n, q);
+    else
+      divideLoop<C>(d, s, n, q);
   }
 };
 #endif

@@ -54,8 +54,8 @@ void warnInvalidOnce(const SettingSpec& spec, const char* text) {
   static std::set<std::string> warned;
   std::lock_guard<std::mutex> lock(mutex);
   if (!warned.insert(std::string(spec.name) + "=" + text).second) return;
-  WEFT_WARN("%s=%s is invalid: expected %s; using %s", spec.name, text,
-            describeValidValues(spec).c_str(), spec.defaultText ? spec.defaultText : "the default");
+  WEFT_WARN("%s=%s is invalid: expected %s; using %s", spec.name, text, describeValidValues(spec).c_str(),
+            spec.defaultText ? spec.defaultText : "the default");
 }
 
 // Says once per variable and value which setting the environment chose: some are read on
@@ -86,16 +86,13 @@ SettingValue valueOrDefault(Setting setting) {
   const SettingSpec& spec = settingSpec(setting);
   if (std::optional<SettingValue> value = environmentValue(spec)) return *value;
   SettingValue fallback;
-  if (spec.defaultText)
-    tryParse(spec, spec.defaultText, &fallback);  // the rows' defaults are tested to parse
+  if (spec.defaultText) tryParse(spec, spec.defaultText, &fallback);  // the rows' defaults are tested to parse
   return fallback;
 }
 
 }  // namespace
 
-const SettingSpec& settingSpec(Setting setting) {
-  return allSettings()[static_cast<size_t>(setting)];
-}
+const SettingSpec& settingSpec(Setting setting) { return allSettings()[static_cast<size_t>(setting)]; }
 
 const SettingSpec* findSetting(const std::string& name) {
   for (const SettingSpec& spec : allSettings())
@@ -109,18 +106,16 @@ std::string describeValidValues(const SettingSpec& spec) {
     case SettingType::Int:
     case SettingType::Size:
       if (spec.multipleOf > 1)
-        snprintf(range, sizeof(range), "a multiple of %lld from %.0f to %.0f",
-                 static_cast<long long>(spec.multipleOf), spec.low, spec.high);
+        snprintf(range, sizeof(range), "a multiple of %lld from %.0f to %.0f", static_cast<long long>(spec.multipleOf),
+                 spec.low, spec.high);
       else
         snprintf(range, sizeof(range), "an integer from %.0f to %.0f", spec.low, spec.high);
       return range;
     case SettingType::Double:
       snprintf(range, sizeof(range), "a number from %.15g to %.15g", spec.low, spec.high);
       return range;
-    case SettingType::Bool:
-      return "0 or 1";
-    case SettingType::String:
-      return "any text";
+    case SettingType::Bool: return "0 or 1";
+    case SettingType::String: return "any text";
     case SettingType::Enum: {
       std::string out = "one of ";
       for (const std::string& value : enumValues(spec)) out += (out.size() > 7 ? ", " : "") + value;
@@ -139,17 +134,14 @@ bool tryParse(const SettingSpec& spec, const char* text, SettingValue* out) {
     case SettingType::Int:
     case SettingType::Size:
     case SettingType::Bool:
-      valid = parseInteger(text, &value.integer) && value.integer >= spec.low &&
-              value.integer <= spec.high &&
+      valid = parseInteger(text, &value.integer) && value.integer >= spec.low && value.integer <= spec.high &&
               (spec.multipleOf <= 1 || value.integer % spec.multipleOf == 0);
       value.real = static_cast<double>(value.integer);
       break;
     case SettingType::Double:
       valid = parseReal(text, &value.real) && value.real >= spec.low && value.real <= spec.high;
       break;
-    case SettingType::String:
-      valid = true;
-      break;
+    case SettingType::String: valid = true; break;
     case SettingType::Enum:
       for (const std::string& allowed : enumValues(spec)) valid = valid || allowed == text;
       break;
@@ -186,8 +178,7 @@ ncclResult_t validateSettings() {
   static std::set<std::string> warned;
   std::lock_guard<std::mutex> lock(mutex);
   for (const std::string& assignment : unsupportedNcclVariables())
-    if (warned.insert(assignment).second)
-      WEFT_WARN("%s: not implemented by weft; ignored", assignment.c_str());
+    if (warned.insert(assignment).second) WEFT_WARN("%s: not implemented by weft; ignored", assignment.c_str());
   return ncclSuccess;
 }
 
@@ -212,8 +203,7 @@ std::optional<std::string> settingString(Setting setting) {
 }
 
 std::optional<int64_t> settingIntIfSet(Setting setting) {
-  if (std::optional<SettingValue> value = environmentValue(settingSpec(setting)))
-    return value->integer;
+  if (std::optional<SettingValue> value = environmentValue(settingSpec(setting))) return value->integer;
   return std::nullopt;
 }
 

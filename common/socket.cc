@@ -147,8 +147,7 @@ ncclResult_t findInterfaceAddress(SocketAddress* out, std::string* interfaceName
         if (!entry->ifa_addr || entry->ifa_addr->sa_family != wanted) continue;
         if (!(entry->ifa_flags & IFF_UP)) continue;
         if (!filter.matches(entry->ifa_name)) continue;
-        if (wanted == AF_INET6 &&
-            IN6_IS_ADDR_LINKLOCAL(&reinterpret_cast<sockaddr_in6*>(entry->ifa_addr)->sin6_addr))
+        if (wanted == AF_INET6 && IN6_IS_ADDR_LINKLOCAL(&reinterpret_cast<sockaddr_in6*>(entry->ifa_addr)->sin6_addr))
           continue;
         out->length = wanted == AF_INET ? sizeof(sockaddr_in) : sizeof(sockaddr_in6);
         memcpy(&out->storage, entry->ifa_addr, out->length);
@@ -159,7 +158,8 @@ ncclResult_t findInterfaceAddress(SocketAddress* out, std::string* interfaceName
     }
   }
   freeifaddrs(list);
-  return fail(ncclSystemError, "no usable network interface matches NCCL_SOCKET_IFNAME=%s", ifname ? ifname : "(unset)");
+  return fail(ncclSystemError, "no usable network interface matches NCCL_SOCKET_IFNAME=%s",
+              ifname ? ifname : "(unset)");
 }
 
 ncclResult_t listenSocket(const SocketAddress& address, int* fd, SocketAddress* bound) {

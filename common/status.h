@@ -20,8 +20,8 @@ void clearLastError();
 }  // namespace weft
 
 // Propagates a failing ncclResult_t to the caller.
-#define WEFT_CHECK(expr)                                          \
-  do {                                                            \
-    ncclResult_t weft_check_result_ = (expr);                     \
+#define WEFT_CHECK(expr)                                              \
+  do {                                                                \
+    ncclResult_t weft_check_result_ = (expr);                         \
     if (weft_check_result_ != ncclSuccess) return weft_check_result_; \
   } while (0)

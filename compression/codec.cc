@@ -12,9 +12,7 @@
 
 namespace weft::compression {
 
-bool isCodecDataType(ncclDataType_t type) {
-  return type == ncclFloat32 || type == ncclFloat16 || type == ncclBfloat16;
-}
+bool isCodecDataType(ncclDataType_t type) { return type == ncclFloat32 || type == ncclFloat16 || type == ncclBfloat16; }
 
 const char* codecName(CodecKind kind) {
   switch (kind) {
@@ -86,14 +84,13 @@ ncclResult_t Codec::validate(const CodecConfig& c) {
   if (static_cast<int>(c.kind) > static_cast<int>(CodecKind::kTopKApprox))
     return fail(ncclInvalidArgument, "compression: unknown codec %d", static_cast<int>(c.kind));
   if (isBlockCodec(c.kind) && (c.blockSize < 8 || c.blockSize > 8192 || c.blockSize % 8 != 0))
-    return fail(ncclInvalidArgument, "compression: block size %u must be a multiple of 8 in [8, 8192]",
-                c.blockSize);
+    return fail(ncclInvalidArgument, "compression: block size %u must be a multiple of 8 in [8, 8192]", c.blockSize);
   if (c.rounding != Rounding::kNearest && c.rounding != Rounding::kStochastic)
     return fail(ncclInvalidArgument, "compression: unknown rounding %d", static_cast<int>(c.rounding));
   if (isTopK(c.kind) && !(c.topkRatio > 0.0 && c.topkRatio <= 1.0))
     return fail(ncclInvalidArgument, "compression: top-k ratio %g must be in (0, 1]", c.topkRatio);
-  if (c.kind == CodecKind::kTopKApprox && (!(c.topkOversample > 0.0 && c.topkOversample <= 16.0) ||
-                                           c.topkSampleSize < 16))
+  if (c.kind == CodecKind::kTopKApprox &&
+      (!(c.topkOversample > 0.0 && c.topkOversample <= 16.0) || c.topkSampleSize < 16))
     return fail(ncclInvalidArgument, "compression: top-k oversample %g must be in (0, 16], sample size >= 16",
                 c.topkOversample);
   return ncclSuccess;
@@ -163,10 +160,9 @@ void Codec::encodeRange(const float* x, size_t begin, size_t end, size_t count, 
       const size_t k = topkCount(config_, count);
       uint32_t* indices = reinterpret_cast<uint32_t*>(out + 8);
       float* values = reinterpret_cast<float*>(out + 8 + 4 * k);
-      size_t stored = config_.kind == CodecKind::kTopK
-                          ? topk_->exact(x, count, k, indices, values)
-                          : topk_->approximate(x, count, k, config_.topkOversample, topkSampleSeed(ctx),
-                                               indices, values);
+      size_t stored = config_.kind == CodecKind::kTopK ? topk_->exact(x, count, k, indices, values)
+                                                       : topk_->approximate(x, count, k, config_.topkOversample,
+                                                                            topkSampleSeed(ctx), indices, values);
       TopKHeader h{static_cast<uint32_t>(stored), static_cast<uint32_t>(k)};
       std::memcpy(out, &h, sizeof h);
       return;

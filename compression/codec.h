@@ -45,8 +45,7 @@ class Codec {
 
   // Float kernels on [begin, end) of a chunk of `count` (x/out point at element begin).
   void encodeRange(const float* x, size_t begin, size_t end, size_t count, void* dst, const EncodeContext& ctx);
-  void decodeRange(const void* src, size_t begin, size_t end, size_t count, float* out, bool accumulate,
-                   float alpha);
+  void decodeRange(const void* src, size_t begin, size_t end, size_t count, float* out, bool accumulate, float alpha);
 
   // Elements per conversion tile (a multiple of the block size).
   size_t tileElements() const { return tile_.size(); }

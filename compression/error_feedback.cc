@@ -42,7 +42,8 @@ ncclResult_t ErrorFeedback::encode(Codec& codec, const void* grad, ncclDataType_
   float scratch[1024];
   for (size_t begin = 0; begin < count; begin += tile) {
     size_t n = std::min(tile, count - begin);
-    for (size_t s = 0; s < n; s += 1024) addGradient(r + begin + s, grad, type, begin + s, std::min<size_t>(1024, n - s), scratch);
+    for (size_t s = 0; s < n; s += 1024)
+      addGradient(r + begin + s, grad, type, begin + s, std::min<size_t>(1024, n - s), scratch);
     codec.encodeRange(r + begin, begin, begin + n, count, dst, ctx);
     codec.decodeRange(dst, begin, begin + n, count, r + begin, true, -1.0f);
   }

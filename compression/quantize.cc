@@ -82,9 +82,17 @@ AI float quantizeBlock(const float* x, uint32_t n, float qmax, bool stochastic, 
       F y = simd::load<F>(x + i) * s.inv;
       if (stochastic) {
         U h = (lanes + (lo0 + i)) ^ key.lo;
-        h ^= h >> 16; h *= 0x7feb352du; h ^= h >> 15; h *= 0x846ca68bu; h ^= h >> 16;
+        h ^= h >> 16;
+        h *= 0x7feb352du;
+        h ^= h >> 15;
+        h *= 0x846ca68bu;
+        h ^= h >> 16;
         h ^= key.hi;
-        h ^= h >> 16; h *= 0x7feb352du; h ^= h >> 15; h *= 0x846ca68bu; h ^= h >> 16;
+        h ^= h >> 16;
+        h *= 0x7feb352du;
+        h ^= h >> 15;
+        h *= 0x846ca68bu;
+        h ^= h >> 16;
         F u = __builtin_convertvector((I)(h >> 8), F) * 0x1p-24f;
         y = y + u;
       }
@@ -103,8 +111,7 @@ AI float quantizeBlock(const float* x, uint32_t n, float qmax, bool stochastic, 
 }
 
 template <int W>
-AI void encodeBody(const float* x, size_t begin, size_t end, size_t count, const QuantizeParams* p,
-                   uint8_t* encoded) {
+AI void encodeBody(const float* x, size_t begin, size_t end, size_t count, const QuantizeParams* p, uint8_t* encoded) {
   const uint32_t bs = p->blockSize;
   const size_t blocks = (count + bs - 1) / bs;
   float* scales = reinterpret_cast<float*>(encoded);  // stored with memcpy below
@@ -192,12 +199,11 @@ AI void decodeBody(const uint8_t* encoded, size_t begin, size_t end, size_t coun
 }
 
 WEFT_CODEC_DISPATCH(void, encodeKernel, encodeBody,
-                    (const float* x, size_t begin, size_t end, size_t count, const QuantizeParams* p,
-                     uint8_t* encoded),
+                    (const float* x, size_t begin, size_t end, size_t count, const QuantizeParams* p, uint8_t* encoded),
                     (x, begin, end, count, p, encoded))
 WEFT_CODEC_DISPATCH(void, decodeKernel, decodeBody,
-                    (const uint8_t* encoded, size_t begin, size_t end, size_t count, int bits, uint32_t bs,
-                     float* out, bool accumulate, float alpha),
+                    (const uint8_t* encoded, size_t begin, size_t end, size_t count, int bits, uint32_t bs, float* out,
+                     bool accumulate, float alpha),
                     (encoded, begin, end, count, bits, bs, out, accumulate, alpha))
 
 }  // namespace

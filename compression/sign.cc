@@ -57,7 +57,8 @@ WEFT_CODEC_TARGET_AVX512 void packSignsAvx512(const float* x, size_t n, uint8_t*
   }
   for (; i < n; i += 8) {
     uint8_t b = 0;
-    for (size_t j = 0; j < 8 && i + j < n; ++j) b |= static_cast<uint8_t>((std::bit_cast<uint32_t>(x[i + j]) >> 31) << j);
+    for (size_t j = 0; j < 8 && i + j < n; ++j)
+      b |= static_cast<uint8_t>((std::bit_cast<uint32_t>(x[i + j]) >> 31) << j);
     out[i / 8] = b;
   }
 }
@@ -72,7 +73,8 @@ WEFT_CODEC_TARGET_AVX2 void packSignsAvx2(const float* x, size_t n, uint8_t* out
   }
   for (; i < n; i += 8) {
     uint8_t b = 0;
-    for (size_t j = 0; j < 8 && i + j < n; ++j) b |= static_cast<uint8_t>((std::bit_cast<uint32_t>(x[i + j]) >> 31) << j);
+    for (size_t j = 0; j < 8 && i + j < n; ++j)
+      b |= static_cast<uint8_t>((std::bit_cast<uint32_t>(x[i + j]) >> 31) << j);
     out[i / 8] = b;
   }
 }
@@ -80,7 +82,8 @@ WEFT_CODEC_TARGET_AVX2 void packSignsAvx2(const float* x, size_t n, uint8_t* out
 void packSignsPortable(const float* x, size_t n, uint8_t* out) {
   for (size_t i = 0; i < n; i += 8) {
     uint8_t b = 0;
-    for (size_t j = 0; j < 8 && i + j < n; ++j) b |= static_cast<uint8_t>((std::bit_cast<uint32_t>(x[i + j]) >> 31) << j);
+    for (size_t j = 0; j < 8 && i + j < n; ++j)
+      b |= static_cast<uint8_t>((std::bit_cast<uint32_t>(x[i + j]) >> 31) << j);
     out[i / 8] = b;
   }
 }

@@ -38,8 +38,8 @@ class TopKSelector {
 
  private:
   struct Cut {
-    uint32_t key;       // the k-th largest key
-    size_t takeEqual;   // how many elements equal to key are kept (lowest indices first)
+    uint32_t key;      // the k-th largest key
+    size_t takeEqual;  // how many elements equal to key are kept (lowest indices first)
   };
   Cut selectInCandidates(size_t count, size_t needed);
   size_t compact(size_t count, size_t k);  // keeps the exact top k of the candidate buffer

@@ -7,8 +7,8 @@ using namespace weft::perf;
 
 CollCounts counts(size_t count, int) { return {count, count, count, 0, 0}; }
 
-ncclResult_t run(const void* send, void* recv, size_t count, ncclDataType_t type, ncclRedOp_t op, int,
-                 ncclComm_t comm, cudaStream_t stream) {
+ncclResult_t run(const void* send, void* recv, size_t count, ncclDataType_t type, ncclRedOp_t op, int, ncclComm_t comm,
+                 cudaStream_t stream) {
   return ncclAllReduce(send, recv, count, type, op, comm, stream);
 }
 

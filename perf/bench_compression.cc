@@ -68,9 +68,15 @@ CodecConfig configFor(int which) {
     case 0: c.kind = CodecKind::kFp16; break;
     case 1: c.kind = CodecKind::kBf16; break;
     case 2: c.kind = CodecKind::kInt8; break;
-    case 3: c.kind = CodecKind::kInt8; c.rounding = Rounding::kStochastic; break;
+    case 3:
+      c.kind = CodecKind::kInt8;
+      c.rounding = Rounding::kStochastic;
+      break;
     case 4: c.kind = CodecKind::kInt4; break;
-    case 5: c.kind = CodecKind::kInt4; c.rounding = Rounding::kStochastic; break;
+    case 5:
+      c.kind = CodecKind::kInt4;
+      c.rounding = Rounding::kStochastic;
+      break;
     case 6: c.kind = CodecKind::kSign; break;
   }
   return c;

@@ -35,9 +35,9 @@ constexpr int kBatch = 8;
 struct Device {
   cudaStream_t stream = nullptr;
   cudaEvent_t start = nullptr, stop = nullptr;
-  float* x = nullptr;      // the gradient: kCount normal floats
-  float* out = nullptr;    // decode target / memcpy destination
-  void* enc = nullptr;     // encoded chunk, the largest codec's size
+  float* x = nullptr;    // the gradient: kCount normal floats
+  float* out = nullptr;  // decode target / memcpy destination
+  void* enc = nullptr;   // encoded chunk, the largest codec's size
   size_t encBytes = 0;
 };
 Device dev;
@@ -134,7 +134,8 @@ void timeBatches(benchmark::State& state, Call&& call) {
 }
 
 std::string codecWhy(const char* what, ncclResult_t r) {
-  return r == ncclSuccess ? "" : std::string(what) + ": " + ncclGetErrorString(r) + " (" + ncclGetLastError(nullptr) + ")";
+  return r == ncclSuccess ? ""
+                          : std::string(what) + ": " + ncclGetErrorString(r) + " (" + ncclGetLastError(nullptr) + ")";
 }
 
 void BM_MemcpyD2D(benchmark::State& state) {

@@ -105,16 +105,16 @@ uint32_t encodeMiniFloat(double value, const MiniFloatFormat& f) {
   const uint32_t signBit = 1u << (f.expBits + f.manBits);
   const uint32_t sign = std::signbit(value) ? signBit : 0;
   // Largest finite encoding and the overflow encoding.
-  const uint32_t maxFinite = f.ieeeSpecials ? ((expMask - 1) << f.manBits) | manMask
-                                            : (expMask << f.manBits) | (manMask - 1);
+  const uint32_t maxFinite =
+      f.ieeeSpecials ? ((expMask - 1) << f.manBits) | manMask : (expMask << f.manBits) | (manMask - 1);
   const uint32_t overflow = f.ieeeSpecials ? expMask << f.manBits : maxFinite;  // inf / saturate
-  if (std::isnan(value)) return f.ieeeSpecials ? (expMask << f.manBits) | (1u << (f.manBits - 1))
-                                               : (expMask << f.manBits) | manMask;
+  if (std::isnan(value))
+    return f.ieeeSpecials ? (expMask << f.manBits) | (1u << (f.manBits - 1)) : (expMask << f.manBits) | manMask;
   const double a = std::fabs(value);
   if (std::isinf(a)) return sign | overflow;
   if (a == 0) return sign;
   int ex;
-  std::frexp(a, &ex);                              // a = fr * 2^ex, fr in [0.5, 1)
+  std::frexp(a, &ex);                                 // a = fr * 2^ex, fr in [0.5, 1)
   const int unbiased = std::max(ex - 1, 1 - f.bias);  // subnormals share the minimum exponent
   if (unbiased - f.bias > 64) return sign | overflow;
   const double q = std::nearbyint(std::ldexp(a, f.manBits - unbiased));  // ties to even
@@ -192,9 +192,7 @@ DataGen::DataGen(ncclDataType_t type, int op, int nranks, uint64_t seed)
     bound_ = std::max<int64_t>(1, exactMax / ceilDiv(n, stride_));
   };
   switch (op) {
-    case ncclSum:
-      sumScheme();
-      break;
+    case ncclSum: sumScheme(); break;
     case ncclAvg:
       // Pairs of ranks hold base+k and base-k, so the sum is exactly n*base and the average
       // is exact for integers too. Only fp8 with more ranks than exactMax falls back to sums.
@@ -218,8 +216,8 @@ DataGen::DataGen(ncclDataType_t type, int op, int nranks, uint64_t seed)
 }
 
 uint64_t DataGen::hash(int rank, size_t index) const {
-  return splitmix64(seed_ * 0x9e3779b97f4a7c15ULL ^ splitmix64(static_cast<uint64_t>(index) * 0x100000001b3ULL +
-                                                                static_cast<uint64_t>(rank + 1)));
+  return splitmix64(seed_ * 0x9e3779b97f4a7c15ULL ^
+                    splitmix64(static_cast<uint64_t>(index) * 0x100000001b3ULL + static_cast<uint64_t>(rank + 1)));
 }
 
 double DataGen::input(int rank, size_t index) const {

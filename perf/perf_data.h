@@ -19,14 +19,14 @@ namespace weft::perf {
 
 struct TypeInfo {
   ncclDataType_t type;
-  const char* name;   // nccl-tests' name: int8 uint8 int32 uint32 int64 uint64 half float double
-                      // bfloat16 f8e4m3 f8e5m2
-  size_t size;        // bytes per element
+  const char* name;  // nccl-tests' name: int8 uint8 int32 uint32 int64 uint64 half float double
+                     // bfloat16 f8e4m3 f8e5m2
+  size_t size;       // bytes per element
   bool isFloat;
   bool isSigned;
-  double exactMax;    // inputs and partial results stay within [-exactMax, exactMax]
-  int maxPow2;        // products stay within 2^maxPow2
-  double eps;         // spacing of the format at 1.0 (0 for integers)
+  double exactMax;  // inputs and partial results stay within [-exactMax, exactMax]
+  int maxPow2;      // products stay within 2^maxPow2
+  double eps;       // spacing of the format at 1.0 (0 for integers)
   double minSubnormal;
 };
 

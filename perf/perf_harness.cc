@@ -4,12 +4,12 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <libgen.h>
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <libgen.h>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -26,9 +26,7 @@ struct PerfError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-double nowSec() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
+double nowSec() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
 
 std::string hostName() {
   char host[256] = {0};
@@ -38,8 +36,8 @@ std::string hostName() {
 }
 
 int localRankFromEnv() {
-  for (const char* name : {"LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "SLURM_LOCALID",
-                           "PMI_LOCAL_RANK"}) {
+  for (const char* name :
+       {"LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "SLURM_LOCALID", "PMI_LOCAL_RANK"}) {
     if (const char* v = std::getenv(name)) return std::atoi(v);
   }
   return 0;
@@ -47,8 +45,7 @@ int localRankFromEnv() {
 
 class Runner {
  public:
-  Runner(const CollTest& test, const PerfOptions& options, ncclComm_t comm)
-      : test_(test), o_(options), comm_(comm) {}
+  Runner(const CollTest& test, const PerfOptions& options, ncclComm_t comm) : test_(test), o_(options), comm_(comm) {}
   ~Runner() { freeBuffers(); }
 
   // Returns the number of failed checks.
@@ -58,7 +55,8 @@ class Runner {
   void check(ncclResult_t r, const char* what) {
     if (r == ncclSuccess) return;
     std::string last = ncclGetLastError(comm_) ? ncclGetLastError(comm_) : "";
-    throw PerfError(std::string(what) + " failed: " + ncclGetErrorString(r) + (last.empty() ? "" : " ('" + last + "')"));
+    throw PerfError(std::string(what) + " failed: " + ncclGetErrorString(r) +
+                    (last.empty() ? "" : " ('" + last + "')"));
   }
   void print(const std::string& s) {
     if (rank_ == 0) std::fputs(s.c_str(), stdout);

@@ -43,8 +43,8 @@ struct CollTest {
   bool reduces;      // redop column shows the op (else "none"; data for copies)
   bool rooted;       // root column shows -r (else -1)
   CollCounts (*counts)(size_t count, int nranks);
-  ncclResult_t (*run)(const void* sendbuf, void* recvbuf, size_t paramCount, ncclDataType_t type,
-                      ncclRedOp_t op, int root, ncclComm_t comm, cudaStream_t stream);
+  ncclResult_t (*run)(const void* sendbuf, void* recvbuf, size_t paramCount, ncclDataType_t type, ncclRedOp_t op,
+                      int root, ncclComm_t comm, cudaStream_t stream);
   // Expected value of element i (< recvCount) of this rank's result.
   ExpectedValue (*expected)(const CheckContext& ctx, size_t recvIndex);
   double (*algFactor)(int nranks);  // algbw = paramCount * typeSize * algFactor / time
@@ -65,11 +65,11 @@ struct CollTest {
 };
 
 // nccl-tests' bandwidth factors.
-double factorOne(int nranks);                // algbw of one count; busbw of broadcast, reduce, sendrecv
-double factorRanks(int nranks);              // algbw of all_gather, reduce_scatter, alltoall, gather, scatter
-double busFactorAllReduce(int nranks);       // 2(n-1)/n
-double busFactorAllGather(int nranks);       // (n-1)/n: also reduce_scatter, alltoall, gather, scatter
-double factorRanksMinusOne(int nranks);      // n-1: algbw of hypercube (nccl-tests: bytes received per rank)
+double factorOne(int nranks);            // algbw of one count; busbw of broadcast, reduce, sendrecv
+double factorRanks(int nranks);          // algbw of all_gather, reduce_scatter, alltoall, gather, scatter
+double busFactorAllReduce(int nranks);   // 2(n-1)/n
+double busFactorAllGather(int nranks);   // (n-1)/n: also reduce_scatter, alltoall, gather, scatter
+double factorRanksMinusOne(int nranks);  // n-1: algbw of hypercube (nccl-tests: bytes received per rank)
 
 // nccl-tests' per-rank block of `count` elements over n ranks: (count / n) rounded down to a
 // multiple of 16 bytes (all_gather, reduce_scatter, alltoall, gather, scatter, hypercube).
@@ -80,8 +80,7 @@ CollCounts collCounts(const CollTest& test, size_t count, size_t typeSize, int n
 // Pure pieces of the run, exposed for tests.
 void fillSendBuffer(const CollTest& test, const CheckContext& ctx, void* sendbuf);
 // Mismatching elements of this rank's result; the first few are described in *report.
-int64_t countWrong(const CollTest& test, const CheckContext& ctx, const void* recvbuf,
-                   std::string* report = nullptr);
+int64_t countWrong(const CollTest& test, const CheckContext& ctx, const void* recvbuf, std::string* report = nullptr);
 // Bytes for the "size" column: max(send, recv) bytes, as nccl-tests reports.
 size_t reportedBytes(const CollCounts& counts, size_t typeSize);
 // Deterministic seed for one (type, op, size, placement, repetition) test.

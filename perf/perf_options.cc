@@ -142,12 +142,10 @@ bool applyFlag(const Flag& flag, const std::string& value, PerfParse* result, st
       if (!parseInt(value, 1, 1L << 30, &o.iters)) return failed("invalid iteration count " + what);
       break;
     case 'w':
-      if (!parseInt(value, 0, 1L << 30, &o.warmupIters))
-        return failed("invalid warmup count " + what);
+      if (!parseInt(value, 0, 1L << 30, &o.warmupIters)) return failed("invalid warmup count " + what);
       break;
     case 'm':
-      if (!parseInt(value, 1, 1L << 20, &o.aggIters))
-        return failed("invalid agg iteration count " + what);
+      if (!parseInt(value, 1, 1L << 20, &o.aggIters)) return failed("invalid agg iteration count " + what);
       break;
     case 'c':
       if (!parseInt(value, 0, 1L << 20, &o.check)) return failed("invalid check count " + what);
@@ -165,23 +163,20 @@ bool applyFlag(const Flag& flag, const std::string& value, PerfParse* result, st
       break;
     }
     case 'r':
-      if (!parseInt(value, -1, 1L << 30, &o.root))
-        return failed("invalid root " + what + " (-1: every root)");
+      if (!parseInt(value, -1, 1L << 30, &o.root)) return failed("invalid root " + what + " (-1: every root)");
       break;
     case 'z':
       if (!parseInt(value, 0, 1, &o.blocking)) return failed("invalid blocking flag " + what);
       break;
     case 'a':
-      if (!parseInt(value, 0, 3, &o.average))
-        return failed("invalid average mode " + what + " (0/1/2/3)");
+      if (!parseInt(value, 0, 3, &o.average)) return failed("invalid average mode " + what + " (0/1/2/3)");
       break;
     case 'R':
       if (!parseInt(value, 0, 2, &n)) return failed("invalid memalloc flag " + what);
       o.memAlloc = n;
       break;
     case 'C':
-      if (!parseInt(value, 0, 1, &o.reportCputime))
-        return failed("invalid report_cputime flag " + what);
+      if (!parseInt(value, 0, 1, &o.reportCputime)) return failed("invalid report_cputime flag " + what);
       break;
     case 't':
     case 'g':
@@ -192,8 +187,7 @@ bool applyFlag(const Flag& flag, const std::string& value, PerfParse* result, st
       break;
     case 'G':
       if (!parseInt(value, 0, 1L << 20, &o.cudaGraph)) return failed("invalid graph count " + what);
-      if (o.cudaGraph)
-        result->warnings += "# -G (CUDA graphs) ignored: buffers are in host memory\n";
+      if (o.cudaGraph) result->warnings += "# -G (CUDA graphs) ignored: buffers are in host memory\n";
       break;
     case 'T':
       if (!parseInt(value, 0, 1L << 30, &o.timeoutSec)) return failed("invalid timeout " + what);
@@ -233,10 +227,22 @@ std::optional<size_t> parseSize(const std::string& text) {
   while (std::isspace(static_cast<unsigned char>(*end))) ++end;
   double unit = 1;
   switch (std::tolower(static_cast<unsigned char>(*end))) {
-    case 'k': unit = 1024.0; ++end; break;
-    case 'm': unit = 1024.0 * 1024; ++end; break;
-    case 'g': unit = 1024.0 * 1024 * 1024; ++end; break;
-    case 't': unit = 1024.0 * 1024 * 1024 * 1024; ++end; break;
+    case 'k':
+      unit = 1024.0;
+      ++end;
+      break;
+    case 'm':
+      unit = 1024.0 * 1024;
+      ++end;
+      break;
+    case 'g':
+      unit = 1024.0 * 1024 * 1024;
+      ++end;
+      break;
+    case 't':
+      unit = 1024.0 * 1024 * 1024 * 1024;
+      ++end;
+      break;
     default: break;
   }
   std::string rest = lower(end);
@@ -259,19 +265,34 @@ std::optional<std::vector<ncclRedOp_t>> parseOps(const std::string& text) {
 std::optional<std::vector<ncclDataType_t>> parseTypes(const std::string& text) {
   std::string t = lower(text);
   if (t == "all")
-    return std::vector<ncclDataType_t>{ncclInt8,  ncclUint8,  ncclInt32,    ncclUint32,
-                                       ncclInt64, ncclUint64, ncclFloat16,  ncclFloat32,
+    return std::vector<ncclDataType_t>{ncclInt8,    ncclUint8,    ncclInt32,      ncclUint32,
+                                       ncclInt64,   ncclUint64,   ncclFloat16,    ncclFloat32,
                                        ncclFloat64, ncclBfloat16, ncclFloat8e4m3, ncclFloat8e5m2};
-  static const std::map<std::string, ncclDataType_t> kTypes = {
-      {"int8", ncclInt8},         {"char", ncclInt8},        {"uint8", ncclUint8},
-      {"int32", ncclInt32},       {"int", ncclInt32},        {"uint32", ncclUint32},
-      {"int64", ncclInt64},       {"uint64", ncclUint64},    {"half", ncclFloat16},
-      {"float16", ncclFloat16},   {"fp16", ncclFloat16},     {"float", ncclFloat32},
-      {"float32", ncclFloat32},   {"fp32", ncclFloat32},     {"double", ncclFloat64},
-      {"float64", ncclFloat64},   {"fp64", ncclFloat64},     {"bfloat16", ncclBfloat16},
-      {"bf16", ncclBfloat16},     {"f8e4m3", ncclFloat8e4m3}, {"fp8e4m3", ncclFloat8e4m3},
-      {"float8e4m3", ncclFloat8e4m3}, {"f8e5m2", ncclFloat8e5m2}, {"fp8e5m2", ncclFloat8e5m2},
-      {"float8e5m2", ncclFloat8e5m2}};
+  static const std::map<std::string, ncclDataType_t> kTypes = {{"int8", ncclInt8},
+                                                               {"char", ncclInt8},
+                                                               {"uint8", ncclUint8},
+                                                               {"int32", ncclInt32},
+                                                               {"int", ncclInt32},
+                                                               {"uint32", ncclUint32},
+                                                               {"int64", ncclInt64},
+                                                               {"uint64", ncclUint64},
+                                                               {"half", ncclFloat16},
+                                                               {"float16", ncclFloat16},
+                                                               {"fp16", ncclFloat16},
+                                                               {"float", ncclFloat32},
+                                                               {"float32", ncclFloat32},
+                                                               {"fp32", ncclFloat32},
+                                                               {"double", ncclFloat64},
+                                                               {"float64", ncclFloat64},
+                                                               {"fp64", ncclFloat64},
+                                                               {"bfloat16", ncclBfloat16},
+                                                               {"bf16", ncclBfloat16},
+                                                               {"f8e4m3", ncclFloat8e4m3},
+                                                               {"fp8e4m3", ncclFloat8e4m3},
+                                                               {"float8e4m3", ncclFloat8e4m3},
+                                                               {"f8e5m2", ncclFloat8e5m2},
+                                                               {"fp8e5m2", ncclFloat8e5m2},
+                                                               {"float8e5m2", ncclFloat8e5m2}};
   auto it = kTypes.find(t);
   if (it == kTypes.end()) return std::nullopt;
   return std::vector<ncclDataType_t>{it->second};

@@ -12,23 +12,23 @@
 namespace weft::perf {
 
 struct PerfOptions {
-  size_t minBytes = 32u << 20;  // -b
-  size_t maxBytes = 32u << 20;  // -e
-  size_t stepBytes = 1u << 20;  // -i
-  size_t stepFactor = 1;        // -f (> 1: multiply, else add stepBytes)
-  int iters = 20;               // -n
-  int warmupIters = 5;          // -w
-  int aggIters = 1;             // -m: collectives per ncclGroupStart/End in the timed loop
-  int check = 1;                // -c: data-check iterations per size (0: no check)
-  std::vector<ncclRedOp_t> ops = {ncclSum};       // -o
+  size_t minBytes = 32u << 20;                      // -b
+  size_t maxBytes = 32u << 20;                      // -e
+  size_t stepBytes = 1u << 20;                      // -i
+  size_t stepFactor = 1;                            // -f (> 1: multiply, else add stepBytes)
+  int iters = 20;                                   // -n
+  int warmupIters = 5;                              // -w
+  int aggIters = 1;                                 // -m: collectives per ncclGroupStart/End in the timed loop
+  int check = 1;                                    // -c: data-check iterations per size (0: no check)
+  std::vector<ncclRedOp_t> ops = {ncclSum};         // -o
   std::vector<ncclDataType_t> types = {ncclFloat};  // -d
-  int root = 0;                 // -r
-  int blocking = 0;             // -z: barrier after each collective
-  int average = 1;              // -a: time reported: 0 rank 0, 1 average, 2 min, 3 max
-  int memAlloc = 0;             // -R (or WEFT_PERF_MEMALLOC=1): buffers from ncclMemAlloc
-  int reportCputime = 0;        // -C
-  int cudaGraph = 0;            // -G (accepted, ignored: host memory)
-  int timeoutSec = 0;           // -T (accepted; the library's own deadlines apply)
+  int root = 0;                                     // -r
+  int blocking = 0;                                 // -z: barrier after each collective
+  int average = 1;                                  // -a: time reported: 0 rank 0, 1 average, 2 min, 3 max
+  int memAlloc = 0;                                 // -R (or WEFT_PERF_MEMALLOC=1): buffers from ncclMemAlloc
+  int reportCputime = 0;                            // -C
+  int cudaGraph = 0;                                // -G (accepted, ignored: host memory)
+  int timeoutSec = 0;                               // -T (accepted; the library's own deadlines apply)
 };
 
 struct PerfParse {

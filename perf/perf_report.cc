@@ -31,18 +31,19 @@ std::string formatRunHeader(const PerfOptions& o) {
 
 std::string formatRankLine(int rank, int group, int pid, const std::string& host, int device, int busId,
                            const std::string& deviceName) {
-  return format("#  Rank %2d Group %2d Pid %6d on %10s device %2d [0x%02x] %s\n", rank, group, pid,
-                host.c_str(), device, busId, deviceName.c_str());
+  return format("#  Rank %2d Group %2d Pid %6d on %10s device %2d [0x%02x] %s\n", rank, group, pid, host.c_str(),
+                device, busId, deviceName.c_str());
 }
 
 std::string formatColumnHeader(bool reportCputime) {
   const char* timeStr = reportCputime ? "cputime" : "time";
-  std::string s = format("# %10s  %12s  %8s  %6s  %6s           out-of-place                       in-place          \n",
-                         "", "", "", "", "");
-  s += format("# %10s  %12s  %8s  %6s  %6s  %7s  %6s  %6s %6s  %7s  %6s  %6s %6s\n", "size", "count", "type",
-              "redop", "root", timeStr, "algbw", "busbw", "#wrong", timeStr, "algbw", "busbw", "#wrong");
-  s += format("# %10s  %12s  %8s  %6s  %6s  %7s  %6s  %6s  %5s  %7s  %6s  %6s  %5s\n", "(B)", "(elements)", "",
-              "", "", "(us)", "(GB/s)", "(GB/s)", "", "(us)", "(GB/s)", "(GB/s)", "");
+  std::string s =
+      format("# %10s  %12s  %8s  %6s  %6s           out-of-place                       in-place          \n", "", "",
+             "", "", "");
+  s += format("# %10s  %12s  %8s  %6s  %6s  %7s  %6s  %6s %6s  %7s  %6s  %6s %6s\n", "size", "count", "type", "redop",
+              "root", timeStr, "algbw", "busbw", "#wrong", timeStr, "algbw", "busbw", "#wrong");
+  s += format("# %10s  %12s  %8s  %6s  %6s  %7s  %6s  %6s  %5s  %7s  %6s  %6s  %5s\n", "(B)", "(elements)", "", "", "",
+              "(us)", "(GB/s)", "(GB/s)", "", "(us)", "(GB/s)", "(GB/s)", "");
   return s;
 }
 

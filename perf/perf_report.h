@@ -13,8 +13,8 @@ namespace weft::perf {
 // "# nThread 1 nGpus 1 minBytes 8 maxBytes ... graph: 0\n" plus the -z line when blocking.
 std::string formatRunHeader(const PerfOptions& options);
 // "#  Rank  0 Group  0 Pid  12345 on   hostname device  0 [0x00] name\n"
-std::string formatRankLine(int rank, int group, int pid, const std::string& host, int device,
-                           int busId, const std::string& deviceName);
+std::string formatRankLine(int rank, int group, int pid, const std::string& host, int device, int busId,
+                           const std::string& deviceName);
 // The three column-header lines (out-of-place / in-place, names, units), each ending '\n'.
 std::string formatColumnHeader(bool reportCputime);
 // Time in microseconds as nccl-tests prints it: %7.0f (>= 10000), %7.1f (>= 100), else %7.2f.
@@ -32,8 +32,7 @@ struct Bandwidth {
   double algBw;
   double busBw;
 };
-Bandwidth computeBandwidth(size_t count, size_t typeSize, double seconds, double algFactor,
-                           double busFactor);
+Bandwidth computeBandwidth(size_t count, size_t typeSize, double seconds, double algFactor, double busFactor);
 
 }  // namespace weft::perf
 

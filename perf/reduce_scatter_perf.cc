@@ -12,8 +12,8 @@ CollCounts counts(size_t count, size_t typeSize, int nranks) {
   return {block * nranks, block, block, 0, block};
 }
 
-ncclResult_t run(const void* send, void* recv, size_t count, ncclDataType_t type, ncclRedOp_t op, int,
-                 ncclComm_t comm, cudaStream_t stream) {
+ncclResult_t run(const void* send, void* recv, size_t count, ncclDataType_t type, ncclRedOp_t op, int, ncclComm_t comm,
+                 cudaStream_t stream) {
   return ncclReduceScatter(send, recv, count, type, op, comm, stream);
 }
 

@@ -5,10 +5,10 @@
 //       every algorithm's predicted time and bus bandwidth for a COLLECTIVE (allreduce,
 //       allgather, reducescatter, broadcast, reduce, alltoall, gather, scatter) of SIZE bytes
 //       (as nccl-tests counts them) on N ranks (L per node; default all on one node), the one
-//       selection picks, and optionally one rank's schedule (root 0). --simulate adds a column: the time the simulator gives when it runs
-//       every rank's schedule against the link model of algorithms/simulation/link_model_simulation.h
-//       (per-link latency and bandwidth, NICs and ports shared by concurrent transfers);
-//       up to 1024 ranks.
+//       selection picks, and optionally one rank's schedule (root 0). --simulate adds a column: the time the simulator
+//       gives when it runs every rank's schedule against the link model of
+//       algorithms/simulation/link_model_simulation.h (per-link latency and bandwidth, NICs and ports shared by
+//       concurrent transfers); up to 1024 ranks.
 //   weft-info table COLLECTIVE --ranks N[,N...] [--ranks-per-node L] [--topo FILE]
 //             [--from SIZE] [--to SIZE] [--step FACTOR]
 //       predicted bus bandwidth of every algorithm for sizes from..to (default 8 B to 4 GiB, x2), the choice,
@@ -25,8 +25,8 @@
 #include <vector>
 
 #include "algorithms/algorithm_registry.h"
-#include "algorithms/cost/algorithm_selection.h"
 #include "algorithms/collective_schedule.h"
+#include "algorithms/cost/algorithm_selection.h"
 #include "algorithms/cost/cost_model.h"
 #include "algorithms/simulation/link_model_simulation.h"
 #include "common/status.h"
@@ -55,9 +55,21 @@ bool parseSize(const char* text, size_t* out) {
   if (end == text || v < 0) return false;
   double scale = 1;
   switch (*end) {
-    case 'k': case 'K': scale = 1024.0; ++end; break;
-    case 'm': case 'M': scale = 1024.0 * 1024; ++end; break;
-    case 'g': case 'G': scale = 1024.0 * 1024 * 1024; ++end; break;
+    case 'k':
+    case 'K':
+      scale = 1024.0;
+      ++end;
+      break;
+    case 'm':
+    case 'M':
+      scale = 1024.0 * 1024;
+      ++end;
+      break;
+    case 'g':
+    case 'G':
+      scale = 1024.0 * 1024 * 1024;
+      ++end;
+      break;
     default: break;
   }
   if (*end == 'B' || *end == 'b') ++end;
@@ -68,10 +80,14 @@ bool parseSize(const char* text, size_t* out) {
 
 std::string sizeText(size_t bytes) {
   char text[32];
-  if (bytes >= (1ull << 30) && bytes % (1ull << 30) == 0) snprintf(text, sizeof text, "%zuG", bytes >> 30);
-  else if (bytes >= (1u << 20) && bytes % (1u << 20) == 0) snprintf(text, sizeof text, "%zuM", bytes >> 20);
-  else if (bytes >= 1024 && bytes % 1024 == 0) snprintf(text, sizeof text, "%zuK", bytes >> 10);
-  else snprintf(text, sizeof text, "%zu", bytes);
+  if (bytes >= (1ull << 30) && bytes % (1ull << 30) == 0)
+    snprintf(text, sizeof text, "%zuG", bytes >> 30);
+  else if (bytes >= (1u << 20) && bytes % (1u << 20) == 0)
+    snprintf(text, sizeof text, "%zuM", bytes >> 20);
+  else if (bytes >= 1024 && bytes % 1024 == 0)
+    snprintf(text, sizeof text, "%zuK", bytes >> 10);
+  else
+    snprintf(text, sizeof text, "%zu", bytes);
   return text;
 }
 
@@ -256,8 +272,10 @@ int runPlan(const Options& o, const SelectionInput& base) {
     std::fprintf(stderr, "weft-info: --simulate: at most 1024 ranks\n");
     return 2;
   }
-  if (o.simulateToo) std::printf("%-8s %14s %12s %14s %12s  %s\n", "algo", "time_us", "busbw_GB/s", "sim_us", "sim_busbw", "");
-  else std::printf("%-8s %14s %12s  %s\n", "algo", "time_us", "busbw_GB/s", "");
+  if (o.simulateToo)
+    std::printf("%-8s %14s %12s %14s %12s  %s\n", "algo", "time_us", "busbw_GB/s", "sim_us", "sim_busbw", "");
+  else
+    std::printf("%-8s %14s %12s  %s\n", "algo", "time_us", "busbw_GB/s", "");
   for (const AlgorithmEstimate& e : choice.estimates) {
     if (!algorithmApplies(collective, e.algorithm)) continue;
     std::string notes = e.note;
@@ -268,16 +286,18 @@ int runPlan(const Options& o, const SelectionInput& base) {
       char text[64] = "             -            -";
       if (e.applicable) {
         SimulatedAllReduce r = simulateAllReduceTime(e.algorithm, bytes, n, in.nodes, in.model);
-        if (r.ok) snprintf(text, sizeof text, "%14.2f %12.2f", r.timeUs, allReduceBusBandwidthGBps(bytes, n, r.timeUs));
-        else notes += (notes.empty() ? "" : "; ") + std::string("simulation failed: ") + r.error;
+        if (r.ok)
+          snprintf(text, sizeof text, "%14.2f %12.2f", r.timeUs, allReduceBusBandwidthGBps(bytes, n, r.timeUs));
+        else
+          notes += (notes.empty() ? "" : "; ") + std::string("simulation failed: ") + r.error;
       }
       sim = std::string(" ") + text;
     }
     if (!e.applicable)
       std::printf("%-8s %14s %12s%s  %s\n", algorithmName(e.algorithm), "-", "-", sim.c_str(), notes.c_str());
     else
-      std::printf("%-8s %14.2f %12.2f%s  %s\n", algorithmName(e.algorithm), e.timeUs, e.busBandwidthGBps,
-                  sim.c_str(), notes.c_str());
+      std::printf("%-8s %14.2f %12.2f%s  %s\n", algorithmName(e.algorithm), e.timeUs, e.busBandwidthGBps, sim.c_str(),
+                  notes.c_str());
   }
   if (collective == Collective::AllReduce) {
     double bound = allReduceLowerBoundUs(cost, in.model);
@@ -342,9 +362,8 @@ int runTable(const Options& o, const SelectionInput& base) {
       if (previous != Algorithm::Count && choice.algorithm != previous) {
         const size_t hi = crossover(o, base, n, previous, size / o.step, size);
         if (hi == 0) return 1;
-        crossovers.push_back(std::string(algorithmName(previous)) + " -> " +
-                             algorithmName(choice.algorithm) + " at ~" + sizeText(hi) + " (" +
-                             std::to_string(hi) + " bytes)");
+        crossovers.push_back(std::string(algorithmName(previous)) + " -> " + algorithmName(choice.algorithm) + " at ~" +
+                             sizeText(hi) + " (" + std::to_string(hi) + " bytes)");
       }
       previous = choice.algorithm;
     }

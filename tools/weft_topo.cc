@@ -68,9 +68,12 @@ int main(int argc, char** argv) {
   }
   weft::TopologyModel model;
   ncclResult_t r;
-  if (!xml.empty()) r = weft::loadTopologyFile(xml, &model);
-  else if (!synthetic.empty()) r = weft::loadTopologySynthetic(synthetic, &model);
-  else r = weft::loadTopology(&model);
+  if (!xml.empty())
+    r = weft::loadTopologyFile(xml, &model);
+  else if (!synthetic.empty())
+    r = weft::loadTopologySynthetic(synthetic, &model);
+  else
+    r = weft::loadTopology(&model);
   if (r != ncclSuccess) {
     std::fprintf(stderr, "weft-topo: %s\n", weft::lastErrorMessage().c_str());
     return 1;

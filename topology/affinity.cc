@@ -81,13 +81,10 @@ PathType pathType(const TopologyModel& m, int a, int b) {
       for (int n = b; n != lca; n = m.nodes[n].parent) ++db;
       return (da <= 2 && db <= 2) ? PathType::PIX : PathType::PXB;
     }
-    case TopoNodeType::HostBridge:
-      return PathType::PHB;
+    case TopoNodeType::HostBridge: return PathType::PHB;
     case TopoNodeType::Package:
-    case TopoNodeType::NumaNode:
-      return PathType::NODE;
-    default:
-      return m.packages > 1 ? PathType::SYS : PathType::NODE;
+    case TopoNodeType::NumaNode: return PathType::NODE;
+    default: return m.packages > 1 ? PathType::SYS : PathType::NODE;
   }
 }
 

@@ -30,8 +30,8 @@ void addInfoOnce(hwloc_obj_t obj, const char* name, const std::string& value) {
 
 void annotatePci(hwloc_obj_t obj, const hwloc_obj_attr_u::hwloc_pcidev_attr_s& pci) {
   char bus[32];
-  std::snprintf(bus, sizeof bus, "%04x:%02x:%02x.%x", static_cast<unsigned>(pci.domain),
-                static_cast<unsigned>(pci.bus), static_cast<unsigned>(pci.dev), static_cast<unsigned>(pci.func));
+  std::snprintf(bus, sizeof bus, "%04x:%02x:%02x.%x", static_cast<unsigned>(pci.domain), static_cast<unsigned>(pci.bus),
+                static_cast<unsigned>(pci.dev), static_cast<unsigned>(pci.func));
   std::string base = std::string("/sys/bus/pci/devices/") + bus + "/";
   std::string speed, width;
   if (!readFirstLine(base + "current_link_speed", &speed) || !readFirstLine(base + "current_link_width", &width))

@@ -26,9 +26,8 @@ std::string bitmapString(hwloc_const_bitmap_t set) {
 
 std::string pciBusId(const hwloc_obj_attr_u::hwloc_pcidev_attr_s& pci) {
   char buf[32];
-  std::snprintf(buf, sizeof buf, "%04x:%02x:%02x.%x", static_cast<unsigned>(pci.domain),
-                static_cast<unsigned>(pci.bus), static_cast<unsigned>(pci.dev),
-                static_cast<unsigned>(pci.func));
+  std::snprintf(buf, sizeof buf, "%04x:%02x:%02x.%x", static_cast<unsigned>(pci.domain), static_cast<unsigned>(pci.bus),
+                static_cast<unsigned>(pci.dev), static_cast<unsigned>(pci.func));
   return buf;
 }
 
@@ -46,8 +45,7 @@ bool parseNumber(const char* text, double* value) {
 
 class Builder {
  public:
-  Builder(hwloc_topology_t topo, const std::string& origin, TopologyModel* m)
-      : topo_(topo), origin_(origin), m_(m) {}
+  Builder(hwloc_topology_t topo, const std::string& origin, TopologyModel* m) : topo_(topo), origin_(origin), m_(m) {}
 
   ncclResult_t run();
 
@@ -89,9 +87,8 @@ class Builder {
     const char* text = hwloc_obj_get_info_by_name(obj, name);
     if (text == nullptr) return ncclSuccess;
     if (!parseNumber(text, value))
-      return fail(ncclInvalidArgument, "%s: %s object %s: attribute %s=\"%s\" is not a number",
-                  origin_.c_str(), hwloc_obj_type_string(obj->type), describe(obj).c_str(), name,
-                  text);
+      return fail(ncclInvalidArgument, "%s: %s object %s: attribute %s=\"%s\" is not a number", origin_.c_str(),
+                  hwloc_obj_type_string(obj->type), describe(obj).c_str(), name, text);
     *present = true;
     return ncclSuccess;
   }
@@ -180,9 +177,8 @@ void Builder::cpuSummary() {
     info.package = pkg ? static_cast<int>(pkg->os_index) : -1;
     m_->numaList.push_back(info);
   }
-  const hwloc_obj_type_t cacheTypes[] = {HWLOC_OBJ_L1CACHE,  HWLOC_OBJ_L1ICACHE, HWLOC_OBJ_L2CACHE,
-                                         HWLOC_OBJ_L2ICACHE, HWLOC_OBJ_L3CACHE,  HWLOC_OBJ_L3ICACHE,
-                                         HWLOC_OBJ_L4CACHE,  HWLOC_OBJ_L5CACHE};
+  const hwloc_obj_type_t cacheTypes[] = {HWLOC_OBJ_L1CACHE, HWLOC_OBJ_L1ICACHE, HWLOC_OBJ_L2CACHE, HWLOC_OBJ_L2ICACHE,
+                                         HWLOC_OBJ_L3CACHE, HWLOC_OBJ_L3ICACHE, HWLOC_OBJ_L4CACHE, HWLOC_OBJ_L5CACHE};
   for (hwloc_obj_type_t t : cacheTypes) {
     int n = hwloc_get_nbobjs_by_type(topo_, t);
     if (n <= 0) continue;
@@ -202,14 +198,12 @@ ncclResult_t Builder::walk(hwloc_obj_t obj, int modelParent) {
   int here = modelParent;
   switch (obj->type) {
     case HWLOC_OBJ_PACKAGE: {
-      here = addNode(TopoNodeType::Package, modelParent, obj,
-                     "Package#" + std::to_string(obj->os_index));
+      here = addNode(TopoNodeType::Package, modelParent, obj, "Package#" + std::to_string(obj->os_index));
       m_->nodes[here].osIndex = static_cast<int>(obj->os_index);
       break;
     }
     case HWLOC_OBJ_NUMANODE: {
-      here = addNode(TopoNodeType::NumaNode, modelParent, obj,
-                     "NUMA#" + std::to_string(obj->os_index));
+      here = addNode(TopoNodeType::NumaNode, modelParent, obj, "NUMA#" + std::to_string(obj->os_index));
       m_->nodes[here].osIndex = static_cast<int>(obj->os_index);
       m_->nodes[here].numaNode = static_cast<int>(obj->os_index);
       break;
@@ -235,12 +229,9 @@ ncclResult_t Builder::walk(hwloc_obj_t obj, int modelParent) {
       }
       break;
     }
-    case HWLOC_OBJ_PCI_DEVICE:
-      return pciDevice(obj, modelParent);
-    case HWLOC_OBJ_OS_DEVICE:
-      return osDeviceOutsidePci(obj, modelParent);
-    default:
-      break;  // groups, caches, cores, PUs, misc: not nodes of the model
+    case HWLOC_OBJ_PCI_DEVICE: return pciDevice(obj, modelParent);
+    case HWLOC_OBJ_OS_DEVICE: return osDeviceOutsidePci(obj, modelParent);
+    default: break;  // groups, caches, cores, PUs, misc: not nodes of the model
   }
   if (obj->type == HWLOC_OBJ_CORE || obj->type == HWLOC_OBJ_PU) return ncclSuccess;
   for (hwloc_obj_t c = obj->first_child; c; c = c->next_sibling) WEFT_CHECK(walk(c, here));
@@ -269,17 +260,16 @@ ncclResult_t Builder::pciDevice(hwloc_obj_t obj, int modelParent) {
         break;
       case HWLOC_OBJ_OSDEV_COPROC:
       case HWLOC_OBJ_OSDEV_GPU:
-        if (!std::strcmp(subtype, "CUDA") || !std::strcmp(subtype, "NVML") ||
-            !std::strcmp(subtype, "RSMI") || !std::strcmp(subtype, "LevelZero") ||
-            !std::strncmp(c->name, "cuda", 4) || !std::strncmp(c->name, "nvml", 4)) {
+        if (!std::strcmp(subtype, "CUDA") || !std::strcmp(subtype, "NVML") || !std::strcmp(subtype, "RSMI") ||
+            !std::strcmp(subtype, "LevelZero") || !std::strncmp(c->name, "cuda", 4) ||
+            !std::strncmp(c->name, "nvml", 4)) {
           gpuOsdev = true;
           if (!std::strncmp(c->name, "cuda", 4)) cudaIndex = std::atoi(c->name + 4);
           const char* model = hwloc_obj_get_info_by_name(c, "GPUModel");
           if (model && gpuModel.empty()) gpuModel = model;
         }
         break;
-      default:
-        break;
+      default: break;
     }
     double s = 0;
     bool present = false;
@@ -350,8 +340,7 @@ ncclResult_t Builder::pciDevice(hwloc_obj_t obj, int modelParent) {
 // A network or verbs OS device that hwloc could not attach to a PCI device (virtual NICs).
 ncclResult_t Builder::osDeviceOutsidePci(hwloc_obj_t obj, int modelParent) {
   if (obj->name == nullptr) return ncclSuccess;
-  if (obj->attr->osdev.type != HWLOC_OBJ_OSDEV_NETWORK &&
-      obj->attr->osdev.type != HWLOC_OBJ_OSDEV_OPENFABRICS)
+  if (obj->attr->osdev.type != HWLOC_OBJ_OSDEV_NETWORK && obj->attr->osdev.type != HWLOC_OBJ_OSDEV_OPENFABRICS)
     return ncclSuccess;
   if (std::strcmp(obj->name, "lo") == 0) return ncclSuccess;
   double speed = 0;
@@ -361,8 +350,10 @@ ncclResult_t Builder::osDeviceOutsidePci(hwloc_obj_t obj, int modelParent) {
   NicInfo nic;
   nic.node = id;
   nic.name = obj->name;
-  if (obj->attr->osdev.type == HWLOC_OBJ_OSDEV_NETWORK) nic.netdev = obj->name;
-  else nic.verbsDevice = obj->name;
+  if (obj->attr->osdev.type == HWLOC_OBJ_OSDEV_NETWORK)
+    nic.netdev = obj->name;
+  else
+    nic.verbsDevice = obj->name;
   nic.speedGbps = present ? speed : 0;
   nic.numaNode = m_->nodes[id].numaNode;
   nic.cpuset = m_->nodes[id].cpuset;
@@ -402,14 +393,9 @@ void Builder::treeLinks() {
     TopoNode& n = m_->nodes[i];
     if (n.parent < 0) continue;
     switch (n.type) {
-      case TopoNodeType::Package:
-        break;  // packages hang off the machine; the inter-socket links are added below
-      case TopoNodeType::NumaNode:
-        addLink(n.id, n.parent, LinkType::Memory, 0, "");
-        break;
-      case TopoNodeType::HostBridge:
-        addLink(n.id, n.parent, LinkType::PCIeRoot, 0, "");
-        break;
+      case TopoNodeType::Package: break;  // packages hang off the machine; the inter-socket links are added below
+      case TopoNodeType::NumaNode: addLink(n.id, n.parent, LinkType::Memory, 0, ""); break;
+      case TopoNodeType::HostBridge: addLink(n.id, n.parent, LinkType::PCIeRoot, 0, ""); break;
       default: {
         if (n.busId.empty()) break;  // a NIC outside PCI: only its network link
         std::string label;
@@ -426,8 +412,7 @@ void Builder::treeLinks() {
   for (const TopoNode& n : m_->nodes)
     if (n.type == TopoNodeType::Package) packages.push_back(n.id);
   for (size_t i = 0; i < packages.size(); ++i)
-    for (size_t j = i + 1; j < packages.size(); ++j)
-      addLink(packages[i], packages[j], LinkType::InterSocket, 0, "");
+    for (size_t j = i + 1; j < packages.size(); ++j) addLink(packages[i], packages[j], LinkType::InterSocket, 0, "");
   // Network.
   if (!m_->nics.empty()) {
     m_->networkNode = addNode(TopoNodeType::Network, -1, nullptr, "Network");
@@ -471,8 +456,7 @@ ncclResult_t Builder::nvlinks() {
       char bw[32] = "";
       char extra[8] = "";
       double gbps = 0;
-      if (std::sscanf(value, "%63s %31s %7s", peer, bw, extra) != 2 || !parseNumber(bw, &gbps) ||
-          gbps <= 0)
+      if (std::sscanf(value, "%63s %31s %7s", peer, bw, extra) != 2 || !parseNumber(bw, &gbps) || gbps <= 0)
         return fail(ncclInvalidArgument,
                     "%s: GPU %s: attribute %s=\"%s\" is not \"NVSwitch <GB/s>\" or \"<peer bus id> <GB/s>\"",
                     origin_.c_str(), g.busId.c_str(), kInfoNvlink, value);
@@ -482,8 +466,8 @@ ncclResult_t Builder::nvlinks() {
       }
       const GpuInfo* p = m_->gpuByBusId(peer);
       if (p == nullptr)
-        return fail(ncclInvalidArgument, "%s: GPU %s: %s peer \"%s\" is not a GPU of this topology",
-                    origin_.c_str(), g.busId.c_str(), kInfoNvlink, peer);
+        return fail(ncclInvalidArgument, "%s: GPU %s: %s peer \"%s\" is not a GPU of this topology", origin_.c_str(),
+                    g.busId.c_str(), kInfoNvlink, peer);
       addNv(&g, p->node, gbps);
     }
   }
@@ -521,13 +505,12 @@ ncclResult_t Builder::nvlinks() {
 
 }  // namespace
 
-ncclResult_t buildModelFromHwloc(hwloc_topology_t topology, const std::string& source,
-                                 const std::string& origin, TopologyModel* out) {
+ncclResult_t buildModelFromHwloc(hwloc_topology_t topology, const std::string& source, const std::string& origin,
+                                 TopologyModel* out) {
   TopologyModel model;
   model.source = source;
   hwloc_obj_t root = hwloc_get_root_obj(topology);
-  if (hwloc_obj_get_info_by_name(root, kInfoModelVersion) == nullptr)
-    hwloc_obj_add_info(root, kInfoModelVersion, "1");
+  if (hwloc_obj_get_info_by_name(root, kInfoModelVersion) == nullptr) hwloc_obj_add_info(root, kInfoModelVersion, "1");
   Builder builder(topology, origin, &model);
   WEFT_CHECK(builder.run());
   char* buffer = nullptr;

@@ -23,7 +23,7 @@ inline constexpr const char* kInfoModelVersion = "WeftModelVersion";  // on the 
 // Builds `out` from `topology` and stores the topology's XML export in out->xml. `origin` names
 // the input in error messages (a file name, "hwloc", ...). Fails with ncclInvalidArgument when
 // a weft attribute does not parse.
-ncclResult_t buildModelFromHwloc(hwloc_topology_t topology, const std::string& source,
-                                 const std::string& origin, TopologyModel* out);
+ncclResult_t buildModelFromHwloc(hwloc_topology_t topology, const std::string& source, const std::string& origin,
+                                 TopologyModel* out);
 
 }  // namespace weft

@@ -9,12 +9,9 @@ namespace {
 // effective figures for the inter-socket hop, so the default is conservative. Latencies are
 // typical one-way figures for a small message over that hop.
 constexpr LinkClassInfo kLinkTable[] = {
-    {LinkType::NVLink, "NVLink", 450.0, 0.7},
-    {LinkType::PCIe, "PCIe", 24.0, 1.0},
-    {LinkType::PCIeRoot, "PCIeRoot", 64.0, 0.5},
-    {LinkType::InterSocket, "InterSocket", 40.0, 0.3},
-    {LinkType::Memory, "Memory", 100.0, 0.1},
-    {LinkType::Network, "Network", 12.5, 2.0},
+    {LinkType::NVLink, "NVLink", 450.0, 0.7},    {LinkType::PCIe, "PCIe", 24.0, 1.0},
+    {LinkType::PCIeRoot, "PCIeRoot", 64.0, 0.5}, {LinkType::InterSocket, "InterSocket", 40.0, 0.3},
+    {LinkType::Memory, "Memory", 100.0, 0.1},    {LinkType::Network, "Network", 12.5, 2.0},
 };
 static_assert(sizeof(kLinkTable) / sizeof(kLinkTable[0]) == static_cast<int>(LinkType::Count));
 

@@ -8,20 +8,20 @@
 namespace weft {
 
 enum class LinkType : int {
-  NVLink = 0,    // GPU <-> GPU or GPU <-> NVSwitch, bandwidth per direction
-  PCIe,          // device or bridge <-> its upstream bridge (bandwidth from gen x width)
-  PCIeRoot,      // host bridge <-> the CPU package it hangs off
-  InterSocket,   // package <-> package (UPI / xGMI / QPI)
-  Memory,        // package <-> its NUMA node(s)
-  Network,       // NIC <-> the network
+  NVLink = 0,   // GPU <-> GPU or GPU <-> NVSwitch, bandwidth per direction
+  PCIe,         // device or bridge <-> its upstream bridge (bandwidth from gen x width)
+  PCIeRoot,     // host bridge <-> the CPU package it hangs off
+  InterSocket,  // package <-> package (UPI / xGMI / QPI)
+  Memory,       // package <-> its NUMA node(s)
+  Network,      // NIC <-> the network
   Count,
 };
 
 struct LinkClassInfo {
   LinkType type;
-  const char* name;        // short, stable: appears in dumps, JSON and weft-topo's table
-  double nominalGBps;      // default bandwidth per direction, GB/s (1e9 bytes/s)
-  double latencyUs;        // default one-way latency, microseconds
+  const char* name;    // short, stable: appears in dumps, JSON and weft-topo's table
+  double nominalGBps;  // default bandwidth per direction, GB/s (1e9 bytes/s)
+  double latencyUs;    // default one-way latency, microseconds
 };
 
 // The table entry for `type` (never null).

@@ -40,7 +40,7 @@ RankLayout computeRankLayout(const std::vector<RankPlacement>& ranks) {
       for (int s : node) {
         const RankPlacement& b = ranks[s];
         bool same = !a.gpuBusId.empty() && !b.gpuBusId.empty() ? a.gpuBusId == b.gpuBusId
-                                                                 : (a.gpuIndex >= 0 && a.gpuIndex == b.gpuIndex);
+                                                               : (a.gpuIndex >= 0 && a.gpuIndex == b.gpuIndex);
         if (same) L.ranksSharingGpu[r].push_back(s);
       }
     }

@@ -13,17 +13,17 @@ namespace weft {
 
 struct RankLayout {
   int nRanks = 0;
-  std::vector<std::string> nodeHosts;       // host id of each node, in order of first rank
-  std::vector<std::vector<int>> nodes;      // ranks of each node, ascending
-  std::vector<int> nodeOf;                  // per rank: its node
-  std::vector<int> localRank;               // per rank: position within its node
-  std::vector<int> localSize;               // per rank: size of its node
+  std::vector<std::string> nodeHosts;             // host id of each node, in order of first rank
+  std::vector<std::vector<int>> nodes;            // ranks of each node, ascending
+  std::vector<int> nodeOf;                        // per rank: its node
+  std::vector<int> localRank;                     // per rank: position within its node
+  std::vector<int> localSize;                     // per rank: size of its node
   std::vector<std::vector<int>> ranksSharingGpu;  // per rank: ranks on its host using the same
                                                   // GPU, itself included; empty without a GPU
-  std::vector<int> ringOrder;               // node 0's ranks, then node 1's, ...
-  std::vector<std::vector<int>> rails;      // rails[l]: the rank with local rank l on each node
-                                            // (nodes with fewer ranks are absent from it)
-  bool uniformLocalSize = true;             // every node has the same number of ranks
+  std::vector<int> ringOrder;                     // node 0's ranks, then node 1's, ...
+  std::vector<std::vector<int>> rails;            // rails[l]: the rank with local rank l on each node
+                                                  // (nodes with fewer ranks are absent from it)
+  bool uniformLocalSize = true;                   // every node has the same number of ranks
 
   int nNodes() const { return static_cast<int>(nodes.size()); }
 };

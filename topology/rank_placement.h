@@ -14,12 +14,12 @@
 namespace weft {
 
 struct RankPlacement {
-  std::string hostId;         // hostIdentity()
-  int numaNode = -1;          // NUMA node (os index) of the CPU binding, -1 when it spans several
-  std::string cpuset;         // CPU binding, hwloc bitmap string
-  int gpuIndex = -1;          // CUDA device, -1 for a host-memory rank
-  std::string gpuBusId;       // "0000:18:00.0", "" when unknown or none
-  std::string nicName;        // the NIC this rank should use ("mlx5_0"), "" when none
+  std::string hostId;    // hostIdentity()
+  int numaNode = -1;     // NUMA node (os index) of the CPU binding, -1 when it spans several
+  std::string cpuset;    // CPU binding, hwloc bitmap string
+  int gpuIndex = -1;     // CUDA device, -1 for a host-memory rank
+  std::string gpuBusId;  // "0000:18:00.0", "" when unknown or none
+  std::string nicName;   // the NIC this rank should use ("mlx5_0"), "" when none
   double nicSpeedGbps = 0;
   int pid = 0;
 

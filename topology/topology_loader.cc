@@ -19,9 +19,7 @@ std::optional<std::string> firstSet(Setting a, Setting b) {
 
 }  // namespace
 
-std::optional<std::string> topologyFileFromEnv() {
-  return firstSet(Setting::WeftTopoFile, Setting::NcclTopoFile);
-}
+std::optional<std::string> topologyFileFromEnv() { return firstSet(Setting::WeftTopoFile, Setting::NcclTopoFile); }
 
 std::optional<std::string> topologyDumpFileFromEnv() {
   return firstSet(Setting::WeftTopoDumpFile, Setting::NcclTopoDumpFile);

@@ -37,8 +37,7 @@ const GpuInfo* TopologyModel::gpuByBusId(const std::string& busId) const {
 
 const NicInfo* TopologyModel::nicByName(const std::string& name) const {
   for (const NicInfo& n : nics)
-    if (n.name == name || (!n.netdev.empty() && n.netdev == name) ||
-        (!n.verbsDevice.empty() && n.verbsDevice == name))
+    if (n.name == name || (!n.netdev.empty() && n.netdev == name) || (!n.verbsDevice.empty() && n.verbsDevice == name))
       return &n;
   return nullptr;
 }

@@ -36,9 +36,7 @@ std::string hex4(unsigned v) {
 std::string nodeLine(const TopologyModel& m, const TopoNode& n) {
   std::string s = topoNodeTypeName(n.type);
   switch (n.type) {
-    case TopoNodeType::Machine:
-      s += m.hostName.empty() ? "" : " \"" + m.hostName + "\"";
-      break;
+    case TopoNodeType::Machine: s += m.hostName.empty() ? "" : " \"" + m.hostName + "\""; break;
     case TopoNodeType::Package: {
       s += " #" + std::to_string(n.osIndex);
       for (const PackageInfo& p : m.packageList)
@@ -53,9 +51,7 @@ std::string nodeLine(const TopologyModel& m, const TopoNode& n) {
       for (const NumaInfo& i : m.numaList)
         if (i.osIndex == n.osIndex) s += ": " + bytes(i.memoryBytes) + ", cpuset " + i.cpuset;
       break;
-    case TopoNodeType::HostBridge:
-      s += " " + n.busId;
-      break;
+    case TopoNodeType::HostBridge: s += " " + n.busId; break;
     case TopoNodeType::Gpu:
       for (const GpuInfo& g : m.gpus)
         if (g.node == n.id) {
@@ -74,8 +70,7 @@ std::string nodeLine(const TopologyModel& m, const TopoNode& n) {
         }
       break;
     case TopoNodeType::NvSwitch:
-    case TopoNodeType::Network:
-      break;
+    case TopoNodeType::Network: break;
     default:
       s += " " + n.busId;
       if (n.pciVendor || n.pciDevice) s += " [" + hex4(n.pciVendor) + ":" + hex4(n.pciDevice) + "]";
@@ -181,17 +176,17 @@ std::string topologyToJson(const TopologyModel& m) {
   o += "],\n  \"numa\": [";
   for (size_t i = 0; i < m.numaList.size(); ++i) {
     const NumaInfo& n = m.numaList[i];
-    o += std::string(i ? ", " : "") + "{\"os_index\": " + std::to_string(n.osIndex) + ", \"package\": " +
-         std::to_string(n.package) + ", \"memory\": " + std::to_string(n.memoryBytes) + ", \"cpuset\": " +
-         json(n.cpuset) + "}";
+    o += std::string(i ? ", " : "") + "{\"os_index\": " + std::to_string(n.osIndex) +
+         ", \"package\": " + std::to_string(n.package) + ", \"memory\": " + std::to_string(n.memoryBytes) +
+         ", \"cpuset\": " + json(n.cpuset) + "}";
   }
   o += "],\n  \"gpus\": [";
   for (size_t i = 0; i < m.gpus.size(); ++i) {
     const GpuInfo& g = m.gpus[i];
     o += std::string(i ? "," : "") + "\n    {\"index\": " + std::to_string(g.index) + ", \"busId\": " + json(g.busId) +
-         ", \"model\": " + json(g.model) + ", \"numa\": " + std::to_string(g.numaNode) + ", \"cpuset\": " +
-         json(g.cpuset) + ", \"nvlinkGBps\": " + num(g.nvlinkGBps) + ", \"nvswitch\": " +
-         (g.onNvSwitch ? "true" : "false") + ", \"nearestNics\": [";
+         ", \"model\": " + json(g.model) + ", \"numa\": " + std::to_string(g.numaNode) +
+         ", \"cpuset\": " + json(g.cpuset) + ", \"nvlinkGBps\": " + num(g.nvlinkGBps) +
+         ", \"nvswitch\": " + (g.onNvSwitch ? "true" : "false") + ", \"nearestNics\": [";
     std::vector<int> near = nearestNics(m, g.index);
     for (size_t k = 0; k < near.size(); ++k) o += std::string(k ? ", " : "") + json(m.nics[near[k]].name);
     o += "]}";
@@ -200,16 +195,16 @@ std::string topologyToJson(const TopologyModel& m) {
   for (size_t i = 0; i < m.nics.size(); ++i) {
     const NicInfo& n = m.nics[i];
     o += std::string(i ? "," : "") + "\n    {\"name\": " + json(n.name) + ", \"netdev\": " + json(n.netdev) +
-         ", \"verbs\": " + json(n.verbsDevice) + ", \"busId\": " + json(n.busId) + ", \"speedGbps\": " +
-         num(n.speedGbps) + ", \"numa\": " + std::to_string(n.numaNode) + "}";
+         ", \"verbs\": " + json(n.verbsDevice) + ", \"busId\": " + json(n.busId) +
+         ", \"speedGbps\": " + num(n.speedGbps) + ", \"numa\": " + std::to_string(n.numaNode) + "}";
   }
   o += "],\n  \"gpuPaths\": [";
   bool first = true;
   for (const GpuInfo& a : m.gpus)
     for (const GpuInfo& b : m.gpus) {
       if (a.index >= b.index) continue;
-      o += std::string(first ? "" : ",") + "\n    {\"a\": " + std::to_string(a.index) + ", \"b\": " +
-           std::to_string(b.index) + ", \"type\": \"" + pathTypeName(pathType(m, a.node, b.node)) +
+      o += std::string(first ? "" : ",") + "\n    {\"a\": " + std::to_string(a.index) +
+           ", \"b\": " + std::to_string(b.index) + ", \"type\": \"" + pathTypeName(pathType(m, a.node, b.node)) +
            "\", \"GBps\": " + num(pathBandwidthGBps(m, a.node, b.node)) + "}";
       first = false;
     }
@@ -224,9 +219,9 @@ std::string topologyToJson(const TopologyModel& m) {
   for (size_t i = 0; i < m.links.size(); ++i) {
     const TopoLink& l = m.links[i];
     o += std::string(i ? "," : "") + "\n    {\"a\": " + std::to_string(l.a) + ", \"b\": " + std::to_string(l.b) +
-         ", \"type\": \"" + linkTypeName(l.type) + "\", \"GBps\": " + num(l.bandwidthGBps) + ", \"latencyUs\": " +
-         num(l.latencyUs) + ", \"reported\": " + (l.reported ? "true" : "false") + ", \"label\": " + json(l.label) +
-         "}";
+         ", \"type\": \"" + linkTypeName(l.type) + "\", \"GBps\": " + num(l.bandwidthGBps) +
+         ", \"latencyUs\": " + num(l.latencyUs) + ", \"reported\": " + (l.reported ? "true" : "false") +
+         ", \"label\": " + json(l.label) + "}";
   }
   o += "]\n}\n";
   return o;

@@ -2,12 +2,12 @@
 
 #include <hwloc.h>
 
+#include <unistd.h>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <sstream>
-#include <unistd.h>
 #include <utility>
 #include <vector>
 
@@ -20,8 +20,8 @@ namespace {
 constexpr size_t kMaxTopologyFileBytes = 64u << 20;
 
 bool isNameChar(char c) {
-  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
-         c == '-' || c == '.' || c == ':';
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '-' ||
+         c == '.' || c == ':';
 }
 
 bool isSpace(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
@@ -112,8 +112,7 @@ std::string checkTopologyXml(const std::string& text) {
       if (open.empty()) rootClosed = true;
       continue;
     }
-    if (rootClosed || (open.empty() && !root.empty()))
-      return at(startLine) + "a second root element <" + name + ">";
+    if (rootClosed || (open.empty() && !root.empty())) return at(startLine) + "a second root element <" + name + ">";
     // Attributes.
     bool selfClosing = false;
     for (;;) {
@@ -155,8 +154,10 @@ std::string checkTopologyXml(const std::string& text) {
                "give an hwloc XML topology (lstopo --of xml, or a weft dump)";
       if (root != "topology") return "root element is <" + root + ">, expected <topology> (an hwloc XML topology)";
     }
-    if (!selfClosing) open.emplace_back(name, startLine);
-    else if (open.empty()) rootClosed = true;
+    if (!selfClosing)
+      open.emplace_back(name, startLine);
+    else if (open.empty())
+      rootClosed = true;
   }
   if (root.empty()) return "no XML element in it (empty file?)";
   if (!open.empty())
@@ -197,8 +198,8 @@ ncclResult_t loadTopologyFile(const std::string& path, TopologyModel* out) {
   std::string text = buffer.str();
   if (in.bad()) return fail(ncclInvalidArgument, "topology file %s: read error", path.c_str());
   if (text.size() > kMaxTopologyFileBytes)
-    return fail(ncclInvalidArgument, "topology file %s: %zu bytes, more than the %zu a topology may have",
-                path.c_str(), text.size(), kMaxTopologyFileBytes);
+    return fail(ncclInvalidArgument, "topology file %s: %zu bytes, more than the %zu a topology may have", path.c_str(),
+                text.size(), kMaxTopologyFileBytes);
   if (text.find('\0') != std::string::npos)
     return fail(ncclInvalidArgument, "topology file %s: contains a NUL byte (not a text file)", path.c_str());
   size_t first = text.find_first_not_of(" \t\r\n");
@@ -213,8 +214,8 @@ ncclResult_t loadTopologyFile(const std::string& path, TopologyModel* out) {
       size_t e = line.find_last_not_of(" \t\r");
       ncclResult_t r = loadTopologySynthetic(line.substr(s, e - s + 1), out);
       if (r != ncclSuccess)
-        return fail(r, "topology file %s: neither XML nor a synthetic description hwloc accepts (\"%s\")",
-                    path.c_str(), line.substr(s, e - s + 1).c_str());
+        return fail(r, "topology file %s: neither XML nor a synthetic description hwloc accepts (\"%s\")", path.c_str(),
+                    line.substr(s, e - s + 1).c_str());
       out->source = "synthetic:" + path;
       return ncclSuccess;
     }

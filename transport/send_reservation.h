@@ -15,8 +15,8 @@ class SendReservation {
   // Records a reservation of `bytes`; ncclInvalidUsage when it exceeds `maxBytes`.
   ncclResult_t reserve(size_t bytes, size_t maxBytes, const char* transport) {
     if (bytes > maxBytes)
-      return fail(ncclInvalidUsage, "%s: a message of %zu bytes exceeds the maximum of %zu bytes",
-                  transport, bytes, maxBytes);
+      return fail(ncclInvalidUsage, "%s: a message of %zu bytes exceeds the maximum of %zu bytes", transport, bytes,
+                  maxBytes);
     bytes_ = bytes;
     held_ = true;
     return ncclSuccess;
@@ -25,11 +25,9 @@ class SendReservation {
   void clear() { held_ = false; }
   // Consumes the reservation; ncclInvalidUsage without one or beyond its size.
   ncclResult_t commit(size_t bytes, const char* transport) {
-    if (!held_)
-      return fail(ncclInvalidUsage, "%s: sendCommit without a granted sendBuffer", transport);
+    if (!held_) return fail(ncclInvalidUsage, "%s: sendCommit without a granted sendBuffer", transport);
     if (bytes > bytes_)
-      return fail(ncclInvalidUsage, "%s: sendCommit of %zu bytes after reserving %zu", transport,
-                  bytes, bytes_);
+      return fail(ncclInvalidUsage, "%s: sendCommit of %zu bytes after reserving %zu", transport, bytes, bytes_);
     held_ = false;
     return ncclSuccess;
   }

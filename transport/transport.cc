@@ -6,25 +6,20 @@ namespace weft {
 
 namespace {
 ncclResult_t rangesUnsupported(const Connection& c, const char* what) {
-  return fail(ncclInvalidUsage, "%s: registered-memory transfers are not supported by %s", what,
-              c.transportName());
+  return fail(ncclInvalidUsage, "%s: registered-memory transfers are not supported by %s", what, c.transportName());
 }
 }  // namespace
 
 ncclResult_t Connection::registerMemory(void*, size_t, MemoryHandle*) {
   return rangesUnsupported(*this, "registerMemory");
 }
-ncclResult_t Connection::deregisterMemory(MemoryHandle) {
-  return rangesUnsupported(*this, "deregisterMemory");
-}
+ncclResult_t Connection::deregisterMemory(MemoryHandle) { return rangesUnsupported(*this, "deregisterMemory"); }
 ncclResult_t Connection::postSendRange(MemoryHandle, size_t, size_t, RangeRequest*) {
   return rangesUnsupported(*this, "postSendRange");
 }
 ncclResult_t Connection::postRecvRange(MemoryHandle, size_t, size_t, RangeRequest*) {
   return rangesUnsupported(*this, "postRecvRange");
 }
-ncclResult_t Connection::testRange(RangeRequest, bool*) {
-  return rangesUnsupported(*this, "testRange");
-}
+ncclResult_t Connection::testRange(RangeRequest, bool*) { return rangesUnsupported(*this, "testRange"); }
 
 }  // namespace weft

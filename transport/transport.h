@@ -19,17 +19,17 @@ namespace weft {
 struct TransportEndpoint {
   int32_t rank = -1;
   int32_t pid = 0;
-  uint64_t hostHash = 0;       // ranks with equal hashes share a host (and its memory)
-  int32_t shmFd = -1;          // shared-memory segment, mapped through /proc/<pid>/fd/<fd>
-  SocketAddress dataAddress;   // network listener (length 0: none)
+  uint64_t hostHash = 0;      // ranks with equal hashes share a host (and its memory)
+  int32_t shmFd = -1;         // shared-memory segment, mapped through /proc/<pid>/fd/<fd>
+  SocketAddress dataAddress;  // network listener (length 0: none)
 };
 
 // What a transport needs to listen for one communicator.
 struct TransportSetup {
   int rank = 0;
   int nranks = 0;
-  SocketAddress dataAddress;   // where network listeners bind (port 0: any)
-  double timeoutSeconds = 0;   // for connection set-up (WEFT_TIMEOUT)
+  SocketAddress dataAddress;  // where network listeners bind (port 0: any)
+  double timeoutSeconds = 0;  // for connection set-up (WEFT_TIMEOUT)
 };
 
 // Optional transfers between registered user buffers (RDMA, CUDA IPC): no staging slot,
@@ -74,10 +74,8 @@ class Connection {
   virtual bool supportsRanges() const { return false; }
   virtual ncclResult_t registerMemory(void* ptr, size_t bytes, MemoryHandle* handle);
   virtual ncclResult_t deregisterMemory(MemoryHandle handle);
-  virtual ncclResult_t postSendRange(MemoryHandle handle, size_t offset, size_t bytes,
-                                     RangeRequest* request);
-  virtual ncclResult_t postRecvRange(MemoryHandle handle, size_t offset, size_t bytes,
-                                     RangeRequest* request);
+  virtual ncclResult_t postSendRange(MemoryHandle handle, size_t offset, size_t bytes, RangeRequest* request);
+  virtual ncclResult_t postRecvRange(MemoryHandle handle, size_t offset, size_t bytes, RangeRequest* request);
   // *done once the transfer completed (the request is then forgotten); an error if it failed.
   virtual ncclResult_t testRange(RangeRequest request, bool* done);
 };

@@ -16,8 +16,8 @@
 namespace weft {
 
 struct TransportEntry {
-  const char* name;           // as WEFT_TRANSPORT spells it: "shm", "tcp"
-  bool peersShareMemory;      // connected ranks can map each other's buffers (same host)
+  const char* name;                        // as WEFT_TRANSPORT spells it: "shm", "tcp"
+  bool peersShareMemory;                   // connected ranks can map each other's buffers (same host)
   std::unique_ptr<Transport> (*create)();  // reads the transport's settings
 };
 

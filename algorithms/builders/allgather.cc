@@ -82,10 +82,14 @@ Schedule buildBruckAllGather(const AllGatherParams& p) {
     schedule.steps.push_back({StepKind::Recv, (r + k) % n, {}, scratch(k, blocks), {}});
   }
   // Rotate: scratch blocks [0, n-r) are ranks r..n-1, blocks [n-r, n) are ranks 0..r-1.
-  schedule.steps.push_back({StepKind::Copy, -1, scratch(0, n - r),
-                            {BufferKind::Recv, static_cast<size_t>(r) * block, static_cast<size_t>(n - r) * block}, {}});
+  schedule.steps.push_back({StepKind::Copy,
+                            -1,
+                            scratch(0, n - r),
+                            {BufferKind::Recv, static_cast<size_t>(r) * block, static_cast<size_t>(n - r) * block},
+                            {}});
   if (r > 0)
-    schedule.steps.push_back({StepKind::Copy, -1, scratch(n - r, r), {BufferKind::Recv, 0, static_cast<size_t>(r) * block}, {}});
+    schedule.steps.push_back(
+        {StepKind::Copy, -1, scratch(n - r, r), {BufferKind::Recv, 0, static_cast<size_t>(r) * block}, {}});
   return schedule;
 }
 
@@ -103,8 +107,10 @@ Schedule buildRecursiveDoublingAllGather(const AllGatherParams& p) {
   auto move = [&](StepKind kind, int peer, int first, int last) {
     forEachRankRun(order, first, last, [&](int rank, int ranks) {
       BufferRange range{BufferKind::Recv, static_cast<size_t>(rank) * block, static_cast<size_t>(ranks) * block};
-      if (kind == StepKind::Send) schedule.steps.push_back({kind, peer, range, {}, {}});
-      else schedule.steps.push_back({kind, peer, {}, range, {}});
+      if (kind == StepKind::Send)
+        schedule.steps.push_back({kind, peer, range, {}, {}});
+      else
+        schedule.steps.push_back({kind, peer, {}, range, {}});
     });
   };
   const int pos = static_cast<int>(std::find(order.begin(), order.end(), p.rank) - order.begin());
@@ -159,7 +165,8 @@ Schedule buildHierarchicalAllGather(const AllGatherParams& p) {
     for (int k = 0; k < nodes; ++k) {
       const int rank = p.nodes[k][j];
       if (rank == p.rank && p.inPlace) continue;
-      schedule.steps.push_back({StepKind::Copy, -1, at.slot(j, k), {BufferKind::Recv, static_cast<size_t>(rank) * block, block}, {}});
+      schedule.steps.push_back(
+          {StepKind::Copy, -1, at.slot(j, k), {BufferKind::Recv, static_cast<size_t>(rank) * block, block}, {}});
     }
   return schedule;
 }

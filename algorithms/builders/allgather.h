@@ -14,15 +14,15 @@
 namespace weft {
 
 struct AllGatherParams {
-  size_t count = 0;            // elements per rank (the send count)
-  size_t elementSize = 0;      // bytes per element
+  size_t count = 0;        // elements per rank (the send count)
+  size_t elementSize = 0;  // bytes per element
   int rank = 0;
-  int nranks = 1;              // used when ringOrder is empty
-  std::vector<int> ringOrder;  // ring and recursive doubling: ranks in ring order; empty = 0..nranks-1
-  bool inPlace = false;        // sendbuff == recvbuff + rank*count
+  int nranks = 1;                            // used when ringOrder is empty
+  std::vector<int> ringOrder;                // ring and recursive doubling: ranks in ring order; empty = 0..nranks-1
+  bool inPlace = false;                      // sendbuff == recvbuff + rank*count
   std::vector<std::vector<int>> nodes = {};  // hierarchical, and the ring's channels: RankLayout::nodes
-  int channels = 1;            // ring only: every block cut in `channels` parts, each part around its
-                               // own ring (algorithms/builders/channels.h), all parts side by side
+  int channels = 1;                          // ring only: every block cut in `channels` parts, each part around its
+                                             // own ring (algorithms/builders/channels.h), all parts side by side
 };
 
 // Ring: n-1 steps, each rank forwards the block it received in the previous step.

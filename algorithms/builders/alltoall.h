@@ -16,7 +16,7 @@ struct AllToAllParams {
   size_t elementSize = 0;  // bytes per element
   int rank = 0;
   int nranks = 1;
-  bool inPlace = false;    // sendbuff == recvbuff
+  bool inPlace = false;  // sendbuff == recvbuff
 };
 
 // Pairwise exchange: step k = 1..n-1 sends to (r+k)%n and receives from (r-k)%n; the own block

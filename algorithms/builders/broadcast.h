@@ -11,10 +11,10 @@
 namespace weft {
 
 struct BroadcastParams {
-  size_t count = 0;            // elements
-  size_t elementSize = 0;      // bytes per element
+  size_t count = 0;        // elements
+  size_t elementSize = 0;  // bytes per element
   int rank = 0;
-  int nranks = 1;              // used when ringOrder is empty
+  int nranks = 1;  // used when ringOrder is empty
   int root = 0;
   std::vector<int> ringOrder;  // chain only: the chain follows the ring from the root; empty = 0..n-1
 };

@@ -19,8 +19,10 @@ std::vector<int> channelRing(const std::vector<std::vector<int>>& nodes, const s
     size_t end = first + 1;
     while (end < order.size() && nodeOf[order[end]] == nodeOf[order[first]]) ++end;
     const size_t shift = static_cast<size_t>(channel) % (end - first);
-    ring.insert(ring.end(), order.begin() + static_cast<std::ptrdiff_t>(first + shift), order.begin() + static_cast<std::ptrdiff_t>(end));
-    ring.insert(ring.end(), order.begin() + static_cast<std::ptrdiff_t>(first), order.begin() + static_cast<std::ptrdiff_t>(first + shift));
+    ring.insert(ring.end(), order.begin() + static_cast<std::ptrdiff_t>(first + shift),
+                order.begin() + static_cast<std::ptrdiff_t>(end));
+    ring.insert(ring.end(), order.begin() + static_cast<std::ptrdiff_t>(first),
+                order.begin() + static_cast<std::ptrdiff_t>(first + shift));
     first = end;
   }
   return ring;

@@ -61,7 +61,8 @@ Schedule buildCompressedAllReduce(const CompressedAllReduceParams& p) {
   schedule.codecSliceElements = se;
   schedule.encodedSliceBytes = compression::encodedBytes(p.codec, se);
   schedule.divisor = p.average ? static_cast<uint64_t>(n) : 1;
-  const int position = static_cast<int>(std::find(p.ringOrder.begin(), p.ringOrder.end(), p.rank) - p.ringOrder.begin());
+  const int position =
+      static_cast<int>(std::find(p.ringOrder.begin(), p.ringOrder.end(), p.rank) - p.ringOrder.begin());
   const int next = p.ringOrder[(position + 1) % n];
   const int prev = p.ringOrder[(position + n - 1) % n];
   const size_t encodedBase = (p.count * sizeof(float) + 63) / 64 * 64;
@@ -69,7 +70,9 @@ Schedule buildCompressedAllReduce(const CompressedAllReduceParams& p) {
   struct Span {
     size_t begin, end;
   };
-  auto acc = [](Span s) { return BufferRange{BufferKind::Scratch, s.begin * sizeof(float), (s.end - s.begin) * sizeof(float)}; };
+  auto acc = [](Span s) {
+    return BufferRange{BufferKind::Scratch, s.begin * sizeof(float), (s.end - s.begin) * sizeof(float)};
+  };
   auto user = [&](BufferKind kind, Span s) {
     return BufferRange{kind, s.begin * p.elementSize, (s.end - s.begin) * p.elementSize};
   };
@@ -131,7 +134,9 @@ Schedule buildCompressedAllReduce(const CompressedAllReduceParams& p) {
   const Span whole{0, p.count};
   const size_t total = compressedEncodedBytes(p.codec, se, p.count);
   const size_t pitch = (total + 63) / 64 * 64;
-  auto encodedOf = [&](int r) { return BufferRange{BufferKind::Scratch, encodedBase + static_cast<size_t>(r) * pitch, total}; };
+  auto encodedOf = [&](int r) {
+    return BufferRange{BufferKind::Scratch, encodedBase + static_cast<size_t>(r) * pitch, total};
+  };
   schedule.scratchBytes = encodedBase + static_cast<size_t>(n) * pitch;
   add(StepKind::ToFloat, -1, user(BufferKind::Send, whole), acc(whole));
   add(StepKind::EncodeSend, next, acc(whole), {}, encodedOf(p.rank));

@@ -26,13 +26,13 @@ namespace weft {
 enum class CompressedAlgorithm { QuantizedRing, AllGather };
 
 struct CompressedAllReduceParams {
-  size_t count = 0;            // elements
-  size_t elementSize = 4;      // bytes per element of the call's type (4 or 2)
+  size_t count = 0;        // elements
+  size_t elementSize = 4;  // bytes per element of the call's type (4 or 2)
   int rank = 0;
   std::vector<int> ringOrder;  // ranks in ring order
   bool average = false;        // divide the result by n (in float, before the final cast)
   compression::CodecConfig codec;
-  size_t slotBytes = 0;        // the largest message the transports carry
+  size_t slotBytes = 0;  // the largest message the transports carry
 };
 
 // Ring re-encoding for codecs that stay accurate when re-applied to sums, all-gather otherwise.

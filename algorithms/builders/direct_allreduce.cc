@@ -37,7 +37,8 @@ Schedule buildDirectAllReduce(const DirectAllReduceParams& p) {
   barrier(schedule, r, p.nranks);
   // Phase 2: every other chunk from its owner's receive buffer.
   for (int q = 0; q < p.nranks; ++q)
-    if (q != r) schedule.steps.push_back({StepKind::Copy, -1, chunk(BufferKind::Recv, q, q), chunk(BufferKind::Recv, q, -1), {}});
+    if (q != r)
+      schedule.steps.push_back({StepKind::Copy, -1, chunk(BufferKind::Recv, q, q), chunk(BufferKind::Recv, q, -1), {}});
   barrier(schedule, r, p.nranks);
   return schedule;
 }

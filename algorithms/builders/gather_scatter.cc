@@ -19,7 +19,8 @@ Schedule buildLinearGather(const GatherScatterParams& p) {
     return schedule;
   }
   if (!p.inPlace)
-    schedule.steps.push_back({StepKind::Copy, -1, blockOf(BufferKind::Send, 0, block), blockOf(BufferKind::Recv, p.root, block), {}});
+    schedule.steps.push_back(
+        {StepKind::Copy, -1, blockOf(BufferKind::Send, 0, block), blockOf(BufferKind::Recv, p.root, block), {}});
   for (int k = 1; k < p.nranks; ++k) {
     const int q = (p.root + k) % p.nranks;
     schedule.steps.push_back({StepKind::Recv, q, {}, blockOf(BufferKind::Recv, q, block), {}});
@@ -42,7 +43,8 @@ Schedule buildLinearScatter(const GatherScatterParams& p) {
     schedule.steps.push_back({StepKind::Send, q, blockOf(BufferKind::Send, q, block), {}, {}});
   }
   if (!p.inPlace)
-    schedule.steps.push_back({StepKind::Copy, -1, blockOf(BufferKind::Send, p.root, block), blockOf(BufferKind::Recv, 0, block), {}});
+    schedule.steps.push_back(
+        {StepKind::Copy, -1, blockOf(BufferKind::Send, p.root, block), blockOf(BufferKind::Recv, 0, block), {}});
   return schedule;
 }
 

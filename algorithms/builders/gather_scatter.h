@@ -19,7 +19,7 @@ struct GatherScatterParams {
   int rank = 0;
   int nranks = 1;
   int root = 0;
-  bool inPlace = false;    // meaningful at the root only
+  bool inPlace = false;  // meaningful at the root only
 };
 
 // Gather: every rank's send buffer (count elements) lands in block `rank` of the root's recv.

@@ -28,8 +28,10 @@ Schedule buildHierarchicalAllReduce(const HierarchicalAllReduceParams& p) {
   const int next = at.next(), prev = at.prev();
   // (1) Intra-node reduce-scatter (the ring's first half).
   for (int s = 0; s < local - 1; ++s) {
-    schedule.steps.push_back({StepKind::Send, next, chunk(s == 0 ? BufferKind::Send : BufferKind::Recv, l - s), {}, {}});
-    schedule.steps.push_back({StepKind::RecvReduce, prev, chunk(BufferKind::Send, l - s - 1), chunk(BufferKind::Recv, l - s - 1), {}});
+    schedule.steps.push_back(
+        {StepKind::Send, next, chunk(s == 0 ? BufferKind::Send : BufferKind::Recv, l - s), {}, {}});
+    schedule.steps.push_back(
+        {StepKind::RecvReduce, prev, chunk(BufferKind::Send, l - s - 1), chunk(BufferKind::Recv, l - s - 1), {}});
   }
   // (2) Ring all-reduce of the owned chunk along the rail.
   const ElementSpan owned = splitEvenly(p.count, local, mod(l + 1, local));

@@ -25,7 +25,7 @@ struct HierarchicalAllReduceParams {
   size_t elementSize = 0;  // bytes per element
   int rank = 0;
   std::vector<std::vector<int>> nodes;  // ranks of each node (RankLayout::nodes); every rank once
-  bool average = false;    // divide by the total rank count once, after the rail all-reduce
+  bool average = false;                 // divide by the total rank count once, after the rail all-reduce
 };
 
 Schedule buildHierarchicalAllReduce(const HierarchicalAllReduceParams& params);

@@ -12,7 +12,8 @@ bool buildPointToPoint(const PointToPointParams& p, Schedule* schedule, std::str
       (op.send ? selfSends : selfRecvs).push_back(&op);
       continue;
     }
-    if (op.send && op.bytes) schedule->steps.push_back({StepKind::Send, op.peer, {BufferKind::Send, op.offset, op.bytes}, {}, {}});
+    if (op.send && op.bytes)
+      schedule->steps.push_back({StepKind::Send, op.peer, {BufferKind::Send, op.offset, op.bytes}, {}, {}});
   }
   if (selfSends.size() != selfRecvs.size()) {
     *error = std::to_string(selfSends.size()) + " send(s) to self but " + std::to_string(selfRecvs.size()) +
@@ -26,8 +27,11 @@ bool buildPointToPoint(const PointToPointParams& p, Schedule* schedule, std::str
       return false;
     }
     if (selfSends[i]->bytes)
-      schedule->steps.push_back({StepKind::Copy, -1, {BufferKind::Send, selfSends[i]->offset, selfSends[i]->bytes},
-                                 {BufferKind::Recv, selfRecvs[i]->offset, selfRecvs[i]->bytes}, {}});
+      schedule->steps.push_back({StepKind::Copy,
+                                 -1,
+                                 {BufferKind::Send, selfSends[i]->offset, selfSends[i]->bytes},
+                                 {BufferKind::Recv, selfRecvs[i]->offset, selfRecvs[i]->bytes},
+                                 {}});
   }
   for (const PointToPointOp& op : p.ops)
     if (!op.send && op.peer != p.rank && op.bytes)

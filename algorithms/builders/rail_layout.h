@@ -58,7 +58,8 @@ struct RailLayout {
   size_t scratchBytes() const { return static_cast<size_t>(nodeCount) * local * block; }
   // The Scratch block of the rank with local rank `rail` on node `node` (both taken modulo).
   BufferRange slot(int rail, int node) const {
-    return {BufferKind::Scratch, (static_cast<size_t>(wrap(rail, local)) * nodeCount + wrap(node, nodeCount)) * block, block};
+    return {BufferKind::Scratch, (static_cast<size_t>(wrap(rail, local)) * nodeCount + wrap(node, nodeCount)) * block,
+            block};
   }
   // Rail j's N blocks.
   BufferRange rail(int j) const {

@@ -15,7 +15,8 @@ namespace {
 // The ring over elements [first, first + elements) of every block: the whole call, or one
 // channel's part of it (block b's part at b * block + first in Send, the result's at first in
 // Recv).
-Schedule ringReduceScatterPart(const ReduceScatterParams& p, const std::vector<int>& ring, size_t first, size_t elements) {
+Schedule ringReduceScatterPart(const ReduceScatterParams& p, const std::vector<int>& ring, size_t first,
+                               size_t elements) {
   Schedule schedule;
   const int n = static_cast<int>(ring.size());
   schedule.divisor = static_cast<uint64_t>(n);
@@ -114,9 +115,11 @@ Schedule buildRecursiveHalvingReduceScatter(const ReduceScatterParams& p) {
   // Scratch holds the partial sums by position: position q's block at q * block.
   schedule.scratchBytes = static_cast<size_t>(n) * block;
   auto positions = [&](int first, int last) {
-    return BufferRange{BufferKind::Scratch, static_cast<size_t>(first) * block, static_cast<size_t>(last - first + 1) * block};
+    return BufferRange{BufferKind::Scratch, static_cast<size_t>(first) * block,
+                       static_cast<size_t>(last - first + 1) * block};
   };
-  stageInput(p, order, [&](int q) { return positions(q, q); }, &schedule);
+  stageInput(
+      p, order, [&](int q) { return positions(q, q); }, &schedule);
   const int pos = static_cast<int>(std::find(order.begin(), order.end(), p.rank) - order.begin());
   const PowerOfTwoFold fold(n);
   auto finish = [&](BufferRange reduced) {
@@ -141,14 +144,16 @@ Schedule buildRecursiveHalvingReduceScatter(const ReduceScatterParams& p) {
     const int keepLo = upper ? mid : lo, keepHi = upper ? hi : mid;
     const int giveLo = upper ? lo : mid, giveHi = upper ? mid : hi;
     const int peer = order[fold.actingPosition(v ^ mask)];
-    schedule.steps.push_back({StepKind::Send, peer, positions(fold.firstPosition(giveLo), fold.lastPosition(giveHi - 1)), {}, {}});
+    schedule.steps.push_back(
+        {StepKind::Send, peer, positions(fold.firstPosition(giveLo), fold.lastPosition(giveHi - 1)), {}, {}});
     const BufferRange keep = positions(fold.firstPosition(keepLo), fold.lastPosition(keepHi - 1));
     schedule.steps.push_back({StepKind::RecvReduce, peer, keep, keep, {}});
     lo = keepLo;
     hi = keepHi;
   }
   finish(positions(pos, pos));
-  if (fold.standsIn(pos)) schedule.steps.push_back({StepKind::Send, order[pos - 1], positions(pos - 1, pos - 1), {}, {}});
+  if (fold.standsIn(pos))
+    schedule.steps.push_back({StepKind::Send, order[pos - 1], positions(pos - 1, pos - 1), {}, {}});
   return schedule;
 }
 
@@ -168,7 +173,8 @@ Schedule buildHierarchicalReduceScatter(const ReduceScatterParams& p) {
   std::vector<int> railMajor;
   for (int j = 0; j < local; ++j)
     for (int k = 0; k < nodes; ++k) railMajor.push_back(p.nodes[k][j]);
-  stageInput(p, railMajor, [&](int index) { return at.slot(index / nodes, index % nodes); }, &schedule);
+  stageInput(
+      p, railMajor, [&](int index) { return at.slot(index / nodes, index % nodes); }, &schedule);
   // (1) Inside the node, whole rails: local rank l ends with the node's sum of rail l.
   for (int s = 0; s < local - 1; ++s) {
     schedule.steps.push_back({StepKind::Send, at.next(), at.rail(at.l - s - 1), {}, {}});

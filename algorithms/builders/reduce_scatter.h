@@ -14,17 +14,17 @@
 namespace weft {
 
 struct ReduceScatterParams {
-  size_t recvCount = 0;        // elements per rank (NCCL's recvcount)
-  size_t elementSize = 0;      // bytes per element
+  size_t recvCount = 0;    // elements per rank (NCCL's recvcount)
+  size_t elementSize = 0;  // bytes per element
   int rank = 0;
-  int nranks = 1;              // used when ringOrder is empty
-  std::vector<int> ringOrder;  // ranks in ring order; empty = 0, 1, ..., nranks-1
-  bool average = false;        // ncclAvg: end with a Divide by nranks (schedule.divisor)
-  bool preScale = false;       // PreMulSum: each local block is Scaled before it is reduced
-  bool inPlace = false;        // recvbuff == sendbuff + rank*recvCount
+  int nranks = 1;                            // used when ringOrder is empty
+  std::vector<int> ringOrder;                // ranks in ring order; empty = 0, 1, ..., nranks-1
+  bool average = false;                      // ncclAvg: end with a Divide by nranks (schedule.divisor)
+  bool preScale = false;                     // PreMulSum: each local block is Scaled before it is reduced
+  bool inPlace = false;                      // recvbuff == sendbuff + rank*recvCount
   std::vector<std::vector<int>> nodes = {};  // hierarchical, and the ring's channels: RankLayout::nodes
-  int channels = 1;            // ring only: every block cut in `channels` parts, each part around its
-                               // own ring (algorithms/builders/channels.h), all parts side by side
+  int channels = 1;                          // ring only: every block cut in `channels` parts, each part around its
+                                             // own ring (algorithms/builders/channels.h), all parts side by side
 };
 
 // Ring: partial sums travel n-1 hops through two Scratch slots; the last hop reduces into Recv.

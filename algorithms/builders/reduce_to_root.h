@@ -12,10 +12,10 @@
 namespace weft {
 
 struct ReduceParams {
-  size_t count = 0;            // elements
-  size_t elementSize = 0;      // bytes per element
+  size_t count = 0;        // elements
+  size_t elementSize = 0;  // bytes per element
   int rank = 0;
-  int nranks = 1;              // used when ringOrder is empty
+  int nranks = 1;  // used when ringOrder is empty
   int root = 0;
   std::vector<int> ringOrder;  // chain only: data flows along the ring toward the root; empty = 0..n-1
   bool average = false;        // ncclAvg: the root ends with a Divide by nranks (schedule.divisor)

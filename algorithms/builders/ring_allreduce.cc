@@ -20,7 +20,8 @@ Schedule buildRingAllReduce(const RingAllReduceParams& p) {
   Schedule schedule;
   const int n = static_cast<int>(p.ringOrder.size());
   schedule.divisor = static_cast<uint64_t>(n);
-  const int position = static_cast<int>(std::find(p.ringOrder.begin(), p.ringOrder.end(), p.rank) - p.ringOrder.begin());
+  const int position =
+      static_cast<int>(std::find(p.ringOrder.begin(), p.ringOrder.end(), p.rank) - p.ringOrder.begin());
   auto chunkRange = [&](BufferKind buffer, int chunk) {
     ElementSpan span = splitEvenly(p.count, n, ((chunk % n) + n) % n);
     return BufferRange{buffer, span.begin * p.elementSize, (span.end - span.begin) * p.elementSize};
@@ -35,7 +36,8 @@ Schedule buildRingAllReduce(const RingAllReduceParams& p) {
     input = BufferKind::Recv;
   }
   if (n == 1) {
-    if (!p.preScale) schedule.steps.push_back({StepKind::Copy, -1, whole(BufferKind::Send), whole(BufferKind::Recv), {}});
+    if (!p.preScale)
+      schedule.steps.push_back({StepKind::Copy, -1, whole(BufferKind::Send), whole(BufferKind::Recv), {}});
     return schedule;
   }
   const int next = p.ringOrder[(position + 1) % n];
@@ -46,8 +48,11 @@ Schedule buildRingAllReduce(const RingAllReduceParams& p) {
   for (int s = 0; s < n - 1; ++s) {
     BufferKind from = s == 0 ? input : BufferKind::Recv;
     schedule.steps.push_back({StepKind::Send, next, chunkRange(from, position - s), {}, {}});
-    schedule.steps.push_back({StepKind::RecvReduce, prev, chunkRange(input, position - s - 1),
-                              chunkRange(BufferKind::Recv, position - s - 1), {}});
+    schedule.steps.push_back({StepKind::RecvReduce,
+                              prev,
+                              chunkRange(input, position - s - 1),
+                              chunkRange(BufferKind::Recv, position - s - 1),
+                              {}});
   }
   // This rank now owns the fully reduced chunk (pos + 1).
   if (p.average) {

@@ -11,12 +11,12 @@
 namespace weft {
 
 struct RingAllReduceParams {
-  size_t count = 0;        // elements
-  size_t elementSize = 0;  // bytes per element
-  int rank = 0;            // this rank's position is found in ringOrder
+  size_t count = 0;            // elements
+  size_t elementSize = 0;      // bytes per element
+  int rank = 0;                // this rank's position is found in ringOrder
   std::vector<int> ringOrder;  // ranks in ring order (a permutation of 0..n-1)
-  bool average = false;    // end with a Divide by n on the owned chunk
-  bool preScale = false;   // PreMulSum: scale the whole input into Recv first and reduce from there
+  bool average = false;        // end with a Divide by n on the owned chunk
+  bool preScale = false;       // PreMulSum: scale the whole input into Recv first and reduce from there
   // Channels (algorithms/builders/channels.h): the buffer is cut into `channels` parts, part c reduced
   // around channelRing(nodes, ringOrder, c); all parts run together. 1: one ring.
   int channels = 1;

@@ -62,7 +62,8 @@ Schedule buildTreeAllReduce(const TreeAllReduceParams& p) {
   schedule.divisor = static_cast<uint64_t>(n);
   const size_t es = p.elementSize;
   if (n <= 1) {
-    schedule.steps.push_back({StepKind::Copy, -1, {BufferKind::Send, 0, p.count * es}, {BufferKind::Recv, 0, p.count * es}, {}});
+    schedule.steps.push_back(
+        {StepKind::Copy, -1, {BufferKind::Send, 0, p.count * es}, {BufferKind::Recv, 0, p.count * es}, {}});
     return schedule;
   }
   const int position = static_cast<int>(std::find(p.order.begin(), p.order.end(), p.rank) - p.order.begin());

@@ -1,12 +1,12 @@
 #include "algorithms/cost/algorithm_selection.h"
 
+#include <strings.h>
 #include <cctype>
 #include <cstdio>
-#include <strings.h>
 
 #include "algorithms/algorithm_registry.h"
-#include "algorithms/cost/collective_cost.h"
 #include "algorithms/builders/rail_layout.h"
+#include "algorithms/cost/collective_cost.h"
 #include "common/log.h"
 #include "common/settings.h"
 #include "common/status.h"
@@ -15,7 +15,8 @@ namespace weft {
 
 namespace {
 
-constexpr const char* kValidCollectives = "allreduce, allgather, reducescatter, broadcast, reduce, alltoall, gather, scatter";
+constexpr const char* kValidCollectives =
+    "allreduce, allgather, reducescatter, broadcast, reduce, alltoall, gather, scatter";
 constexpr double kTieTolerance = 0.02;
 // NCCL_ALGO names of algorithms weft does not have (those it has are in the registry).
 const char* const kNcclOnly[] = {"CollnetDirect", "CollnetChain", "NVLS", "NVLSTree", "PAT"};
@@ -91,7 +92,9 @@ ncclResult_t applyList(const char* variable, const std::string& list, Collective
   const bool exclude = !text.empty() && text[0] == '^';
   if (exclude) text.erase(0, 1);
   std::vector<std::string> names = split(text, ',');
-  if (names.empty()) return fail(ncclInvalidArgument, "%s='%s' names no algorithm; valid names: %s", variable, list.c_str(), validWeftNames());
+  if (names.empty())
+    return fail(ncclInvalidArgument, "%s='%s' names no algorithm; valid names: %s", variable, list.c_str(),
+                validWeftNames());
   AlgorithmMask listed{};
   for (const std::string& name : names) {
     Algorithm a;
@@ -103,11 +106,11 @@ ncclResult_t applyList(const char* variable, const std::string& list, Collective
     } else if (ncclNames && isNcclOnlyName(name)) {
       *ignored += (ignored->empty() ? "" : ", ") + name;
     } else if (ncclNames) {
-      return fail(ncclInvalidArgument,
-                  "%s: unknown algorithm '%s' (NCCL's names: %s; weft's: %s)", variable, name.c_str(),
-                  validNcclNames(), validWeftNames());
+      return fail(ncclInvalidArgument, "%s: unknown algorithm '%s' (NCCL's names: %s; weft's: %s)", variable,
+                  name.c_str(), validNcclNames(), validWeftNames());
     } else {
-      return fail(ncclInvalidArgument, "%s: unknown algorithm '%s'; valid names: %s", variable, name.c_str(), validWeftNames());
+      return fail(ncclInvalidArgument, "%s: unknown algorithm '%s'; valid names: %s", variable, name.c_str(),
+                  validWeftNames());
     }
   }
   bool restrictedAny = false;
@@ -157,12 +160,14 @@ bool parseCollective(const std::string& name, Collective* collective) {
   return false;
 }
 
-ncclResult_t parseAlgorithmPolicy(const char* variable, const std::string& value, bool ncclNames, AlgorithmPolicy* out) {
+ncclResult_t parseAlgorithmPolicy(const char* variable, const std::string& value, bool ncclNames,
+                                  AlgorithmPolicy* out) {
   AlgorithmPolicy policy;
   std::string ignored;
   std::vector<std::string> sections = split(value, ';');
   if (sections.empty())
-    return fail(ncclInvalidArgument, "%s='%s' names no algorithm; valid names: %s", variable, value.c_str(), validWeftNames());
+    return fail(ncclInvalidArgument, "%s='%s' names no algorithm; valid names: %s", variable, value.c_str(),
+                validWeftNames());
   for (const std::string& section : sections) {
     const size_t colon = section.find(':');
     Collective collective = Collective::Count;  // every collective
@@ -176,7 +181,8 @@ ncclResult_t parseAlgorithmPolicy(const char* variable, const std::string& value
     }
     WEFT_CHECK(applyList(variable, list, collective, ncclNames, &policy, &ignored));
   }
-  if (!ignored.empty()) WEFT_INFO(kLogTune | kLogEnv, "%s: ignoring %s (not available in weft)", variable, ignored.c_str());
+  if (!ignored.empty())
+    WEFT_INFO(kLogTune | kLogEnv, "%s: ignoring %s (not available in weft)", variable, ignored.c_str());
   *out = policy;
   return ncclSuccess;
 }
@@ -224,7 +230,8 @@ ncclResult_t selectAlgorithm(const SelectionInput& in, AlgorithmChoice* out) {
       e.applicable = false;
       e.note = oneNode ? "buffers not mapped by every peer" : "ranks on more than one host";
     }
-    if (info.needsRails && !uniform) e.note = "uneven nodes: runs as ring";
+    if (info.needsRails && !uniform)
+      e.note = "uneven nodes: runs as ring";
     else if (info.needsRails && (oneNode || in.nodes.size() == static_cast<size_t>(in.nranks)))
       e.note = "one level: runs as ring";
     char item[64];
@@ -243,7 +250,8 @@ ncclResult_t selectAlgorithm(const SelectionInput& in, AlgorithmChoice* out) {
   if (best < 0) {
     best = static_cast<int>(defaultAlgorithm(collective));
     source = "fallback: no allowed algorithm can run this call (" + source + ")";
-    WEFT_INFO(kLogTune, "%s: %s; using %s", collectiveName(collective), source.c_str(), algorithmName(static_cast<Algorithm>(best)));
+    WEFT_INFO(kLogTune, "%s: %s; using %s", collectiveName(collective), source.c_str(),
+              algorithmName(static_cast<Algorithm>(best)));
   }
   choice.algorithm = static_cast<Algorithm>(best);
   choice.timeUs = choice.estimates[best].timeUs;

@@ -42,14 +42,14 @@ using AlgorithmMask = std::array<bool, kAlgorithmCount>;
 
 struct SelectionInput {
   Collective collective = Collective::AllReduce;
-  size_t bytes = 0;                        // the collective's size as nccl-tests reports it
-                                           // (algorithms/cost/collective_cost.h)
+  size_t bytes = 0;  // the collective's size as nccl-tests reports it
+                     // (algorithms/cost/collective_cost.h)
   int nranks = 1;
-  std::vector<std::vector<int>> nodes;     // RankLayout::nodes; empty: all ranks on one node
-  CostModel model;                         // costModelFromLinks(...), once per communicator
-  bool directAvailable = false;            // all-reduce: one host and every peer's buffers mapped here
-  std::optional<std::string> ncclAlgo;     // NCCL_ALGO's value when set
-  std::optional<std::string> weftAlgo;     // WEFT_ALGO's value when set
+  std::vector<std::vector<int>> nodes;  // RankLayout::nodes; empty: all ranks on one node
+  CostModel model;                      // costModelFromLinks(...), once per communicator
+  bool directAvailable = false;         // all-reduce: one host and every peer's buffers mapped here
+  std::optional<std::string> ncclAlgo;  // NCCL_ALGO's value when set
+  std::optional<std::string> weftAlgo;  // WEFT_ALGO's value when set
 };
 
 // Fills ncclAlgo / weftAlgo from the environment.
@@ -62,7 +62,7 @@ struct AlgorithmEstimate {
   bool allowed = true;     // not excluded by WEFT_ALGO / NCCL_ALGO
   double timeUs = 0;       // predicted
   double busBandwidthGBps = 0;
-  const char* note = "";   // why not applicable, or "falls back to ring"
+  const char* note = "";  // why not applicable, or "falls back to ring"
 };
 
 struct AlgorithmChoice {

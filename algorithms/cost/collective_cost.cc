@@ -76,7 +76,8 @@ double chainUs(const Shape& s, const CostInput&, const CostModel& m) {
   const int intraHops = s.n - 1 - interHops;
   const double slice = std::min(static_cast<double>(m.sliceBytes), s.bytes);
   const double slices = slice > 0 ? std::max(1.0, s.bytes / slice) : 1.0;
-  const double fill = intraHops * m.intra.latencyUs + interHops * m.nic.latencyUs + (s.n - 1) * slice / (bandwidth * 1e3);
+  const double fill =
+      intraHops * m.intra.latencyUs + interHops * m.nic.latencyUs + (s.n - 1) * slice / (bandwidth * 1e3);
   return fill + (slices - 1) * (slowestAlpha + slice / (bandwidth * 1e3));
 }
 

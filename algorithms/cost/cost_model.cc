@@ -1,11 +1,11 @@
 #include "algorithms/cost/cost_model.h"
 
+#include <strings.h>
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
-#include <strings.h>
 
 #include "algorithms/cost/cost_terms.h"
 #include "algorithms/cost/prices.h"
@@ -118,8 +118,7 @@ ncclResult_t applyTuningFile(const std::string& path, LinkTable* table) {
 
 ncclResult_t linkTableFromEnv(const TopologyModel* model, LinkTable* table) {
   *table = linkTableFromTopology(model);
-  if (auto path = settingString(Setting::WeftTuningFile); path && !path->empty())
-    return applyTuningFile(*path, table);
+  if (auto path = settingString(Setting::WeftTuningFile); path && !path->empty()) return applyTuningFile(*path, table);
   return ncclSuccess;
 }
 
@@ -291,7 +290,8 @@ double rhdAllReduceUs(const Shape& s, const CostInput& input, const CostModel& m
 double hierAllReduceUs(const Shape& s, const CostInput& input, const CostModel& m) {
   if (!hasRails(s)) return ringAllReduceUs(s, input, m);
   double intra = 2.0 * (s.local - 1) * m.intra.timeUs(s.bytes / s.local);
-  double inter = 2.0 * (s.nodes - 1) * m.interPerRank(s.local).timeUs(s.bytes / (static_cast<double>(s.local) * s.nodes));
+  double inter =
+      2.0 * (s.nodes - 1) * m.interPerRank(s.local).timeUs(s.bytes / (static_cast<double>(s.local) * s.nodes));
   return intra + inter;
 }
 

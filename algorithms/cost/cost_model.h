@@ -33,7 +33,6 @@ struct LinkCost {
   double timeUs(double bytes) const { return latencyUs + bytes / (bandwidthGBps * 1e3); }
 };
 
-
 // Per link class latency/bandwidth: the link_model.h table, then the topology, then tuning.
 struct LinkTable {
   std::array<LinkCost, static_cast<size_t>(LinkType::Count)> links;
@@ -48,10 +47,10 @@ struct LinkTable {
 enum class IntraNodeMedium { Auto, Memory, PCIe, NVLink };
 
 struct CostModel {
-  LinkCost intra;          // rank <-> rank on one node
-  LinkCost nic;            // one NIC (node <-> network), one flow
+  LinkCost intra;  // rank <-> rank on one node
+  LinkCost nic;    // one NIC (node <-> network), one flow
   int nicsPerNode = 1;
-  LinkCost memory;         // reading a peer's buffer directly (direct all-reduce)
+  LinkCost memory;                // reading a peer's buffer directly (direct all-reduce)
   size_t sliceBytes = 256 << 10;  // the executor's pipelining unit (tree pipeline fill)
 
   // Bounds on the rings' channels (NCCL_MIN_NCHANNELS / NCCL_MAX_NCHANNELS).

@@ -5,8 +5,8 @@
 
 #include <vector>
 
-#include "algorithms/cost/cost_model.h"
 #include "algorithms/builders/power_of_two_fold.h"
+#include "algorithms/cost/cost_model.h"
 
 namespace weft::cost {
 

@@ -6,21 +6,27 @@
 #include <numeric>
 #include <utility>
 
-#include "algorithms/cost/algorithm_selection.h"
 #include "algorithms/builders/rail_layout.h"
 #include "algorithms/builders/tree_allreduce.h"
+#include "algorithms/cost/algorithm_selection.h"
 
 namespace weft {
 
 ContendedLinkModel::ContendedLinkModel(const CostModel& model, const std::vector<std::vector<int>>& nodes, int nranks,
                                        double byteScale, int streams)
-    : model_(model), scale_(byteScale), streams_(std::max(1, streams)), nics_(std::max(1, model.nicsPerNode)), nodeOf_(nranks, 0), localOf_(nranks, 0) {
+    : model_(model),
+      scale_(byteScale),
+      streams_(std::max(1, streams)),
+      nics_(std::max(1, model.nicsPerNode)),
+      nodeOf_(nranks, 0),
+      localOf_(nranks, 0) {
   if (nodes.empty()) {
     std::iota(localOf_.begin(), localOf_.end(), 0);
   } else {
     for (size_t k = 0; k < nodes.size(); ++k)
       for (size_t i = 0; i < nodes[k].size(); ++i)
-        if (nodes[k][i] >= 0 && nodes[k][i] < nranks) nodeOf_[nodes[k][i]] = static_cast<int>(k), localOf_[nodes[k][i]] = static_cast<int>(i);
+        if (nodes[k][i] >= 0 && nodes[k][i] < nranks)
+          nodeOf_[nodes[k][i]] = static_cast<int>(k), localOf_[nodes[k][i]] = static_cast<int>(i);
   }
   size_t nodeCount = std::max<size_t>(1, nodes.size());
   portOut_.resize(nranks), portIn_.resize(nranks);
@@ -116,7 +122,8 @@ Schedule pipelineSchedule(const Schedule& schedule, size_t sliceBytes, const std
   const auto& steps = schedule.steps;
   auto emitPhase = [&](size_t begin, size_t end) {
     size_t slices = 1;
-    for (size_t i = begin; i < end; ++i) slices = std::max(slices, (stepBytesOf(steps[i]) + sliceBytes - 1) / sliceBytes);
+    for (size_t i = begin; i < end; ++i)
+      slices = std::max(slices, (stepBytesOf(steps[i]) + sliceBytes - 1) / sliceBytes);
     for (size_t j = 0; j < slices; ++j)
       for (size_t i = begin; i < end; ++i) {
         const Step& s = steps[i];
@@ -214,7 +221,8 @@ SimulatedAllReduce simulateAllReduceTime(Algorithm algorithm, size_t bytes, int 
       schedules[r * 2 + t] = pipelineSchedule(part, sliceElements * es, {up});
     }
   }
-  std::vector<std::vector<float>> send(nranks, std::vector<float>(count)), recv(nranks, std::vector<float>(count, -1.0f));
+  std::vector<std::vector<float>> send(nranks, std::vector<float>(count)),
+      recv(nranks, std::vector<float>(count, -1.0f));
   std::vector<SimulatedBuffers> buffers(schedules.size());
   for (int r = 0; r < nranks; ++r) {
     for (size_t i = 0; i < count; ++i) send[r][i] = static_cast<float>((r * 7 + i) % 13);

@@ -38,8 +38,14 @@ class Simulation {
  public:
   Simulation(const std::vector<Schedule>& schedules, const std::vector<SimulatedBuffers>& buffers,
              const SimulationOptions& options)
-      : schedules_(schedules), buffers_(buffers), options_(options), n_(static_cast<int>(schedules.size())),
-        elementSize_(dataTypeSize(options.type)), next_(n_, 0), clock_(n_, 0.0), scratch_(n_) {}
+      : schedules_(schedules),
+        buffers_(buffers),
+        options_(options),
+        n_(static_cast<int>(schedules.size())),
+        elementSize_(dataTypeSize(options.type)),
+        next_(n_, 0),
+        clock_(n_, 0.0),
+        scratch_(n_) {}
 
   SimulationResult run() {
     if (static_cast<int>(buffers_.size()) != n_) return failed("one SimulatedBuffers per schedule is needed");
@@ -59,7 +65,7 @@ class Simulation {
     while (moved) {
       moved = false;
       for (int r = 0; r < n_; ++r) {
-        for (size_t ran = 0; next_[r] < schedules_[r].steps.size(); ) {
+        for (size_t ran = 0; next_[r] < schedules_[r].steps.size();) {
           bool blocked = false;
           if (!execute(r, schedules_[r].steps[next_[r]], &blocked)) return result_;
           if (blocked) break;
@@ -79,9 +85,11 @@ class Simulation {
       return failed("deadlock: " + std::to_string(stuckRanks) + " rank(s) wait for messages that never come: " + stuck);
     for (const auto& [wire, queue] : queues_)
       if (!queue.empty())
-        return failed(std::to_string(queue.size()) + " unconsumed message(s) from rank " + std::to_string(wire.first) +
-                      " to rank " + std::to_string(wire.second) + " (first: " +
-                      (queue.front().fence ? std::string("a notify") : std::to_string(queue.front().data.size()) + " bytes") + ")");
+        return failed(
+            std::to_string(queue.size()) + " unconsumed message(s) from rank " + std::to_string(wire.first) +
+            " to rank " + std::to_string(wire.second) + " (first: " +
+            (queue.front().fence ? std::string("a notify") : std::to_string(queue.front().data.size()) + " bytes") +
+            ")");
     result_.ok = true;
     result_.finishTime = clock_;
     result_.time = clock_.empty() ? 0.0 : *std::max_element(clock_.begin(), clock_.end());
@@ -127,9 +135,7 @@ class Simulation {
   }
 
   // A local step must read and write either the same bytes or disjoint ones.
-  bool sameOrDisjoint(const char* a, const char* b, size_t bytes) {
-    return a == b || a + bytes <= b || b + bytes <= a;
-  }
+  bool sameOrDisjoint(const char* a, const char* b, size_t bytes) { return a == b || a + bytes <= b || b + bytes <= a; }
 
   bool execute(int r, const Step& s, bool* blocked) {
     const size_t index = next_[r];
@@ -138,8 +144,7 @@ class Simulation {
     auto where = [&] { return describe(r, index, s); };
     const size_t bytes = stepBytes(s);
     if (!isFence(s.kind) && bytes % elementSize_ != 0 && s.kind != StepKind::Send && s.kind != StepKind::Recv &&
-        s.kind != StepKind::Copy)
-    {
+        s.kind != StepKind::Copy) {
       failed(where() + ": " + std::to_string(bytes) + " bytes is not a whole number of elements");
       return false;
     }
@@ -198,7 +203,8 @@ class Simulation {
         }
         clock_[r] = std::max(clock_[r], m.ready);
         if (s.kind == StepKind::Recv) memcpy(dst, m.data.data(), bytes);
-        if (s.kind == StepKind::RecvReduce) reduceBuffers(dst, src, m.data.data(), elements, options_.type, options_.op);
+        if (s.kind == StepKind::RecvReduce)
+          reduceBuffers(dst, src, m.data.data(), elements, options_.type, options_.op);
         if (s.kind != StepKind::WaitNotify && links) clock_[r] += links->localTime(r, s.kind, bytes);
         return true;
       }
@@ -212,12 +218,8 @@ class Simulation {
         }
         scaleBuffer(dst, src, elements, options_.type, options_.scalars[r].data());
         break;
-      case StepKind::Divide:
-        divideBuffer(dst, src, elements, options_.type, schedules_[r].divisor);
-        break;
-      case StepKind::Reduce:
-        reduceBuffers(dst, src, src2, elements, options_.type, options_.op);
-        break;
+      case StepKind::Divide: divideBuffer(dst, src, elements, options_.type, schedules_[r].divisor); break;
+      case StepKind::Reduce: reduceBuffers(dst, src, src2, elements, options_.type, options_.op); break;
       default:  // codec steps, refused above
         failed(where() + ": unsupported step kind");
         return false;
@@ -258,9 +260,11 @@ class Simulation {
       for (size_t j = i; j-- > static_cast<size_t>(lastFence + 1);) {
         const Step& t = steps[j];
         if (!active(t)) continue;
-        bool named = (reads(s) && writes(t) && (s.src.overlaps(t.dst) || (s.kind == StepKind::Reduce && s.src2.overlaps(t.dst)))) ||
+        bool named = (reads(s) && writes(t) &&
+                      (s.src.overlaps(t.dst) || (s.kind == StepKind::Reduce && s.src2.overlaps(t.dst)))) ||
                      (writes(s) && writes(t) && s.dst.overlaps(t.dst)) ||
-                     (writes(s) && reads(t) && (s.dst.overlaps(t.src) || (t.kind == StepKind::Reduce && s.dst.overlaps(t.src2))));
+                     (writes(s) && reads(t) &&
+                      (s.dst.overlaps(t.src) || (t.kind == StepKind::Reduce && s.dst.overlaps(t.src2))));
         bool channel = !channelSeen && s.peer >= 0 && t.peer == s.peer && sendsToPeer(s) == sendsToPeer(t);
         channelSeen |= channel;
         if (named || channel) {
@@ -269,14 +273,17 @@ class Simulation {
         }
         if (before[i][j / 64] >> (j % 64) & 1) continue;
         auto real = [&](const BufferRange& range) { return range.owner < 0 ? interval(r, range) : Interval{}; };
-        bool conflict = (reads(s) && writes(t) && (real(s.src).overlaps(real(t.dst)) ||
-                                                   (s.kind == StepKind::Reduce && real(s.src2).overlaps(real(t.dst))))) ||
-                        (writes(s) && writes(t) && real(s.dst).overlaps(real(t.dst))) ||
-                        (writes(s) && reads(t) && (real(s.dst).overlaps(real(t.src)) ||
-                                                   (t.kind == StepKind::Reduce && real(s.dst).overlaps(real(t.src2)))));
+        bool conflict =
+            (reads(s) && writes(t) &&
+             (real(s.src).overlaps(real(t.dst)) ||
+              (s.kind == StepKind::Reduce && real(s.src2).overlaps(real(t.dst))))) ||
+            (writes(s) && writes(t) && real(s.dst).overlaps(real(t.dst))) ||
+            (writes(s) && reads(t) &&
+             (real(s.dst).overlaps(real(t.src)) || (t.kind == StepKind::Reduce && real(s.dst).overlaps(real(t.src2)))));
         if (conflict) {
           failed("hidden aliasing: " + describe(r, i, s) + " and step " + std::to_string(j) + " (" +
-                 stepKindName(t.kind) + ") touch the same memory through differently named buffers, and the executor "
+                 stepKindName(t.kind) +
+                 ") touch the same memory through differently named buffers, and the executor "
                  "would not order them");
           return false;
         }

@@ -59,9 +59,8 @@ __attribute__((always_inline)) inline void store(E* p, const T& v) {
 // scalar code, but each doubling to vpmovsx.
 template <int W>
 __attribute__((always_inline)) inline typename V<W>::F widenToFloat(typename V<W>::B b) {
-  return __builtin_convertvector(__builtin_convertvector(__builtin_convertvector(b, typename V<W>::S),
-                                                         typename V<W>::I),
-                                 typename V<W>::F);
+  return __builtin_convertvector(
+      __builtin_convertvector(__builtin_convertvector(b, typename V<W>::S), typename V<W>::I), typename V<W>::F);
 }
 
 template <typename T>
@@ -77,16 +76,16 @@ __attribute__((always_inline)) inline T iota() {
 #define WEFT_CODEC_TARGET_AVX2 __attribute__((target("avx2,bmi,bmi2,popcnt")))
 
 // Defines `static ret name params` dispatching to body<16>, body<8> or body<4> args.
-#define WEFT_CODEC_DISPATCH(ret, name, body, params, args)                                 \
-  WEFT_CODEC_TARGET_AVX512 static ret name##Avx512 params { return body<16> args; }        \
-  WEFT_CODEC_TARGET_AVX2 static ret name##Avx2 params { return body<8> args; }             \
-  static ret name##Portable params { return body<4> args; }                                \
-  [[maybe_unused]] static ret name params {                                                \
-    switch (::weft::compression::activeIsa()) {                                            \
-      case ::weft::compression::Isa::kAvx512: return name##Avx512 args;                   \
-      case ::weft::compression::Isa::kAvx2: return name##Avx2 args;                        \
-      default: return name##Portable args;                                                 \
-    }                                                                                      \
+#define WEFT_CODEC_DISPATCH(ret, name, body, params, args)                          \
+  WEFT_CODEC_TARGET_AVX512 static ret name##Avx512 params { return body<16> args; } \
+  WEFT_CODEC_TARGET_AVX2 static ret name##Avx2 params { return body<8> args; }      \
+  static ret name##Portable params { return body<4> args; }                         \
+  [[maybe_unused]] static ret name params {                                         \
+    switch (::weft::compression::activeIsa()) {                                     \
+      case ::weft::compression::Isa::kAvx512: return name##Avx512 args;             \
+      case ::weft::compression::Isa::kAvx2: return name##Avx2 args;                 \
+      default: return name##Portable args;                                          \
+    }                                                                               \
   }
 
 }  // namespace weft::compression

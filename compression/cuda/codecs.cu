@@ -51,7 +51,9 @@ __device__ __forceinline__ uint16_t floatToBfloat16Dev(float value) {
   return static_cast<uint16_t>(isNan ? (bits >> 16) | 0x40u : rounded);
 }
 
-__device__ __forceinline__ float bfloat16ToFloatDev(uint16_t b) { return __uint_as_float(static_cast<uint32_t>(b) << 16); }
+__device__ __forceinline__ float bfloat16ToFloatDev(uint16_t b) {
+  return __uint_as_float(static_cast<uint32_t>(b) << 16);
+}
 
 __device__ __forceinline__ float combine(float old, float v, bool accumulate, float alpha) {
   return accumulate ? __fadd_rn(old, __fmul_rn(alpha, v)) : v;
@@ -195,7 +197,8 @@ __global__ void signEncodeKernel(const float* x, size_t count, uint32_t bs, uint
   uint8_t* payload = encoded + blocks * sizeof(float) + start / 8;
   for (uint32_t byte = threadIdx.x; byte < (n + 7) / 8; byte += blockDim.x) {
     uint8_t b = 0;
-    for (uint32_t j = 0; j < 8 && byte * 8 + j < n; ++j) b |= static_cast<uint8_t>((__float_as_uint(xb[byte * 8 + j]) >> 31) << j);
+    for (uint32_t j = 0; j < 8 && byte * 8 + j < n; ++j)
+      b |= static_cast<uint8_t>((__float_as_uint(xb[byte * 8 + j]) >> 31) << j);
     payload[byte] = b;
   }
 }
@@ -225,9 +228,8 @@ ncclResult_t launched(const char* what) {
 }  // namespace
 
 bool supports(CodecKind kind) {
-  return kind == CodecKind::kFp16 || kind == CodecKind::kBf16 || kind == CodecKind::kInt8 ||
-         kind == CodecKind::kInt4 || kind == CodecKind::kSign || kind == CodecKind::kTopK ||
-         kind == CodecKind::kTopKApprox;
+  return kind == CodecKind::kFp16 || kind == CodecKind::kBf16 || kind == CodecKind::kInt8 || kind == CodecKind::kInt4 ||
+         kind == CodecKind::kSign || kind == CodecKind::kTopK || kind == CodecKind::kTopKApprox;
 }
 
 ncclResult_t encode(const CodecConfig& c, const float* x, size_t count, void* dst, const EncodeContext& ctx,
@@ -279,9 +281,8 @@ ncclResult_t decode(const CodecConfig& c, const void* src, size_t count, float* 
       break;
     case CodecKind::kInt8:
     case CodecKind::kInt4:
-      quantizeDecodeKernel<<<gridFor(count, 256), 256, 0, s>>>(in, count, c.blockSize,
-                                                               c.kind == CodecKind::kInt8 ? 8 : 4, out, accumulate,
-                                                               alpha);
+      quantizeDecodeKernel<<<gridFor(count, 256), 256, 0, s>>>(
+          in, count, c.blockSize, c.kind == CodecKind::kInt8 ? 8 : 4, out, accumulate, alpha);
       break;
     case CodecKind::kSign:
       signDecodeKernel<<<gridFor(count, 256), 256, 0, s>>>(in, count, c.blockSize, out, accumulate, alpha);

@@ -27,7 +27,7 @@ bool supports(CodecKind kind);
 ncclResult_t encode(const CodecConfig& config, const float* x, size_t count, void* dst, const EncodeContext& ctx,
                     void* stream);
 // accumulate: out += alpha * x'; else out = x'.
-ncclResult_t decode(const CodecConfig& config, const void* src, size_t count, float* out, bool accumulate,
-                    float alpha, void* stream);
+ncclResult_t decode(const CodecConfig& config, const void* src, size_t count, float* out, bool accumulate, float alpha,
+                    void* stream);
 
 }  // namespace weft::compression::cuda

@@ -262,9 +262,9 @@ __global__ void scatterKernel(const uint32_t* encoded, size_t count, uint32_t* o
     const uint32_t i = indices[j];
     if (i >= count) continue;
     // As the CPU: o + alpha * v, each rounded once (the file is built with --fmad=false).
-    out[i] = accumulate ? __float_as_uint(__fadd_rn(__uint_as_float(out[i]),
-                                                    __fmul_rn(alpha, __uint_as_float(values[j]))))
-                        : values[j];
+    out[i] = accumulate
+                 ? __float_as_uint(__fadd_rn(__uint_as_float(out[i]), __fmul_rn(alpha, __uint_as_float(values[j]))))
+                 : values[j];
   }
 }
 
@@ -324,30 +324,28 @@ ncclResult_t topkEncode(const CodecConfig& c, const float* x, size_t count, void
     const size_t r = topkSampleRank(c.topkOversample, k, m, count);
     const SampleKeys keys{bits, m, topkSampleSeed(ctx), count / 16};
     for (int pass = 0; pass < kPasses; ++pass)
-      histogramKernel<<<blocksFor(m), kThreads, 0, st>>>(keys, &state->sample, pass, static_cast<uint32_t>(r),
-                                                        nullptr);
+      histogramKernel<<<blocksFor(m), kThreads, 0, st>>>(keys, &state->sample, pass, static_cast<uint32_t>(r), nullptr);
     threshold = &state->sample;
   }
   const ChunkKeys keys{bits, count};
   for (int pass = 0; pass < kPasses; ++pass)
     histogramKernel<<<blocksFor(count), kThreads, 0, st>>>(keys, &state->main, pass, static_cast<uint32_t>(k),
-                                                          pass == 0 ? threshold : nullptr);
+                                                           pass == 0 ? threshold : nullptr);
   const unsigned tileBlocks = blocksFor(count);
   countTilesKernel<<<tileBlocks, kThreads, 0, st>>>(bits, count, &state->main, tileCounts, layout.tiles);
-  scanTilesKernel<<<1, kThreads, 0, st>>>(tileCounts, outBase, layout.tiles, &state->main,
-                                          static_cast<uint32_t>(k), header);
+  scanTilesKernel<<<1, kThreads, 0, st>>>(tileCounts, outBase, layout.tiles, &state->main, static_cast<uint32_t>(k),
+                                          header);
   writeTilesKernel<<<tileBlocks, kThreads, 0, st>>>(bits, count, &state->main, tileCounts, outBase, layout.tiles,
                                                     header + 2, header + 2 + k);
   return checked(cudaGetLastError());
 }
 
-ncclResult_t topkDecode(const CodecConfig& c, const void* src, size_t count, float* out, bool accumulate,
-                        float alpha, void* stream) {
+ncclResult_t topkDecode(const CodecConfig& c, const void* src, size_t count, float* out, bool accumulate, float alpha,
+                        void* stream) {
   if (!isTopK(c.kind)) return ncclInvalidArgument;
   if (count == 0) return ncclSuccess;
   cudaStream_t st = static_cast<cudaStream_t>(stream);
-  if (!accumulate && cudaMemsetAsync(out, 0, count * sizeof(float), st) != cudaSuccess)
-    return ncclUnhandledCudaError;
+  if (!accumulate && cudaMemsetAsync(out, 0, count * sizeof(float), st) != cudaSuccess) return ncclUnhandledCudaError;
   // The grid covers the capacity k; the kernel reads how many pairs are stored.
   const size_t k = topkCount(c, count);
   const unsigned blocks = static_cast<unsigned>(k / kThreads + 1 < 1024 ? k / kThreads + 1 : 1024);

@@ -22,20 +22,20 @@ extern "C" {
 #endif
 
 typedef enum {
-  weftCodecFp16 = 0,       /* cast to IEEE binary16 (round to nearest even) */
-  weftCodecBf16 = 1,       /* cast to bfloat16 */
-  weftCodecInt8 = 2,       /* int8 per block of blockSize elements, one float scale per block */
-  weftCodecInt4 = 3,       /* 4-bit per block, one float scale per block */
-  weftCodecSign = 4,       /* sign bit per element, scale = mean |x| of the block */
-  weftCodecTopK = 5,       /* the topkRatio largest magnitudes, as (index, value) pairs */
-  weftCodecTopKApprox = 6  /* top-k above a sampled threshold (Deep Gradient Compression) */
+  weftCodecFp16 = 0,      /* cast to IEEE binary16 (round to nearest even) */
+  weftCodecBf16 = 1,      /* cast to bfloat16 */
+  weftCodecInt8 = 2,      /* int8 per block of blockSize elements, one float scale per block */
+  weftCodecInt4 = 3,      /* 4-bit per block, one float scale per block */
+  weftCodecSign = 4,      /* sign bit per element, scale = mean |x| of the block */
+  weftCodecTopK = 5,      /* the topkRatio largest magnitudes, as (index, value) pairs */
+  weftCodecTopKApprox = 6 /* top-k above a sampled threshold (Deep Gradient Compression) */
 } weftCodec_t;
 
 typedef enum { weftRoundNearest = 0, weftRoundStochastic = 1 } weftRounding_t;
 
 /* A compressor description. Initialize with WEFT_COMPRESSOR_INITIALIZER, then set fields. */
 typedef struct {
-  size_t size;             /* sizeof(weftCompressor_t) */
+  size_t size; /* sizeof(weftCompressor_t) */
   weftCodec_t codec;
   unsigned blockSize;      /* int8, int4, sign: elements per scale, a multiple of 8 in [8, 8192] */
   weftRounding_t rounding; /* int8, int4 */
@@ -60,8 +60,8 @@ ncclResult_t weftErrorFeedbackDestroy(weftErrorFeedback_t state);
  * same compressor. On one rank the result is exact. Inside ncclGroupStart/End the feedback state
  * must stay valid until ncclGroupEnd, like the buffers (the compressor is copied). Host memory. */
 ncclResult_t weftAllReduceCompressed(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
-                                     ncclRedOp_t op, const weftCompressor_t* compressor,
-                                     weftErrorFeedback_t feedback, ncclComm_t comm, cudaStream_t stream);
+                                     ncclRedOp_t op, const weftCompressor_t* compressor, weftErrorFeedback_t feedback,
+                                     ncclComm_t comm, cudaStream_t stream);
 
 #ifdef __cplusplus
 }

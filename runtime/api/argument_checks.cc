@@ -25,7 +25,8 @@ ncclResult_t checkCount(size_t count, ncclDataType_t datatype, size_t multiplier
 }
 
 ncclResult_t checkBuffer(const void* buffer, size_t count, const char* argument, const char* function) {
-  if (count > 0 && !buffer) return fail(ncclInvalidArgument, "%s: %s is NULL with a non-zero count", function, argument);
+  if (count > 0 && !buffer)
+    return fail(ncclInvalidArgument, "%s: %s is NULL with a non-zero count", function, argument);
   return ncclSuccess;
 }
 

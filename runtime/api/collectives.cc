@@ -3,11 +3,11 @@
 #include "common/dtype.h"
 #include "common/status.h"
 #include "nccl.h"
-#include "runtime/api/export.h"
 #include "runtime/api/argument_checks.h"
+#include "runtime/api/export.h"
 #include "runtime/comm/communicator.h"
-#include "runtime/exec/group.h"
 #include "runtime/comm/reduction_ops.h"
+#include "runtime/exec/group.h"
 
 using namespace weft;
 
@@ -17,8 +17,8 @@ enum class CountSpan { OneBlock, BlockPerRank };
 
 // Checks shared by every call: communicator, datatype, and that count elements (times nranks
 // for collectives whose buffers hold a block per rank) fit in memory.
-ncclResult_t checkCommon(ncclComm_t comm, ncclDataType_t datatype, size_t count, CountSpan span,
-                         const char* countName, const char* function) {
+ncclResult_t checkCommon(ncclComm_t comm, ncclDataType_t datatype, size_t count, CountSpan span, const char* countName,
+                         const char* function) {
   WEFT_CHECK(checkCommunicator(comm));
   WEFT_CHECK(checkDataType(datatype, function));
   size_t multiplier = span == CountSpan::BlockPerRank ? static_cast<size_t>(comm->nranks) : 1;
@@ -96,8 +96,8 @@ WEFT_API ncclResult_t ncclAllGather(const void* sendbuff, void* recvbuff, size_t
 WEFT_PROFILING_ALIAS(ncclResult_t, ncclAllGather, const void* sendbuff, void* recvbuff, size_t sendcount,
                      ncclDataType_t datatype, ncclComm_t comm, cudaStream_t stream);
 
-WEFT_API ncclResult_t ncclReduceScatter(const void* sendbuff, void* recvbuff, size_t recvcount,
-                                        ncclDataType_t datatype, ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream) {
+WEFT_API ncclResult_t ncclReduceScatter(const void* sendbuff, void* recvbuff, size_t recvcount, ncclDataType_t datatype,
+                                        ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream) {
   constexpr const char* kName = "ncclReduceScatter";
   WEFT_CHECK(checkCommon(comm, datatype, recvcount, CountSpan::BlockPerRank, "recvcount", kName));
   WEFT_CHECK(checkReductionOpFor(comm, op, datatype, kName));
@@ -131,8 +131,8 @@ WEFT_API ncclResult_t ncclGather(const void* sendbuff, void* recvbuff, size_t co
 WEFT_PROFILING_ALIAS(ncclResult_t, ncclGather, const void* sendbuff, void* recvbuff, size_t count,
                      ncclDataType_t datatype, int root, ncclComm_t comm, cudaStream_t stream);
 
-WEFT_API ncclResult_t ncclScatter(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
-                                  int root, ncclComm_t comm, cudaStream_t stream) {
+WEFT_API ncclResult_t ncclScatter(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype, int root,
+                                  ncclComm_t comm, cudaStream_t stream) {
   constexpr const char* kName = "ncclScatter";
   WEFT_CHECK(checkCommon(comm, datatype, count, CountSpan::BlockPerRank, "count", kName));
   WEFT_CHECK(checkRoot(comm, root, kName));

@@ -10,9 +10,9 @@
 #include "common/status.h"
 #include "nccl.h"
 #include "runtime/api/export.h"
-#include "runtime/exec/collective.h"
 #include "runtime/comm/communicator.h"
 #include "runtime/comm/unique_id.h"
+#include "runtime/exec/collective.h"
 
 using namespace weft;
 
@@ -71,15 +71,17 @@ WEFT_API ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, ncclCom
 WEFT_PROFILING_ALIAS(ncclResult_t, ncclCommSplit, ncclComm_t comm, int color, int key, ncclComm_t* newcomm,
                      ncclConfig_t* config);
 
-WEFT_API ncclResult_t ncclCommShrink(ncclComm_t comm, int* excludeRanksList, int excludeRanksCount,
-                                     ncclComm_t* newcomm, ncclConfig_t* config, int shrinkFlags) {
+WEFT_API ncclResult_t ncclCommShrink(ncclComm_t comm, int* excludeRanksList, int excludeRanksCount, ncclComm_t* newcomm,
+                                     ncclConfig_t* config, int shrinkFlags) {
   constexpr const char* kName = "ncclCommShrink";
   WEFT_CHECK(checkParent(comm, kName));
   if (!newcomm) return fail(ncclInvalidArgument, "%s: newcomm is NULL", kName);
   if (excludeRanksCount < 0 || (excludeRanksCount > 0 && !excludeRanksList))
-    return fail(ncclInvalidArgument, "%s: excludeRanksList is NULL with excludeRanksCount=%d", kName, excludeRanksCount);
+    return fail(ncclInvalidArgument, "%s: excludeRanksList is NULL with excludeRanksCount=%d", kName,
+                excludeRanksCount);
   if (shrinkFlags != NCCL_SHRINK_DEFAULT && shrinkFlags != NCCL_SHRINK_ABORT)
-    return fail(ncclInvalidArgument, "%s: shrinkFlags=%d (NCCL_SHRINK_DEFAULT or NCCL_SHRINK_ABORT)", kName, shrinkFlags);
+    return fail(ncclInvalidArgument, "%s: shrinkFlags=%d (NCCL_SHRINK_DEFAULT or NCCL_SHRINK_ABORT)", kName,
+                shrinkFlags);
   std::vector<bool> excluded(comm->nranks, false);
   for (int i = 0; i < excludeRanksCount; ++i) {
     int r = excludeRanksList[i];
@@ -94,7 +96,8 @@ WEFT_API ncclResult_t ncclCommShrink(ncclComm_t comm, int* excludeRanksList, int
   if (shrinkFlags == NCCL_SHRINK_ABORT) {
     // Stop whatever the parent is doing on other threads before reusing its connections.
     comm->state.revoked.store(true);
-    for (int i = 0; i < 2000 && comm->state.activeCalls.load() > 0; ++i) std::this_thread::sleep_for(std::chrono::microseconds(500));
+    for (int i = 0; i < 2000 && comm->state.activeCalls.load() > 0; ++i)
+      std::this_thread::sleep_for(std::chrono::microseconds(500));
     comm->state.revoked.store(false);
   }
   std::vector<int> survivors;
@@ -127,7 +130,8 @@ WEFT_API ncclResult_t ncclCommRevoke(ncclComm_t comm, int revokeFlags) {
   comm->state.revoked.store(true);
   // Operations in flight on other threads fail at their next progress check; wait for them
   // briefly so that the communicator is quiescent when this returns.
-  for (int i = 0; i < 2000 && comm->state.activeCalls.load() > 0; ++i) std::this_thread::sleep_for(std::chrono::microseconds(500));
+  for (int i = 0; i < 2000 && comm->state.activeCalls.load() > 0; ++i)
+    std::this_thread::sleep_for(std::chrono::microseconds(500));
   return ncclSuccess;
 }
 WEFT_PROFILING_ALIAS(ncclResult_t, ncclCommRevoke, ncclComm_t comm, int revokeFlags);

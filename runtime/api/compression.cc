@@ -6,8 +6,8 @@
 #include "common/status.h"
 #include "compression/codec.h"
 #include "nccl.h"
-#include "runtime/api/export.h"
 #include "runtime/api/argument_checks.h"
+#include "runtime/api/export.h"
 #include "runtime/comm/communicator.h"
 #include "runtime/exec/group.h"
 #include "weft/compression.h"
@@ -44,13 +44,16 @@ ncclResult_t codecConfigFrom(const weftCompressor_t* c, compression::CodecConfig
     case weftCodecSign: config.kind = compression::CodecKind::kSign; break;
     case weftCodecTopK: config.kind = compression::CodecKind::kTopK; break;
     case weftCodecTopKApprox: config.kind = compression::CodecKind::kTopKApprox; break;
-    default: return fail(ncclInvalidArgument, "%s: compressor->codec=%d is not a weftCodec_t", function, static_cast<int>(c->codec));
+    default:
+      return fail(ncclInvalidArgument, "%s: compressor->codec=%d is not a weftCodec_t", function,
+                  static_cast<int>(c->codec));
   }
   config.blockSize = c->blockSize ? c->blockSize : 256;
   if (c->rounding != weftRoundNearest && c->rounding != weftRoundStochastic)
     return fail(ncclInvalidArgument, "%s: compressor->rounding=%d is not a weftRounding_t", function,
                 static_cast<int>(c->rounding));
-  config.rounding = c->rounding == weftRoundStochastic ? compression::Rounding::kStochastic : compression::Rounding::kNearest;
+  config.rounding =
+      c->rounding == weftRoundStochastic ? compression::Rounding::kStochastic : compression::Rounding::kNearest;
   config.topkRatio = c->topkRatio;
   if (compression::Codec::validate(config) != ncclSuccess)
     return fail(ncclInvalidArgument, "%s: %s", function, lastErrorMessage().c_str());
@@ -102,10 +105,12 @@ WEFT_API ncclResult_t weftAllReduceCompressed(const void* sendbuff, void* recvbu
   constexpr const char* kName = "weftAllReduceCompressed";
   WEFT_CHECK(checkCommunicator(comm));
   if (!compression::isCodecDataType(datatype))
-    return fail(ncclInvalidArgument, "%s: datatype %d: compressed all-reduce takes ncclFloat32, ncclFloat16 or ncclBfloat16",
-                kName, static_cast<int>(datatype));
+    return fail(ncclInvalidArgument,
+                "%s: datatype %d: compressed all-reduce takes ncclFloat32, ncclFloat16 or ncclBfloat16", kName,
+                static_cast<int>(datatype));
   if (op != ncclSum && op != ncclAvg)
-    return fail(ncclInvalidArgument, "%s: op %d: compressed all-reduce takes ncclSum or ncclAvg", kName, static_cast<int>(op));
+    return fail(ncclInvalidArgument, "%s: op %d: compressed all-reduce takes ncclSum or ncclAvg", kName,
+                static_cast<int>(op));
   WEFT_CHECK(checkCount(count, datatype, 1, "count", kName));
   WEFT_CHECK(checkBuffer(sendbuff, count, "sendbuff", kName));
   WEFT_CHECK(checkBuffer(recvbuff, count, "recvbuff", kName));
@@ -114,8 +119,8 @@ WEFT_API ncclResult_t weftAllReduceCompressed(const void* sendbuff, void* recvbu
   if (feedback) {
     WEFT_CHECK(checkFeedback(feedback, kName));
     if (feedback->residual.size() != count)
-      return fail(ncclInvalidArgument, "%s: the error-feedback state was made for %zu elements, the call has %zu", kName,
-                  feedback->residual.size(), count);
+      return fail(ncclInvalidArgument, "%s: the error-feedback state was made for %zu elements, the call has %zu",
+                  kName, feedback->residual.size(), count);
     call.residual = feedback->residual.data();
   }
   call.stream = stream;

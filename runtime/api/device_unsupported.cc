@@ -26,15 +26,16 @@ ncclResult_t unsupported(const char* function) {
 
 }  // namespace
 
-#define WEFT_DEVICE_RESULT(name, ...)                           \
+#define WEFT_DEVICE_RESULT(name, ...)                                    \
   WEFT_API ncclResult_t name(__VA_ARGS__) { return unsupported(#name); } \
   WEFT_PROFILING_ALIAS(ncclResult_t, name, __VA_ARGS__)
 
 WEFT_DEVICE_RESULT(ncclDevCommCreate, ncclComm_t /*comm*/, const void* /*requirements*/, void* /*outDevComm*/);
 WEFT_DEVICE_RESULT(ncclDevCommDestroy, ncclComm_t /*comm*/, const void* /*devComm*/);
-WEFT_DEVICE_RESULT(ncclGinBarrierCreateRequirement, ncclComm_t /*comm*/, TeamValue /*team*/, int /*nBarriers*/, void* /*outHandle*/,
+WEFT_DEVICE_RESULT(ncclGinBarrierCreateRequirement, ncclComm_t /*comm*/, TeamValue /*team*/, int /*nBarriers*/,
+                   void* /*outHandle*/, void* /*outReq*/);
+WEFT_DEVICE_RESULT(ncclLsaBarrierCreateRequirement, TeamValue /*team*/, int /*nBarriers*/, void* /*outHandle*/,
                    void* /*outReq*/);
-WEFT_DEVICE_RESULT(ncclLsaBarrierCreateRequirement, TeamValue /*team*/, int /*nBarriers*/, void* /*outHandle*/, void* /*outReq*/);
 WEFT_DEVICE_RESULT(ncclLLA2ACreateRequirement, int /*nBlocks*/, int /*nSlots*/, void* /*outHandle*/, void* /*outReq*/);
 
 WEFT_API int ncclLLA2ACalcSlots(int /*maxElts*/, int /*maxEltSize*/) {
@@ -43,11 +44,11 @@ WEFT_API int ncclLLA2ACalcSlots(int /*maxElts*/, int /*maxEltSize*/) {
 }
 WEFT_PROFILING_ALIAS(int, ncclLLA2ACalcSlots, int /*maxElts*/, int /*maxEltSize*/);
 
-#define WEFT_DEVICE_TEAM(name)                        \
-  WEFT_API TeamValue name(const void* /*devComm*/) {      \
-    unsupported(#name);                               \
-    return TeamValue{0, -1, 0};                       \
-  }                                                   \
+#define WEFT_DEVICE_TEAM(name)                       \
+  WEFT_API TeamValue name(const void* /*devComm*/) { \
+    unsupported(#name);                              \
+    return TeamValue{0, -1, 0};                      \
+  }                                                  \
   WEFT_PROFILING_ALIAS(TeamValue, name, const void* /*devComm*/)
 
 WEFT_DEVICE_TEAM(ncclTeamWorld);

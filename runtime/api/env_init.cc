@@ -67,7 +67,7 @@ WEFT_API ncclResult_t weftCommInitFromEnv(ncclComm_t* comm) {
     if (!port) port = getenv("MASTER_PORT");
     if (!port) return fail(ncclInvalidArgument, "weftCommInitFromEnv: MASTER_ADDR is set but MASTER_PORT is not");
     address = std::string(host).find(':') != std::string::npos ? "[" + std::string(host) + "]:" + port
-                                                                : std::string(host) + ":" + port;
+                                                               : std::string(host) + ":" + port;
   }
   if (address.empty()) {
     if (position.size > 1)

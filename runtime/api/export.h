@@ -4,5 +4,4 @@
 
 #define WEFT_API extern "C" __attribute__((visibility("default")))
 // Defines pncclX as an alias of ncclX; use after ncclX's definition in the same file.
-#define WEFT_PROFILING_ALIAS(ret, name, ...) \
-  WEFT_API ret p##name(__VA_ARGS__) __attribute__((alias(#name)))
+#define WEFT_PROFILING_ALIAS(ret, name, ...) WEFT_API ret p##name(__VA_ARGS__) __attribute__((alias(#name)))

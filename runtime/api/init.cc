@@ -11,8 +11,8 @@
 #include "runtime/api/export.h"
 #include "runtime/comm/bootstrap.h"
 #include "runtime/comm/communicator.h"
-#include "runtime/exec/group.h"
 #include "runtime/comm/unique_id.h"
+#include "runtime/exec/group.h"
 
 using namespace weft;
 
@@ -36,7 +36,6 @@ ncclResult_t makeUniqueId(ncclUniqueId* uniqueId) {
   encodeUniqueId(contents, uniqueId);
   return ncclSuccess;
 }
-
 
 ncclResult_t checkInitArguments(ncclComm_t* comm, int nranks, int rank) {
   if (!comm) return fail(ncclInvalidArgument, "comm is NULL (it must point to a ncclComm_t to fill in)");
@@ -68,8 +67,8 @@ WEFT_API ncclResult_t ncclCommInitRankConfig(ncclComm_t* comm, int nranks, ncclU
   }
   return weft::initRank(comm, nranks, commId, rank, config);
 }
-WEFT_PROFILING_ALIAS(ncclResult_t, ncclCommInitRankConfig, ncclComm_t* comm, int nranks, ncclUniqueId commId,
-                     int rank, ncclConfig_t* config);
+WEFT_PROFILING_ALIAS(ncclResult_t, ncclCommInitRankConfig, ncclComm_t* comm, int nranks, ncclUniqueId commId, int rank,
+                     ncclConfig_t* config);
 
 WEFT_API ncclResult_t ncclCommInitRank(ncclComm_t* comm, int nranks, ncclUniqueId commId, int rank) {
   return ncclCommInitRankConfig(comm, nranks, commId, rank, nullptr);

@@ -38,8 +38,8 @@ ncclResult_t removeRegistration(ncclComm_t comm, const void* handle, bool window
       comm->registered.regions.erase(it);
       return ncclSuccess;
     }
-  return fail(ncclInvalidArgument, "%s: handle %p was not registered on this comm (or was already released)",
-              function, handle);
+  return fail(ncclInvalidArgument, "%s: handle %p was not registered on this comm (or was already released)", function,
+              handle);
 }
 
 }  // namespace
@@ -68,8 +68,8 @@ WEFT_API ncclResult_t ncclCommWindowRegister(ncclComm_t comm, void* buff, size_t
   *win = reinterpret_cast<ncclWindow_t>(region);
   return ncclSuccess;
 }
-WEFT_PROFILING_ALIAS(ncclResult_t, ncclCommWindowRegister, ncclComm_t comm, void* buff, size_t size,
-                     ncclWindow_t* win, int winFlags);
+WEFT_PROFILING_ALIAS(ncclResult_t, ncclCommWindowRegister, ncclComm_t comm, void* buff, size_t size, ncclWindow_t* win,
+                     int winFlags);
 
 WEFT_API ncclResult_t ncclCommWindowDeregister(ncclComm_t comm, ncclWindow_t win) {
   return removeRegistration(comm, win, true, "ncclCommWindowDeregister");

@@ -90,7 +90,8 @@ class BootstrapRoot {
   void acceptOne() {
     Pending p{};
     p.from.length = sizeof(p.from.storage);
-    p.fd = accept4(listenFd_, reinterpret_cast<sockaddr*>(&p.from.storage), &p.from.length, SOCK_CLOEXEC | SOCK_NONBLOCK);
+    p.fd =
+        accept4(listenFd_, reinterpret_cast<sockaddr*>(&p.from.storage), &p.from.length, SOCK_CLOEXEC | SOCK_NONBLOCK);
     if (p.fd < 0) return;
     // A stranger that connects and says nothing is dropped after a few seconds.
     p.deadline = Deadline::after(timeoutSeconds_ < 10 ? timeoutSeconds_ : 10);
@@ -130,8 +131,8 @@ class BootstrapRoot {
     for (const auto& a : admitted_)
       if (a.info.rank == h.info.rank) return reject(index, "duplicate rank");
     admitted_.push_back({p.fd, h.info});
-    WEFT_INFO(kLogBootstrap, "bootstrap root: admitted rank %d (%zu/%d) from %s", h.info.rank, admitted_.size(), nranks_,
-              p.from.toString().c_str());
+    WEFT_INFO(kLogBootstrap, "bootstrap root: admitted rank %d (%zu/%d) from %s", h.info.rank, admitted_.size(),
+              nranks_, p.from.toString().c_str());
     pending_.erase(pending_.begin() + index);
   }
 

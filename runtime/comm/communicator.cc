@@ -7,8 +7,8 @@
 #include <thread>
 #include <utility>
 
-#include "common/log.h"
 #include "common/hash.h"
+#include "common/log.h"
 #include "common/settings.h"
 #include "common/status.h"
 #include "topology/rank_layout.h"
@@ -27,8 +27,7 @@ ncclResult_t forcedTransportFromEnv(const TransportEntry** out) {
     if ((*out = findTransport(forced))) return ncclSuccess;
     std::string valid = "auto";
     for (const TransportEntry& entry : transportTable()) valid += std::string(", ") + entry.name;
-    return fail(ncclInvalidArgument, "WEFT_TRANSPORT=%s: valid values are %s", forced,
-                valid.c_str());
+    return fail(ncclInvalidArgument, "WEFT_TRANSPORT=%s: valid values are %s", forced, valid.c_str());
   }
   if (settingBool(Setting::NcclShmDisable)) *out = findTransport("tcp");
   return ncclSuccess;
@@ -47,8 +46,7 @@ TransportEndpoint endpointOf(const RankInfo& info) {
 }
 
 // Every transport of the table listens, and what peers need travels in this rank's record.
-ncclResult_t listenOnEveryTransport(ncclComm* comm, const SocketAddress& dataAddress,
-                                    double timeout, RankInfo* mine) {
+ncclResult_t listenOnEveryTransport(ncclComm* comm, const SocketAddress& dataAddress, double timeout, RankInfo* mine) {
   TransportSetup setup;
   setup.rank = comm->rank;
   setup.nranks = comm->nranks;
@@ -67,8 +65,8 @@ ncclResult_t listenOnEveryTransport(ncclComm* comm, const SocketAddress& dataAdd
 }
 
 // The first row of the table that can join this rank to `peer` (on this host, the forced one).
-ncclResult_t chooseTransport(ncclComm* comm, const TransportEndpoint& self,
-                             const TransportEndpoint& peer, Transport** out) {
+ncclResult_t chooseTransport(ncclComm* comm, const TransportEndpoint& self, const TransportEndpoint& peer,
+                             Transport** out) {
   const bool sameHost = self.hostHash == peer.hostHash;
   const std::vector<TransportEntry>& table = transportTable();
   for (size_t i = 0; i < table.size(); ++i) {
@@ -78,8 +76,7 @@ ncclResult_t chooseTransport(ncclComm* comm, const TransportEndpoint& self,
       return ncclSuccess;
     }
   }
-  return fail(ncclSystemError, "no transport can connect rank %d to rank %d (WEFT_TRANSPORT=%s)",
-              self.rank, peer.rank,
+  return fail(ncclSystemError, "no transport can connect rank %d to rank %d (WEFT_TRANSPORT=%s)", self.rank, peer.rank,
               comm->net.forcedTransport ? comm->net.forcedTransport->name : "auto");
 }
 
@@ -211,7 +208,8 @@ ncclResult_t initializeCommunicator(ncclComm* comm, const ncclUniqueId& id) {
   const int rank = comm->rank;
   const int nranks = comm->nranks;
   setLogRank(rank);
-  WEFT_CHECK(compressionConfigFromEnv(&comm->compression.env));  // before bootstrap: a bad value fails every rank at once
+  WEFT_CHECK(
+      compressionConfigFromEnv(&comm->compression.env));  // before bootstrap: a bad value fails every rank at once
   WEFT_CHECK(bootstrapCommunicator(comm, id));
 
   const RankInfo& me = comm->layout.ranks[rank];
@@ -225,12 +223,13 @@ ncclResult_t initializeCommunicator(ncclComm* comm, const ncclUniqueId& id) {
   comm->net.sliceBytes -= comm->net.sliceBytes % 64;
   if (comm->net.sliceBytes == 0) return fail(ncclInvalidArgument, "WEFT_SLICE_BYTES must be at least 64");
 
-  WEFT_INFO(kLogInit, "comm %p rank %d nranks %d localRank %d localSize %zu host %s pid %d", (void*)comm, rank,
-            nranks, comm->layout.localRank, comm->layout.localRanks.size(), me.hostName, me.pid);
+  WEFT_INFO(kLogInit, "comm %p rank %d nranks %d localRank %d localSize %zu host %s pid %d", (void*)comm, rank, nranks,
+            comm->layout.localRank, comm->layout.localRanks.size(), me.hostName, me.pid);
 
   // Ring neighbours are connected now, so that the first collective pays no set-up cost.
   if (nranks > 1) {
-    auto position = std::find(comm->layout.ringOrder.begin(), comm->layout.ringOrder.end(), rank) - comm->layout.ringOrder.begin();
+    auto position =
+        std::find(comm->layout.ringOrder.begin(), comm->layout.ringOrder.end(), rank) - comm->layout.ringOrder.begin();
     int next = comm->layout.ringOrder[(position + 1) % nranks];
     int prev = comm->layout.ringOrder[(position + nranks - 1) % nranks];
     WEFT_CHECK(connectPeers(comm, {prev, next}));
@@ -301,7 +300,8 @@ void abortCommunicator(ncclComm* comm) {
   for (auto& transport : comm->net.transports) transport->markAborted();
   // Calls in flight on other threads see the flag at their next progress check; wait for them
   // briefly so that freeing the communicator cannot pull memory out from under them.
-  for (int i = 0; i < 2000 && comm->state.activeCalls.load() > 0; ++i) std::this_thread::sleep_for(std::chrono::microseconds(500));
+  for (int i = 0; i < 2000 && comm->state.activeCalls.load() > 0; ++i)
+    std::this_thread::sleep_for(std::chrono::microseconds(500));
 }
 
 Doorbell* communicatorDoorbell(ncclComm* comm) {

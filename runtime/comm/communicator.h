@@ -15,10 +15,10 @@
 #include "nccl.h"
 #include "runtime/comm/bootstrap.h"
 #include "runtime/comm/compression_config.h"
+#include "runtime/comm/reduction_ops.h"
 #include "runtime/exec/direct_path.h"
 #include "runtime/exec/executor.h"
 #include "runtime/exec/plan_cache.h"
-#include "runtime/comm/reduction_ops.h"
 #include "transport/transport_table.h"
 
 namespace weft {
@@ -38,7 +38,7 @@ struct CommLayout {
   std::vector<RankInfo> ranks;
   std::vector<int> localRanks;  // ranks on this host, ascending (from topology's RankLayout)
   int localRank = 0;
-  std::vector<int> ringOrder;  // node-major: a node's ranks adjacent, each boundary crossed once
+  std::vector<int> ringOrder;           // node-major: a node's ranks adjacent, each boundary crossed once
   std::vector<std::vector<int>> nodes;  // ranks of each host, from topology's RankLayout
   CostModel costModel;                  // alpha-beta terms of this communicator's links
   uint64_t commToken[2]{};

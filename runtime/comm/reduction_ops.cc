@@ -33,7 +33,8 @@ ncclResult_t createPreMulSum(ncclComm* comm, ncclRedOp_t* op, const void* scalar
                              ncclScalarResidence_t residence) {
   if (!op) return fail(ncclInvalidArgument, "ncclRedOpCreatePreMulSum: op is NULL");
   if (!scalar) return fail(ncclInvalidArgument, "ncclRedOpCreatePreMulSum: scalar is NULL");
-  if (!isValidDataType(datatype)) return fail(ncclInvalidArgument, "ncclRedOpCreatePreMulSum: datatype=%d is invalid", datatype);
+  if (!isValidDataType(datatype))
+    return fail(ncclInvalidArgument, "ncclRedOpCreatePreMulSum: datatype=%d is invalid", datatype);
   if (residence != ncclScalarHostImmediate && residence != ncclScalarDevice)
     return fail(ncclInvalidArgument, "ncclRedOpCreatePreMulSum: residence=%d is invalid", residence);
   // ncclScalarHostImmediate: the value now. ncclScalarDevice: the address, dereferenced when
@@ -47,8 +48,10 @@ ncclResult_t createPreMulSum(ncclComm* comm, ncclRedOp_t* op, const void* scalar
     entry.scalarAddress = scalar;
   size_t index = 0;
   while (index < comm->preMulSumOps.size() && comm->preMulSumOps[index].live) ++index;
-  if (index == comm->preMulSumOps.size()) comm->preMulSumOps.push_back(entry);
-  else comm->preMulSumOps[index] = entry;
+  if (index == comm->preMulSumOps.size())
+    comm->preMulSumOps.push_back(entry);
+  else
+    comm->preMulSumOps[index] = entry;
   if (index > static_cast<size_t>(ncclMaxRedOp - ncclNumOps))
     return fail(ncclInvalidUsage, "ncclRedOpCreatePreMulSum: too many live operators");
   *op = static_cast<ncclRedOp_t>(ncclNumOps + index);

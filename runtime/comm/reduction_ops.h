@@ -14,7 +14,7 @@ namespace weft {
 struct PreMulSumOp {
   bool live = false;
   ncclDataType_t datatype = ncclFloat32;
-  alignas(8) uint8_t scalar[8] = {};  // the value (ncclScalarHostImmediate: read at creation)
+  alignas(8) uint8_t scalar[8] = {};    // the value (ncclScalarHostImmediate: read at creation)
   const void* scalarAddress = nullptr;  // ncclScalarDevice: read when each collective runs
 };
 

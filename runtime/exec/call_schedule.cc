@@ -4,9 +4,9 @@
 #include <cstdint>
 
 #include "algorithms/algorithm_registry.h"
-#include "algorithms/cost/algorithm_selection.h"
-#include "algorithms/collective_schedule.h"
 #include "algorithms/builders/point_to_point.h"
+#include "algorithms/collective_schedule.h"
+#include "algorithms/cost/algorithm_selection.h"
 #include "common/dtype.h"
 #include "common/status.h"
 #include "runtime/comm/communicator.h"
@@ -33,7 +33,7 @@ bool sendAliasesRecv(const CollectiveCall& call) {
     case Collective::Broadcast:
     case Collective::Reduce: return call.sendbuff == call.recvbuff;
     case Collective::AllToAll: return false;  // the builder works in place itself
-    default: return false;                        // in-place rules are block offsets, handled by builders
+    default: return false;                    // in-place rules are block offsets, handled by builders
   }
 }
 
@@ -82,8 +82,7 @@ Schedule scheduleForCall(const CollectiveCall& call, Algorithm selected, const c
       .average = call.op == ncclAvg,
       .preScale = call.op >= ncclNumOps,
       .inPlace = callIsInPlace(call),
-      .channels = comm->layout.costModel.ringChannels(comm->layout.nodes,
-                                                      static_cast<double>(costBytes(call))),
+      .channels = comm->layout.costModel.ringChannels(comm->layout.nodes, static_cast<double>(costBytes(call))),
   };
   Algorithm ran = selected;
   Schedule schedule = buildCollectiveSchedule(selected, shape, &ran);

@@ -8,13 +8,13 @@
 #include "common/log.h"
 #include "common/settings.h"
 #include "common/status.h"
-#include "runtime/exec/call_schedule.h"
 #include "runtime/comm/communicator.h"
+#include "runtime/comm/reduction_ops.h"
+#include "runtime/exec/call_schedule.h"
 #include "runtime/exec/compressed_allreduce_run.h"
 #include "runtime/exec/direct_path.h"
 #include "runtime/exec/idle_waiter.h"
 #include "runtime/exec/plan_cache.h"
-#include "runtime/comm/reduction_ops.h"
 
 namespace weft {
 
@@ -36,11 +36,9 @@ ncclResult_t planFor(const CollectiveCall& call, bool direct, const PreparedSche
   PreparedSchedule plan;
   prepareSchedule(std::move(schedule), sendAliasesRecv(call), comm->net.sliceBytes, &plan);
   *out = comm->exec.planCache.insert(key, std::move(plan));
-  WEFT_INFO(kLogTune | kLogColl,
-            "%s: %zu x %s op %s root %d -> algorithm %s, %zu steps, slices of %zu bytes",
-            collectiveName(call.kind.collective()), call.count, dataTypeName(call.datatype),
-            redOpName(call.op), call.root, algorithm, (*out)->schedule.steps.size(),
-            (*out)->sliceBytes);
+  WEFT_INFO(kLogTune | kLogColl, "%s: %zu x %s op %s root %d -> algorithm %s, %zu steps, slices of %zu bytes",
+            collectiveName(call.kind.collective()), call.count, dataTypeName(call.datatype), redOpName(call.op),
+            call.root, algorithm, (*out)->schedule.steps.size(), (*out)->sliceBytes);
   return ncclSuccess;
 }
 
@@ -86,7 +84,8 @@ ncclResult_t startRun(CommQueue& queue, const CollectiveCall& call, const Prepar
   WEFT_TRACE(kLogColl, "%s #%llu count %zu datatype %d op %d root %d peer %d sendbuff %p recvbuff %p", name,
              (unsigned long long)sequence, call.count, call.datatype, call.op, call.root, call.peer, call.sendbuff,
              call.recvbuff);
-  queue.running = std::make_unique<CollectiveRun>(plan, comm->net.connectionTable.data(), buffers, reduction, name, sequence);
+  queue.running =
+      std::make_unique<CollectiveRun>(plan, comm->net.connectionTable.data(), buffers, reduction, name, sequence);
   return ncclSuccess;
 }
 
@@ -121,7 +120,8 @@ ncclResult_t startNext(CommQueue& queue) {
   const CollectiveCall& call = *item.call;
   CompressedRunSetup compressed;  // WEFT_COMPRESSION or weftAllReduceCompressed
   WEFT_CHECK(prepareCompressedAllReduce(call, &compressed));
-  if (compressed.plan) return startRun(queue, call, compressed.plan, userBuffers(call), "AllReduceCompressed", &compressed.codec);
+  if (compressed.plan)
+    return startRun(queue, call, compressed.plan, userBuffers(call), "AllReduceCompressed", &compressed.codec);
   if (directPathEligible(call) && call.op < ncclNumOps) {
     const PreparedSchedule* plan = nullptr;
     RunBuffers buffers;

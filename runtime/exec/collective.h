@@ -20,8 +20,7 @@ enum class PointToPoint : int { Send, Recv };
 class CallKind {
  public:
   constexpr CallKind(Collective collective) : collective_(collective) {}
-  constexpr CallKind(PointToPoint side)
-      : collective_(Collective::Count), send_(side == PointToPoint::Send) {}
+  constexpr CallKind(PointToPoint side) : collective_(Collective::Count), send_(side == PointToPoint::Send) {}
 
   constexpr bool isPointToPoint() const { return collective_ == Collective::Count; }
   constexpr bool isSend() const { return isPointToPoint() && send_; }

@@ -5,9 +5,9 @@
 #include "common/log.h"
 #include "common/status.h"
 #include "compression/rng.h"
+#include "runtime/comm/communicator.h"
 #include "runtime/exec/call_schedule.h"
 #include "runtime/exec/plan_cache.h"
-#include "runtime/comm/communicator.h"
 
 namespace weft {
 
@@ -36,14 +36,12 @@ bool chooseCodec(const CollectiveCall& call, compression::CodecConfig* codec) {
 // The communicator's codec for `config`, sized for its slices, made on first use. *out stays
 // null when one block does not fit a slice: an error for weftAllReduceCompressed, otherwise the
 // call runs exactly.
-ncclResult_t codecFor(const CollectiveCall& call, const compression::CodecConfig& config,
-                      compression::Codec** out) {
+ncclResult_t codecFor(const CollectiveCall& call, const compression::CodecConfig& config, compression::Codec** out) {
   *out = nullptr;
   ncclComm* comm = call.comm;
   CommCompression& state = comm->compression;
   for (auto& e : state.codecs)
-    if (sameCodecConfig(e.config, config) && e.slotBytes == comm->net.sliceBytes)
-      *out = e.codec.get();
+    if (sameCodecConfig(e.config, config) && e.slotBytes == comm->net.sliceBytes) *out = e.codec.get();
   if (*out) return ncclSuccess;
   size_t sliceElements = compressedSliceElements(config, comm->net.sliceBytes);
   if (sliceElements == 0) {
@@ -76,8 +74,7 @@ float* residualFor(const CollectiveCall& call) {
 }
 
 // The compressed schedule of `call`, from the communicator's plan cache when the shape repeats.
-const PreparedSchedule* compressedPlanFor(const CollectiveCall& call,
-                                          const compression::CodecConfig& codec) {
+const PreparedSchedule* compressedPlanFor(const CollectiveCall& call, const compression::CodecConfig& codec) {
   ncclComm* comm = call.comm;
   const PlanKey key = planKeyFor(call, PlanPath::Compressed, codec);
   if (const PreparedSchedule* cached = comm->exec.planCache.find(key)) return cached;
@@ -93,8 +90,7 @@ const PreparedSchedule* compressedPlanFor(const CollectiveCall& call,
   prepareSchedule(buildCompressedAllReduce(params), sendAliasesRecv(call), comm->net.sliceBytes, &plan);
   const PreparedSchedule* stored = comm->exec.planCache.insert(key, std::move(plan));
   const bool quantizedRing = compressedAlgorithmFor(codec) == CompressedAlgorithm::QuantizedRing;
-  WEFT_INFO(kLogColl | kLogTune,
-            "AllReduce: %zu x %s op %s -> compressed %s (%s), %zu steps, slices of %zu elements",
+  WEFT_INFO(kLogColl | kLogTune, "AllReduce: %zu x %s op %s -> compressed %s (%s), %zu steps, slices of %zu elements",
             call.count, dataTypeName(call.datatype), call.op == ncclAvg ? "avg" : "sum",
             compression::codecName(codec.kind), quantizedRing ? "quantized ring" : "all-gather",
             stored->schedule.steps.size(), stored->schedule.codecSliceElements);
@@ -106,8 +102,7 @@ const PreparedSchedule* compressedPlanFor(const CollectiveCall& call,
 uint64_t runSeed(const CollectiveCall& call) {
   const ncclComm* comm = call.comm;
   const uint64_t seed = call.compressed ? call.codecSeed : 0;
-  return seed ^ splitmix64(comm->exec.collectiveSequence) ^
-         splitmix64(0x5eedull + static_cast<uint64_t>(comm->rank));
+  return seed ^ splitmix64(comm->exec.collectiveSequence) ^ splitmix64(0x5eedull + static_cast<uint64_t>(comm->rank));
 }
 
 }  // namespace

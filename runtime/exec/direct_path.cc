@@ -13,8 +13,7 @@ bool directPathEligible(const CollectiveCall& call) {
   static const bool enabled = settingBool(Setting::WeftDirect);
   static const size_t minBytes = settingSize(Setting::WeftDirectMinBytes);
   return enabled && call.kind == Collective::AllReduce && comm->nranks > 1 &&
-         static_cast<int>(comm->layout.localRanks.size()) == comm->nranks &&
-         sameHostPeersShareMemory(comm) &&
+         static_cast<int>(comm->layout.localRanks.size()) == comm->nranks && sameHostPeersShareMemory(comm) &&
          call.count * dataTypeSize(call.datatype) >= minBytes;
 }
 
@@ -32,8 +31,7 @@ ncclResult_t beginDirectHandshake(const CollectiveCall& call, const PreparedSche
       if (p != comm->rank)
         exchange.steps.push_back({StepKind::Send, p, {BufferKind::Scratch, comm->rank * d, d}, {}, {}});
     for (int p = 0; p < comm->nranks; ++p)
-      if (p != comm->rank)
-        exchange.steps.push_back({StepKind::Recv, p, {}, {BufferKind::Scratch, p * d, d}, {}});
+      if (p != comm->rank) exchange.steps.push_back({StepKind::Recv, p, {}, {BufferKind::Scratch, p * d, d}, {}});
     prepareSchedule(std::move(exchange), false, comm->net.sliceBytes, &comm->direct.handshakePlan);
     std::vector<int> everyone;
     for (int p = 0; p < comm->nranks; ++p) everyone.push_back(p);
@@ -41,7 +39,8 @@ ncclResult_t beginDirectHandshake(const CollectiveCall& call, const PreparedSche
   }
   DirectDescriptor& mine = comm->direct.descriptors[comm->rank];
   mine = DirectDescriptor{};
-  mine.capable = findSharedBuffer(call.sendbuff, bytes, &mine.send) && findSharedBuffer(call.recvbuff, bytes, &mine.recv);
+  mine.capable =
+      findSharedBuffer(call.sendbuff, bytes, &mine.send) && findSharedBuffer(call.recvbuff, bytes, &mine.recv);
   *plan = &comm->direct.handshakePlan;
   *buffers = RunBuffers{};
   buffers->scratch = reinterpret_cast<char*>(comm->direct.descriptors.data());

@@ -4,8 +4,8 @@
 #include <cstring>
 
 #include "common/dtype.h"
-#include "common/streaming_copy.h"
 #include "common/status.h"
+#include "common/streaming_copy.h"
 #include "compression/cast.h"
 #include "compression/codec.h"
 
@@ -25,7 +25,8 @@ bool readsEncoded(const Step& step) {
   return step.kind == StepKind::SendEncoded || step.kind == StepKind::Decode || step.kind == StepKind::DecodeAdd;
 }
 bool writesEncoded(const Step& step) {
-  return step.kind == StepKind::EncodeSend || step.kind == StepKind::RecvDecodeAdd || step.kind == StepKind::RecvEncoded;
+  return step.kind == StepKind::EncodeSend || step.kind == StepKind::RecvDecodeAdd ||
+         step.kind == StepKind::RecvEncoded;
 }
 
 // A received range this large will not be read back from cache: write it with streaming stores.
@@ -54,8 +55,9 @@ void prepareSchedule(Schedule schedule, bool sendAliasesRecv, size_t sliceBytes,
     out->sliceCounts[i] = isFence(s.kind) ? 1 : static_cast<uint32_t>((bytes + sliceBytes - 1) / sliceBytes);
     if (isCodecStep(s.kind)) {
       size_t stride = out->schedule.encodedSliceBytes;
-      out->sliceCounts[i] = isEncodedOnly(s.kind) ? static_cast<uint32_t>(stride ? (s.src2.bytes + stride - 1) / stride : 0)
-                                                  : static_cast<uint32_t>((codecFloatRange(s).bytes + sliceBytes - 1) / sliceBytes);
+      out->sliceCounts[i] = isEncodedOnly(s.kind)
+                                ? static_cast<uint32_t>(stride ? (s.src2.bytes + stride - 1) / stride : 0)
+                                : static_cast<uint32_t>((codecFloatRange(s).bytes + sliceBytes - 1) / sliceBytes);
     }
     if (isFence(s.kind)) {
       // A fence waits for everything before it; everything after it waits for it.
@@ -314,8 +316,7 @@ void CollectiveRun::toFloat(const Step& step, const CodecSlice& slice) {
   if (reduction_.type == ncclFloat32)
     memcpy(out, in, slice.n * sizeof(float));
   else
-    compression::halfToFloatArray(reinterpret_cast<const uint16_t*>(in), slice.n, out,
-                                  reduction_.type == ncclBfloat16);
+    compression::halfToFloatArray(reinterpret_cast<const uint16_t*>(in), slice.n, out, reduction_.type == ncclBfloat16);
   if (slice.residual)
     for (size_t j = 0; j < slice.n; ++j) {
       out[j] += slice.residual[j];
@@ -338,8 +339,7 @@ void CollectiveRun::fromFloat(const Step& step, const CodecSlice& slice) {
     if (reduction_.type == ncclFloat32)
       memcpy(out + j * sizeof(float), from, m * sizeof(float));
     else
-      compression::floatToHalfArray(from, m, reinterpret_cast<uint16_t*>(out) + j,
-                                    reduction_.type == ncclBfloat16);
+      compression::floatToHalfArray(from, m, reinterpret_cast<uint16_t*>(out) + j, reduction_.type == ncclBfloat16);
   }
 }
 
@@ -389,8 +389,7 @@ void CollectiveRun::decodeAdd(const Step& step, const CodecSlice& slice, const v
 ncclResult_t CollectiveRun::reserveSend(Connection* c, size_t bytes, void** slot) {
   if (c->sendBuffer(bytes, slot) != ncclSuccess) {  // the schedule was sliced for another transport
     const std::string reason = lastErrorMessage();
-    return fail(ncclInternalError, "%s #%llu: %s", name_,
-                static_cast<unsigned long long>(sequence_), reason.c_str());
+    return fail(ncclInternalError, "%s #%llu: %s", name_, static_cast<unsigned long long>(sequence_), reason.c_str());
   }
   if (!*slot) noteWait(c);
   return ncclSuccess;

@@ -70,7 +70,8 @@ ncclResult_t groupEnd() {
 ncclResult_t groupSimulateEnd(ncclSimInfo_t* simInfo) {
   if (!simInfo) return fail(ncclInvalidArgument, "ncclGroupSimulateEnd: simInfo is NULL");
   if (simInfo->magic != 0x74685283 || simInfo->size < sizeof(ncclSimInfo_t))
-    return fail(ncclInvalidArgument, "ncclGroupSimulateEnd: simInfo was not initialized with NCCL_SIM_INFO_INITIALIZER");
+    return fail(ncclInvalidArgument,
+                "ncclGroupSimulateEnd: simInfo was not initialized with NCCL_SIM_INFO_INITIALIZER");
   bool outermost = false;
   std::vector<CollectiveCall> calls;
   WEFT_CHECK(closeGroupLevel("ncclGroupSimulateEnd", &outermost, &calls));

@@ -7,8 +7,8 @@
 #include "algorithms/cost/collective_cost.h"
 #include "algorithms/cost/cost_model.h"
 #include "common/dtype.h"
-#include "runtime/exec/call_schedule.h"
 #include "runtime/comm/communicator.h"
+#include "runtime/exec/call_schedule.h"
 
 namespace weft {
 

@@ -19,7 +19,7 @@ namespace {
 // the core the peer needs, so the spin phase is skipped.
 constexpr auto kSpinTime = std::chrono::microseconds(30);
 constexpr auto kYieldTime = std::chrono::microseconds(300);  // only for one thread driving several ranks
-constexpr long kSleepMicros = 2000;  // also bounds how late an abort or a dead peer is noticed
+constexpr long kSleepMicros = 2000;                          // also bounds how late an abort or a dead peer is noticed
 
 bool ranksOutnumberCores(const std::vector<ncclComm*>& comms) {
   static const long cores = sysconf(_SC_NPROCESSORS_ONLN);
@@ -37,7 +37,8 @@ inline void cpuRelax() {
 }
 }  // namespace
 
-IdleWaiter::IdleWaiter(double timeoutSeconds) : timeoutSeconds_(timeoutSeconds), deadline_(Deadline::after(timeoutSeconds)) {}
+IdleWaiter::IdleWaiter(double timeoutSeconds)
+    : timeoutSeconds_(timeoutSeconds), deadline_(Deadline::after(timeoutSeconds)) {}
 
 void IdleWaiter::madeProgress() { idleRounds_ = 0; }
 
@@ -75,7 +76,8 @@ ncclResult_t IdleWaiter::idle(const std::vector<CollectiveRun*>& active, const s
   std::vector<pollfd> fds;
   for (CollectiveRun* run : active)
     for (Connection* c : run->connections())
-      if (c->pollFd() >= 0) fds.push_back({c->pollFd(), static_cast<short>(POLLIN | (c->hasPendingSends() ? POLLOUT : 0)), 0});
+      if (c->pollFd() >= 0)
+        fds.push_back({c->pollFd(), static_cast<short>(POLLIN | (c->hasPendingSends() ? POLLOUT : 0)), 0});
   if (!fds.empty()) {
     poll(fds.data(), fds.size(), 1);
     return ncclSuccess;

@@ -10,14 +10,12 @@
 namespace weft {
 
 bool operator==(const PlanKey& a, const PlanKey& b) {
-  return a.path == b.path && a.collective == b.collective && a.count == b.count &&
-         a.datatype == b.datatype && a.average == b.average && a.preScale == b.preScale &&
-         a.root == b.root && a.inPlace == b.inPlace && a.sendAliasesRecv == b.sendAliasesRecv &&
-         sameCodecConfig(a.codec, b.codec);
+  return a.path == b.path && a.collective == b.collective && a.count == b.count && a.datatype == b.datatype &&
+         a.average == b.average && a.preScale == b.preScale && a.root == b.root && a.inPlace == b.inPlace &&
+         a.sendAliasesRecv == b.sendAliasesRecv && sameCodecConfig(a.codec, b.codec);
 }
 
-PlanKey planKeyFor(const CollectiveCall& call, PlanPath path,
-                   const compression::CodecConfig& codec) {
+PlanKey planKeyFor(const CollectiveCall& call, PlanPath path, const compression::CodecConfig& codec) {
   PlanKey key;
   key.path = path;
   key.collective = call.kind.collective();
@@ -49,8 +47,8 @@ uint64_t hashPlanKey(const PlanKey& key) {
   hash = mix(hash, key.count);
   hash = mix(hash, key.datatype);
   hash = mix(hash, key.root);
-  const uint8_t flags = static_cast<uint8_t>(key.average | key.preScale << 1 | key.inPlace << 2 |
-                                             key.sendAliasesRecv << 3);
+  const uint8_t flags =
+      static_cast<uint8_t>(key.average | key.preScale << 1 | key.inPlace << 2 | key.sendAliasesRecv << 3);
   hash = mix(hash, flags);
   hash = mix(hash, key.codec.kind);  // the codec's other fields: equality decides
   return hash;

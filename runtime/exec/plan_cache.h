@@ -30,11 +30,11 @@ struct PlanKey {
   Collective collective = Collective::AllReduce;
   size_t count = 0;
   ncclDataType_t datatype = ncclFloat32;
-  bool average = false;          // ncclAvg: the schedule divides
-  bool preScale = false;         // a PreMulSum op: the schedule scales
-  int root = -1;                 // broadcast, reduce, gather, scatter
-  bool inPlace = false;          // NCCL's in-place rule for the collective (callIsInPlace)
-  bool sendAliasesRecv = false;  // the Send and Recv buffers are one memory (prepareSchedule)
+  bool average = false;              // ncclAvg: the schedule divides
+  bool preScale = false;             // a PreMulSum op: the schedule scales
+  int root = -1;                     // broadcast, reduce, gather, scatter
+  bool inPlace = false;              // NCCL's in-place rule for the collective (callIsInPlace)
+  bool sendAliasesRecv = false;      // the Send and Recv buffers are one memory (prepareSchedule)
   compression::CodecConfig codec{};  // PlanPath::Compressed only; default otherwise
 
   friend bool operator==(const PlanKey& a, const PlanKey& b);

@@ -8,13 +8,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define CHECK(call)                                                                          \
-  do {                                                                                       \
-    ncclResult_t r_ = (call);                                                                \
-    if (r_ != ncclSuccess) {                                                                 \
+#define CHECK(call)                                                                                   \
+  do {                                                                                                \
+    ncclResult_t r_ = (call);                                                                         \
+    if (r_ != ncclSuccess) {                                                                          \
       fprintf(stderr, "%s failed: %s (%s)\n", #call, ncclGetErrorString(r_), ncclGetLastError(NULL)); \
-      return 1;                                                                              \
-    }                                                                                        \
+      return 1;                                                                                       \
+    }                                                                                                 \
   } while (0)
 
 int main(void) {

@@ -8,14 +8,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define CHECK(call)                                                                                     \
-  do {                                                                                                  \
-    ncclResult_t r_ = (call);                                                                           \
-    if (r_ != ncclSuccess) {                                                                            \
-      fprintf(stderr, "rank %d: %s failed: %s (%s)\n", rank, #call, ncclGetErrorString(r_),              \
-              ncclGetLastError(NULL));                                                                  \
-      return 1;                                                                                         \
-    }                                                                                                   \
+#define CHECK(call)                                                                                                  \
+  do {                                                                                                               \
+    ncclResult_t r_ = (call);                                                                                        \
+    if (r_ != ncclSuccess) {                                                                                         \
+      fprintf(stderr, "rank %d: %s failed: %s (%s)\n", rank, #call, ncclGetErrorString(r_), ncclGetLastError(NULL)); \
+      return 1;                                                                                                      \
+    }                                                                                                                \
   } while (0)
 
 enum { N = 257 }; /* elements per rank block: odd, so nothing lines up by accident */
@@ -29,8 +28,7 @@ static int32_t value(int r, size_t i) { return (int32_t)(r * 100003 + (int32_t)(
 
 static void expectInt(const char* what, const int32_t* got, size_t i, int32_t want) {
   if (got[i] == want) return;
-  if (wrongTotal < 10)
-    fprintf(stderr, "rank %d: %s: element %zu is %d, expected %d\n", rank, what, i, got[i], want);
+  if (wrongTotal < 10) fprintf(stderr, "rank %d: %s: element %zu is %d, expected %d\n", rank, what, i, got[i], want);
   ++wrongTotal;
 }
 

@@ -101,7 +101,8 @@ struct GpuCase {
 // returns the canonical NaN, x86 the NaN operand, so decodeAdd of a NaN may differ in payload.
 size_t firstFloatDifference(const std::vector<float>& a, const std::vector<float>& b) {
   for (size_t i = 0; i < a.size(); ++i)
-    if (std::bit_cast<uint32_t>(a[i]) != std::bit_cast<uint32_t>(b[i]) && !(std::isnan(a[i]) && std::isnan(b[i]))) return i;
+    if (std::bit_cast<uint32_t>(a[i]) != std::bit_cast<uint32_t>(b[i]) && !(std::isnan(a[i]) && std::isnan(b[i])))
+      return i;
   return a.size();
 }
 
@@ -167,14 +168,14 @@ std::vector<float> topkData(int dist, size_t n, uint32_t seed) {
       x[i] = static_cast<float>(h >> 29) * ((h & 0x10000u) ? -0.25f : 0.25f);
     }
   }
-  const std::pair<size_t, uint32_t> specials[] = {{n / 2, 0x7fc00000u},  {n / 3, 0xffffffffu}, {n - 1, 0x7fffffffu},
-                                                  {n / 5, 0x7f800000u},  {n / 7, 0xff800000u}, {n / 11, 0x80000000u}};
+  const std::pair<size_t, uint32_t> specials[] = {{n / 2, 0x7fc00000u}, {n / 3, 0xffffffffu}, {n - 1, 0x7fffffffu},
+                                                  {n / 5, 0x7f800000u}, {n / 7, 0xff800000u}, {n / 11, 0x80000000u}};
   for (auto [i, b] : specials) x[i] = std::bit_cast<float>(b);
   return x;
 }
 const char* topkDataName(int dist) {
   return dist < static_cast<int>(std::size(testing::kAllDists)) ? testing::distName(testing::kAllDists[dist])
-                                                               : "eight_magnitudes";
+                                                                : "eight_magnitudes";
 }
 constexpr int kTopKDists = static_cast<int>(std::size(testing::kAllDists)) + 1;
 

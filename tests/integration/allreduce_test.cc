@@ -3,9 +3,9 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <cstring>
 #include <string>
 #include <tuple>
-#include <cstring>
 #include <vector>
 
 #include "common/dtype.h"
@@ -64,9 +64,8 @@ TEST_P(AllReduceRanks, EveryTypeOpAndPlacementMatchesReference) {
   // Oversubscribed rank counts (more ranks than the 2 cores) get smaller sizes.
   std::vector<size_t> counts = {0, 1, 7, 1003};
   if (nranks <= 4) counts.push_back((1 << 17) + 3);
-  auto outcomes = runRankProcesses(nranks, [&](int rank, const ncclUniqueId& id) {
-    return allReduceGrid(rank, nranks, id, counts);
-  });
+  auto outcomes = runRankProcesses(
+      nranks, [&](int rank, const ncclUniqueId& id) { return allReduceGrid(rank, nranks, id, counts); });
   EXPECT_EQ(describeFailures(outcomes), "");
 }
 
@@ -132,19 +131,23 @@ TEST_P(ForcedAlgorithm, MatchesReference) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Algorithms, ForcedAlgorithm,
-                         ::testing::Combine(::testing::Values("ring", "tree", "rhd", "hier", "NCCL_ALGO=Tree", "ring x4 channels"),
+                         ::testing::Combine(::testing::Values("ring", "tree", "rhd", "hier", "NCCL_ALGO=Tree",
+                                                              "ring x4 channels"),
                                             ::testing::Values(2, 3, 4, 8)));
 
 TEST(AlgorithmOverride, UnknownWeftAlgoNamesTheValidOnes) {
-  auto outcomes = runRankProcesses(2, [&](int rank, const ncclUniqueId& id) {
-    setenv("WEFT_ALGO", "spiral", 1);
-    ncclComm_t comm;
-    if (ncclCommInitRank(&comm, 2, id, rank) != ncclSuccess) return 1;
-    float x = 1;
-    if (ncclAllReduce(&x, &x, 1, ncclFloat32, ncclSum, comm, nullptr) != ncclInvalidArgument) return 2;
-    std::string message = ncclGetLastError(comm);
-    return message.find("spiral") != std::string::npos && message.find("ring") != std::string::npos ? 0 : 3;
-  }, 30);
+  auto outcomes = runRankProcesses(
+      2,
+      [&](int rank, const ncclUniqueId& id) {
+        setenv("WEFT_ALGO", "spiral", 1);
+        ncclComm_t comm;
+        if (ncclCommInitRank(&comm, 2, id, rank) != ncclSuccess) return 1;
+        float x = 1;
+        if (ncclAllReduce(&x, &x, 1, ncclFloat32, ncclSum, comm, nullptr) != ncclInvalidArgument) return 2;
+        std::string message = ncclGetLastError(comm);
+        return message.find("spiral") != std::string::npos && message.find("ring") != std::string::npos ? 0 : 3;
+      },
+      30);
   EXPECT_EQ(describeFailures(outcomes), "");
 }
 

@@ -76,7 +76,8 @@ size_t collectiveGrid(int rank, int n, const ncclUniqueId& id, const std::vector
           std::vector<char> buf = inputOf(rank, count, type, ncclSum, seed), out(count * es + 8);
           void* dst = inPlace ? buf.data() : out.data();
           if (!call(ncclBroadcast(buf.data(), dst, count, type, root, comm, nullptr), "ncclBroadcast")) return 1002;
-          c.expect(dst, count, type, [&](size_t i) { return inputValue(root, i, type, ncclSum, seed); }, 1, scenario);
+          c.expect(
+              dst, count, type, [&](size_t i) { return inputValue(root, i, type, ncclSum, seed); }, 1, scenario);
           wrong += c.failures;
         }
         // Reduce, every op
@@ -87,7 +88,8 @@ size_t collectiveGrid(int rank, int n, const ncclUniqueId& id, const std::vector
           void* dst = inPlace ? buf.data() : out.data();
           if (!call(ncclReduce(buf.data(), dst, count, type, op, root, comm, nullptr), "ncclReduce")) return 1003;
           if (rank == root)
-            c.expect(dst, count, type, [&](size_t i) { return expectedReduction(n, i, type, op, seed); }, n, scenario);
+            c.expect(
+                dst, count, type, [&](size_t i) { return expectedReduction(n, i, type, op, seed); }, n, scenario);
           wrong += c.failures;
         }
         // AllGather: block r of recv is rank r's input.
@@ -102,8 +104,9 @@ size_t collectiveGrid(int rank, int n, const ncclUniqueId& id, const std::vector
           }
           if (!call(ncclAllGather(send, recv.data(), count, type, comm, nullptr), "ncclAllGather")) return 1004;
           for (int r = 0; r < n; ++r)
-            c.expect(recv.data() + r * count * es, count, type, [&](size_t i) { return inputValue(r, i, type, ncclSum, seed); },
-                     1, scenario);
+            c.expect(
+                recv.data() + r * count * es, count, type,
+                [&](size_t i) { return inputValue(r, i, type, ncclSum, seed); }, 1, scenario);
           wrong += c.failures;
         }
         // ReduceScatter, every op: rank r gets block r of the reduction of everyone's n*count inputs.
@@ -112,9 +115,11 @@ size_t collectiveGrid(int rank, int n, const ncclUniqueId& id, const std::vector
           Checker c{rank, "reducescatter"};
           std::vector<char> send = inputOf(rank, n * count, type, op, seed), out(count * es + 8);
           void* recv = inPlace ? send.data() + rank * count * es : out.data();
-          if (!call(ncclReduceScatter(send.data(), recv, count, type, op, comm, nullptr), "ncclReduceScatter")) return 1005;
-          c.expect(recv, count, type, [&](size_t i) { return expectedReduction(n, rank * count + i, type, op, seed); }, n,
-                   scenario);
+          if (!call(ncclReduceScatter(send.data(), recv, count, type, op, comm, nullptr), "ncclReduceScatter"))
+            return 1005;
+          c.expect(
+              recv, count, type, [&](size_t i) { return expectedReduction(n, rank * count + i, type, op, seed); }, n,
+              scenario);
           wrong += c.failures;
         }
         // AlltoAll: block j of my recv is block `rank` of rank j's send.
@@ -124,8 +129,9 @@ size_t collectiveGrid(int rank, int n, const ncclUniqueId& id, const std::vector
           void* recv = inPlace ? send.data() : out.data();
           if (!call(ncclAlltoAll(send.data(), recv, count, type, comm, nullptr), "ncclAlltoAll")) return 1006;
           for (int j = 0; j < n; ++j)
-            c.expect(static_cast<char*>(recv) + j * count * es, count, type,
-                     [&](size_t i) { return inputValue(j, rank * count + i, type, ncclSum, seed); }, 1, scenario);
+            c.expect(
+                static_cast<char*>(recv) + j * count * es, count, type,
+                [&](size_t i) { return inputValue(j, rank * count + i, type, ncclSum, seed); }, 1, scenario);
           wrong += c.failures;
         }
         // Gather to root.
@@ -141,8 +147,9 @@ size_t collectiveGrid(int rank, int n, const ncclUniqueId& id, const std::vector
           if (!call(ncclGather(send, recv.data(), count, type, root, comm, nullptr), "ncclGather")) return 1007;
           if (rank == root)
             for (int r = 0; r < n; ++r)
-              c.expect(recv.data() + r * count * es, count, type, [&](size_t i) { return inputValue(r, i, type, ncclSum, seed); },
-                       1, scenario);
+              c.expect(
+                  recv.data() + r * count * es, count, type,
+                  [&](size_t i) { return inputValue(r, i, type, ncclSum, seed); }, 1, scenario);
           wrong += c.failures;
         }
         // Scatter from root: my block of root's n*count input.
@@ -151,8 +158,9 @@ size_t collectiveGrid(int rank, int n, const ncclUniqueId& id, const std::vector
           std::vector<char> send = inputOf(rank, n * count, type, ncclSum, seed), out(count * es + 8);
           void* recv = inPlace && rank == root ? send.data() + root * count * es : out.data();
           if (!call(ncclScatter(send.data(), recv, count, type, root, comm, nullptr), "ncclScatter")) return 1008;
-          c.expect(recv, count, type, [&](size_t i) { return inputValue(root, rank * count + i, type, ncclSum, seed); }, 1,
-                   scenario);
+          c.expect(
+              recv, count, type, [&](size_t i) { return inputValue(root, rank * count + i, type, ncclSum, seed); }, 1,
+              scenario);
           wrong += c.failures;
         }
       }
@@ -166,9 +174,9 @@ TEST_P(CollectiveRanks, EveryCollectiveTypeOpAndPlacement) {
   int n = GetParam();
   std::vector<size_t> counts = {0, 1, 7};
   if (n <= 3) counts.push_back((1 << 20) / 8 + 3);  // large sizes where the cores are not oversubscribed
-  auto outcomes = runRankProcesses(n, [&](int rank, const ncclUniqueId& id) {
-    return collectiveGrid(rank, n, id, counts, n <= 5) == 0 ? 0 : 1;
-  }, 300);
+  auto outcomes = runRankProcesses(
+      n, [&](int rank, const ncclUniqueId& id) { return collectiveGrid(rank, n, id, counts, n <= 5) == 0 ? 0 : 1; },
+      300);
   EXPECT_EQ(describeFailures(outcomes), "");
 }
 
@@ -185,27 +193,31 @@ TEST_P(ForcedCollectiveAlgorithms, MatchReference) {
   // "channels": the rings of all-reduce, all-gather and reduce-scatter on three channels, with
   // counts large enough that every channel has work (at least 64 KiB a channel).
   const bool channels = !strcmp(policy, "channels");
-  auto outcomes = runRankProcesses(n, [&](int rank, const ncclUniqueId& id) {
-    if (channels) {
-      setenv("WEFT_ALGO", "allreduce:ring;allgather:ring;reducescatter:ring", 1);
-      setenv("NCCL_MIN_NCHANNELS", "3", 1);
-    } else {
-      setenv("WEFT_ALGO", policy, 1);
-    }
-    if (n >= 4) setenv("WEFT_HOSTNAME", rank < n / 2 ? "nodeA" : "nodeB", 1);
-    const std::vector<size_t> counts = channels ? std::vector<size_t>{7, 100003} : std::vector<size_t>{0, 1, 7, 1003};
-    return collectiveGrid(rank, n, id, counts, false) == 0 ? 0 : 1;
-  }, 300);
+  auto outcomes = runRankProcesses(
+      n,
+      [&](int rank, const ncclUniqueId& id) {
+        if (channels) {
+          setenv("WEFT_ALGO", "allreduce:ring;allgather:ring;reducescatter:ring", 1);
+          setenv("NCCL_MIN_NCHANNELS", "3", 1);
+        } else {
+          setenv("WEFT_ALGO", policy, 1);
+        }
+        if (n >= 4) setenv("WEFT_HOSTNAME", rank < n / 2 ? "nodeA" : "nodeB", 1);
+        const std::vector<size_t> counts =
+            channels ? std::vector<size_t>{7, 100003} : std::vector<size_t>{0, 1, 7, 1003};
+        return collectiveGrid(rank, n, id, counts, false) == 0 ? 0 : 1;
+      },
+      300);
   EXPECT_EQ(describeFailures(outcomes), "");
 }
 
 INSTANTIATE_TEST_SUITE_P(
     Algorithms, ForcedCollectiveAlgorithms,
-    ::testing::Combine(::testing::Values("allgather:ring;reducescatter:ring;broadcast:ring;reduce:ring;alltoall:pairwise",
-                                         "allgather:rhd;reducescatter:rhd;broadcast:binomial;reduce:binomial;alltoall:bruck",
-                                         "allgather:bruck;reducescatter:hier",
-                                         "allgather:hier;reducescatter:hier", "channels"),
-                       ::testing::Values(2, 3, 4, 8)));
+    ::testing::Combine(
+        ::testing::Values("allgather:ring;reducescatter:ring;broadcast:ring;reduce:ring;alltoall:pairwise",
+                          "allgather:rhd;reducescatter:rhd;broadcast:binomial;reduce:binomial;alltoall:bruck",
+                          "allgather:bruck;reducescatter:hier", "allgather:hier;reducescatter:hier", "channels"),
+        ::testing::Values(2, 3, 4, 8)));
 
 // One million + 3 elements (large, and uneven between 2 ranks), every collective at 2 ranks, float.
 TEST(CollectivesLarge, MillionPlusThreeAtTwoRanks) {
@@ -216,27 +228,43 @@ TEST(CollectivesLarge, MillionPlusThreeAtTwoRanks) {
     std::vector<float> send(2 * count), recv(2 * count);
     fillInput(send.data(), 2 * count, rank, ncclFloat32, ncclSum, 9);
     Checker c{rank, "large"};
-    if (ncclReduceScatter(send.data(), recv.data(), count, ncclFloat32, ncclSum, comm, nullptr) != ncclSuccess) return 2;
-    c.expect(recv.data(), count, ncclFloat32, [&](size_t i) { return expectedReduction(2, rank * count + i, ncclFloat32, ncclSum, 9); }, 2, 0);
+    if (ncclReduceScatter(send.data(), recv.data(), count, ncclFloat32, ncclSum, comm, nullptr) != ncclSuccess)
+      return 2;
+    c.expect(
+        recv.data(), count, ncclFloat32,
+        [&](size_t i) { return expectedReduction(2, rank * count + i, ncclFloat32, ncclSum, 9); }, 2, 0);
     if (ncclAllGather(send.data(), recv.data(), count, ncclFloat32, comm, nullptr) != ncclSuccess) return 3;
     for (int r = 0; r < 2; ++r)
-      c.expect(recv.data() + r * count, count, ncclFloat32, [&](size_t i) { return inputValue(r, i, ncclFloat32, ncclSum, 9); }, 1, 1);
+      c.expect(
+          recv.data() + r * count, count, ncclFloat32,
+          [&](size_t i) { return inputValue(r, i, ncclFloat32, ncclSum, 9); }, 1, 1);
     if (ncclAlltoAll(send.data(), recv.data(), count, ncclFloat32, comm, nullptr) != ncclSuccess) return 4;
     for (int j = 0; j < 2; ++j)
-      c.expect(recv.data() + j * count, count, ncclFloat32, [&](size_t i) { return inputValue(j, rank * count + i, ncclFloat32, ncclSum, 9); }, 1, 2);
+      c.expect(
+          recv.data() + j * count, count, ncclFloat32,
+          [&](size_t i) { return inputValue(j, rank * count + i, ncclFloat32, ncclSum, 9); }, 1, 2);
     if (ncclBroadcast(send.data(), recv.data(), count, ncclFloat32, 1, comm, nullptr) != ncclSuccess) return 5;
-    c.expect(recv.data(), count, ncclFloat32, [&](size_t i) { return inputValue(1, i, ncclFloat32, ncclSum, 9); }, 1, 3);
+    c.expect(
+        recv.data(), count, ncclFloat32, [&](size_t i) { return inputValue(1, i, ncclFloat32, ncclSum, 9); }, 1, 3);
     if (ncclAllReduce(send.data(), recv.data(), count, ncclFloat32, ncclSum, comm, nullptr) != ncclSuccess) return 7;
-    c.expect(recv.data(), count, ncclFloat32, [&](size_t i) { return expectedReduction(2, i, ncclFloat32, ncclSum, 9); }, 2, 4);
+    c.expect(
+        recv.data(), count, ncclFloat32, [&](size_t i) { return expectedReduction(2, i, ncclFloat32, ncclSum, 9); }, 2,
+        4);
     if (ncclReduce(send.data(), recv.data(), count, ncclFloat32, ncclSum, 0, comm, nullptr) != ncclSuccess) return 8;
     if (rank == 0)
-      c.expect(recv.data(), count, ncclFloat32, [&](size_t i) { return expectedReduction(2, i, ncclFloat32, ncclSum, 9); }, 2, 5);
+      c.expect(
+          recv.data(), count, ncclFloat32, [&](size_t i) { return expectedReduction(2, i, ncclFloat32, ncclSum, 9); },
+          2, 5);
     if (ncclGather(send.data(), recv.data(), count, ncclFloat32, 1, comm, nullptr) != ncclSuccess) return 9;
     if (rank == 1)
       for (int r = 0; r < 2; ++r)
-        c.expect(recv.data() + r * count, count, ncclFloat32, [&](size_t i) { return inputValue(r, i, ncclFloat32, ncclSum, 9); }, 1, 6);
+        c.expect(
+            recv.data() + r * count, count, ncclFloat32,
+            [&](size_t i) { return inputValue(r, i, ncclFloat32, ncclSum, 9); }, 1, 6);
     if (ncclScatter(send.data(), recv.data(), count, ncclFloat32, 0, comm, nullptr) != ncclSuccess) return 10;
-    c.expect(recv.data(), count, ncclFloat32, [&](size_t i) { return inputValue(0, rank * count + i, ncclFloat32, ncclSum, 9); }, 1, 7);
+    c.expect(
+        recv.data(), count, ncclFloat32,
+        [&](size_t i) { return inputValue(0, rank * count + i, ncclFloat32, ncclSum, 9); }, 1, 7);
     ncclCommDestroy(comm);
     return c.failures == 0 ? 0 : 6;
   });
@@ -302,9 +330,13 @@ TEST(Groups, MixedCollectivesAndPreMulSum) {
       return 3;
     if (ncclGroupEnd() != ncclSuccess) return 4;
     Checker c{rank, "group"};
-    c.expect(a.data(), count, ncclFloat64, [&](size_t i) { return 2 * expectedReduction(n, i, ncclFloat64, ncclSum, 3); }, n, 0);
+    c.expect(
+        a.data(), count, ncclFloat64, [&](size_t i) { return 2 * expectedReduction(n, i, ncclFloat64, ncclSum, 3); }, n,
+        0);
     for (int r = 0; r < n; ++r)
-      c.expect(gathered.data() + r * count, count, ncclFloat64, [&](size_t i) { return inputValue(r, i, ncclFloat64, ncclSum, 4); }, 1, 1);
+      c.expect(
+          gathered.data() + r * count, count, ncclFloat64,
+          [&](size_t i) { return inputValue(r, i, ncclFloat64, ncclSum, 4); }, 1, 1);
     if (ncclRedOpDestroy(premul, comm) != ncclSuccess) return 5;
     if (ncclAllReduce(a.data(), a.data(), count, ncclFloat64, premul, comm, nullptr) != ncclInvalidArgument) return 6;
     ncclCommDestroy(comm);
@@ -354,7 +386,8 @@ TEST(PreMulSum, DeviceResidenceReadsTheScalarWhenTheCollectiveRuns) {
   scalar[1] = 5.0;
   double x[2] = {1.0, 2.0}, y[2];
   ASSERT_EQ(ncclGroupStart(), ncclSuccess);
-  for (int r = 0; r < 2; ++r) ASSERT_EQ(ncclAllReduce(&x[r], &y[r], 1, ncclFloat64, ops[r], comms[r], nullptr), ncclSuccess);
+  for (int r = 0; r < 2; ++r)
+    ASSERT_EQ(ncclAllReduce(&x[r], &y[r], 1, ncclFloat64, ops[r], comms[r], nullptr), ncclSuccess);
   ASSERT_EQ(ncclGroupEnd(), ncclSuccess);
   EXPECT_EQ(y[0], 3.0 * 1.0 + 5.0 * 2.0);
   EXPECT_EQ(y[1], y[0]);
@@ -370,10 +403,13 @@ TEST(Groups, SimulateEndPredictsWithoutRunning) {
   std::vector<float> data[2] = {std::vector<float>(1 << 20, 1.0f), std::vector<float>(1 << 20, 1.0f)};
   ncclSimInfo_t small = NCCL_SIM_INFO_INITIALIZER, large = NCCL_SIM_INFO_INITIALIZER;
   ASSERT_EQ(ncclGroupStart(), ncclSuccess);
-  for (int r = 0; r < 2; ++r) ASSERT_EQ(ncclAllReduce(data[r].data(), data[r].data(), 16, ncclFloat32, ncclSum, comms[r], nullptr), ncclSuccess);
+  for (int r = 0; r < 2; ++r)
+    ASSERT_EQ(ncclAllReduce(data[r].data(), data[r].data(), 16, ncclFloat32, ncclSum, comms[r], nullptr), ncclSuccess);
   ASSERT_EQ(ncclGroupSimulateEnd(&small), ncclSuccess);
   ASSERT_EQ(ncclGroupStart(), ncclSuccess);
-  for (int r = 0; r < 2; ++r) ASSERT_EQ(ncclAllReduce(data[r].data(), data[r].data(), 1 << 20, ncclFloat32, ncclSum, comms[r], nullptr), ncclSuccess);
+  for (int r = 0; r < 2; ++r)
+    ASSERT_EQ(ncclAllReduce(data[r].data(), data[r].data(), 1 << 20, ncclFloat32, ncclSum, comms[r], nullptr),
+              ncclSuccess);
   ASSERT_EQ(ncclGroupSimulateEnd(&large), ncclSuccess);
   EXPECT_GT(small.estimatedTime, 0.0f);
   EXPECT_GT(large.estimatedTime, small.estimatedTime);

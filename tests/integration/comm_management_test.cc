@@ -67,7 +67,7 @@ TEST(Split, RandomColorsAndKeysMatchTheReference) {
   const int n = 5;
   for (unsigned seed : {1u, 2u, 3u}) {
     auto colorOf = [&](int r) { return static_cast<int>((seed * 7919u + r * 104729u) % 4) - 1; };  // -1 = NOCOLOR
-    auto keyOf = [&](int r) { return static_cast<int>((seed * 31u + r * 17u) % 3); };                // ties broken by rank
+    auto keyOf = [&](int r) { return static_cast<int>((seed * 31u + r * 17u) % 3); };  // ties broken by rank
     auto outcomes = runRankProcesses(n, [&](int rank, const ncclUniqueId& id) {
       ncclComm_t comm;
       if (ncclCommInitRank(&comm, n, id, rank) != ncclSuccess) return 1;
@@ -84,12 +84,14 @@ TEST(Split, RandomColorsAndKeysMatchTheReference) {
         int count = 0, subRank = -1, sum = 0;
         ncclCommCount(sub, &count);
         ncclCommUserRank(sub, &subRank);
-        int expectedRank = static_cast<int>(std::find(members.begin(), members.end(), std::make_pair(keyOf(rank), rank)) -
-                                            members.begin());
+        int expectedRank = static_cast<int>(
+            std::find(members.begin(), members.end(), std::make_pair(keyOf(rank), rank)) - members.begin());
         int expectedSum = 0;
         for (auto& m : members) expectedSum += m.second;
-        if (count != static_cast<int>(members.size()) || subRank != expectedRank) result = 4;
-        else if (!sumOver(sub, rank, &sum) || sum != expectedSum) result = 5;
+        if (count != static_cast<int>(members.size()) || subRank != expectedRank)
+          result = 4;
+        else if (!sumOver(sub, rank, &sum) || sum != expectedSum)
+          result = 5;
         ncclCommDestroy(sub);
       }
       ncclCommDestroy(comm);
@@ -130,27 +132,30 @@ TEST(Split, InheritsTheParentsConfig) {
 
 TEST(Shrink, ExcludesARankThatDied) {
   const int n = 4;
-  auto outcomes = runRankProcesses(n, [&](int rank, const ncclUniqueId& id) {
-    setenv("WEFT_TIMEOUT", "5", 1);
-    ncclComm_t comm;
-    if (ncclCommInitRank(&comm, n, id, rank) != ncclSuccess) return 1;
-    if (rank == 2) _exit(0);  // dies
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    int excluded[] = {2};
-    ncclComm_t smaller = nullptr;
-    if (ncclCommShrink(comm, excluded, 1, &smaller, nullptr, NCCL_SHRINK_ABORT) != ncclSuccess) {
-      fprintf(stderr, "rank %d shrink: %s\n", rank, ncclGetLastError(comm));
-      return 2;
-    }
-    int count = 0, newRank = -1, sum = 0;
-    ncclCommCount(smaller, &count);
-    ncclCommUserRank(smaller, &newRank);
-    if (count != 3 || newRank != (rank < 2 ? rank : rank - 1)) return 3;
-    if (!sumOver(smaller, rank, &sum) || sum != 0 + 1 + 3) return 4;
-    ncclCommDestroy(smaller);
-    ncclCommAbort(comm);
-    return 0;
-  }, 60);
+  auto outcomes = runRankProcesses(
+      n,
+      [&](int rank, const ncclUniqueId& id) {
+        setenv("WEFT_TIMEOUT", "5", 1);
+        ncclComm_t comm;
+        if (ncclCommInitRank(&comm, n, id, rank) != ncclSuccess) return 1;
+        if (rank == 2) _exit(0);  // dies
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+        int excluded[] = {2};
+        ncclComm_t smaller = nullptr;
+        if (ncclCommShrink(comm, excluded, 1, &smaller, nullptr, NCCL_SHRINK_ABORT) != ncclSuccess) {
+          fprintf(stderr, "rank %d shrink: %s\n", rank, ncclGetLastError(comm));
+          return 2;
+        }
+        int count = 0, newRank = -1, sum = 0;
+        ncclCommCount(smaller, &count);
+        ncclCommUserRank(smaller, &newRank);
+        if (count != 3 || newRank != (rank < 2 ? rank : rank - 1)) return 3;
+        if (!sumOver(smaller, rank, &sum) || sum != 0 + 1 + 3) return 4;
+        ncclCommDestroy(smaller);
+        ncclCommAbort(comm);
+        return 0;
+      },
+      60);
   EXPECT_EQ(outcomes[2].exitCode, 0);
   for (int r : {0, 1, 3}) EXPECT_EQ(outcomes[r].exitCode, 0) << "rank " << r;
 }

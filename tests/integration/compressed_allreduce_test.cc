@@ -68,9 +68,9 @@ std::vector<double> load(const void* in, size_t count, ncclDataType_t type) {
 
 compression::CodecConfig configOf(const weftCompressor_t& c) {
   compression::CodecConfig config;
-  const compression::CodecKind kinds[] = {compression::CodecKind::kFp16, compression::CodecKind::kBf16,
-                                          compression::CodecKind::kInt8, compression::CodecKind::kInt4,
-                                          compression::CodecKind::kSign, compression::CodecKind::kTopK,
+  const compression::CodecKind kinds[] = {compression::CodecKind::kFp16,      compression::CodecKind::kBf16,
+                                          compression::CodecKind::kInt8,      compression::CodecKind::kInt4,
+                                          compression::CodecKind::kSign,      compression::CodecKind::kTopK,
                                           compression::CodecKind::kTopKApprox};
   config.kind = kinds[c.codec];
   config.blockSize = c.blockSize;
@@ -93,7 +93,8 @@ std::vector<double> sumBound(const std::vector<std::vector<float>>& x, const com
     case compression::CodecKind::kBf16: {
       double u = codec.kind == compression::CodecKind::kFp16 ? std::ldexp(1.0, -11) : std::ldexp(1.0, -8);
       double grow = std::pow(1.0 + u, n) - 1.0;
-      for (size_t i = 0; i < count; ++i) bound[i] = a[i] * grow * 1.0001 + n * std::ldexp(1.0, -24) + n * a[i] * rounding;
+      for (size_t i = 0; i < count; ++i)
+        bound[i] = a[i] * grow * 1.0001 + n * std::ldexp(1.0, -24) + n * a[i] * rounding;
       break;
     }
     case compression::CodecKind::kInt8:
@@ -171,8 +172,8 @@ std::vector<NamedCompressor> allCompressors() {
     const char* name;
     weftCodec_t codec;
     double ratio;
-  } kinds[] = {{"fp16", weftCodecFp16, 0}, {"bf16", weftCodecBf16, 0},    {"int8", weftCodecInt8, 0},
-               {"int4", weftCodecInt4, 0}, {"sign", weftCodecSign, 0},    {"topk:0.05", weftCodecTopK, 0.05}};
+  } kinds[] = {{"fp16", weftCodecFp16, 0}, {"bf16", weftCodecBf16, 0}, {"int8", weftCodecInt8, 0},
+               {"int4", weftCodecInt4, 0}, {"sign", weftCodecSign, 0}, {"topk:0.05", weftCodecTopK, 0.05}};
   for (const auto& k : kinds) {
     weftCompressor_t c = WEFT_COMPRESSOR_INITIALIZER;
     c.codec = k.codec;
@@ -226,8 +227,8 @@ int boundsBody(int rank, int nranks, const ncclUniqueId& id) {
             if (!(err <= b)) {
               if (bad++ < 3)
                 fprintf(stderr, "rank %d %s %s op %d %s [%zu]: %.9g vs exact %.9g: error %.3g > bound %.3g\n", rank,
-                        named.name, type == ncclFloat32 ? "float32" : "bfloat16", op, inPlace ? "in" : "out", i,
-                        y[i], exact, err, b);
+                        named.name, type == ncclFloat32 ? "float32" : "bfloat16", op, inPlace ? "in" : "out", i, y[i],
+                        exact, err, b);
             }
             if (type == ncclFloat32) {  // reported: float32 (bfloat16 adds its own output rounding)
               worstRatio = std::max(worstRatio, err / b);
@@ -242,8 +243,8 @@ int boundsBody(int rank, int nranks, const ncclUniqueId& id) {
           failures += bad != 0;
         }
     if (rank == 0)
-      fprintf(stderr, "[measured] %d ranks %-9s float32: max |error| %.3g, max bound %.3g, max error/bound %.3f\n", nranks,
-              named.name, worstError, worstBound, worstRatio);
+      fprintf(stderr, "[measured] %d ranks %-9s float32: max |error| %.3g, max bound %.3g, max error/bound %.3f\n",
+              nranks, named.name, worstError, worstBound, worstRatio);
   }
   ncclCommDestroy(comm);
   return failures == 0 ? 0 : 3;
@@ -253,7 +254,8 @@ class CompressedRanks : public ::testing::TestWithParam<int> {};
 
 TEST_P(CompressedRanks, EveryCodecWithinBound) {
   int nranks = GetParam();
-  auto outcomes = runRankProcesses(nranks, [&](int rank, const ncclUniqueId& id) { return boundsBody(rank, nranks, id); }, 300);
+  auto outcomes = runRankProcesses(
+      nranks, [&](int rank, const ncclUniqueId& id) { return boundsBody(rank, nranks, id); }, 300);
   EXPECT_EQ(describeFailures(outcomes), "");
 }
 
@@ -313,7 +315,8 @@ int feedbackBody(int rank, int nranks, const ncclUniqueId& id) {
       }
     }
     if (rank == 0)
-      fprintf(stderr, "[measured] %d ranks %-9s accumulated error (rms) after %d calls: %.3g without, %.3g with feedback\n",
+      fprintf(stderr,
+              "[measured] %d ranks %-9s accumulated error (rms) after %d calls: %.3g without, %.3g with feedback\n",
               nranks, named.name, calls, accumulated[0], accumulated[1]);
     // Lossy codecs: feedback must cut the accumulated error well down.
     if (accumulated[0] > 0 && !(accumulated[1] < accumulated[0] / 2)) {
@@ -327,7 +330,8 @@ int feedbackBody(int rank, int nranks, const ncclUniqueId& id) {
 }
 
 TEST(CompressedAllReduce, ErrorFeedbackBoundsAccumulatedError) {
-  auto outcomes = runRankProcesses(3, [](int rank, const ncclUniqueId& id) { return feedbackBody(rank, 3, id); }, 300);
+  auto outcomes = runRankProcesses(
+      3, [](int rank, const ncclUniqueId& id) { return feedbackBody(rank, 3, id); }, 300);
   EXPECT_EQ(describeFailures(outcomes), "");
 }
 
@@ -435,7 +439,8 @@ int envBody(int rank, int nranks, const ncclUniqueId& id) {
 }
 
 TEST(CompressedAllReduce, EnvironmentOptInThroughNcclAllReduce) {
-  auto outcomes = runRankProcesses(3, [](int rank, const ncclUniqueId& id) { return envBody(rank, 3, id); }, 300);
+  auto outcomes = runRankProcesses(
+      3, [](int rank, const ncclUniqueId& id) { return envBody(rank, 3, id); }, 300);
   EXPECT_EQ(describeFailures(outcomes), "");
 }
 
@@ -509,12 +514,16 @@ TEST(CompressedAllReduce, RejectsBadArguments) {
   ASSERT_EQ(ncclCommInitAll(&comm, 1, nullptr), ncclSuccess);
   float buffer[64] = {};
   weftCompressor_t c = WEFT_COMPRESSOR_INITIALIZER;
-  EXPECT_EQ(weftAllReduceCompressed(buffer, buffer, 64, ncclInt32, ncclSum, &c, nullptr, comm, nullptr), ncclInvalidArgument);
-  EXPECT_EQ(weftAllReduceCompressed(buffer, buffer, 64, ncclFloat32, ncclMax, &c, nullptr, comm, nullptr), ncclInvalidArgument);
-  EXPECT_EQ(weftAllReduceCompressed(buffer, buffer, 64, ncclFloat32, ncclSum, nullptr, nullptr, comm, nullptr), ncclInvalidArgument);
+  EXPECT_EQ(weftAllReduceCompressed(buffer, buffer, 64, ncclInt32, ncclSum, &c, nullptr, comm, nullptr),
+            ncclInvalidArgument);
+  EXPECT_EQ(weftAllReduceCompressed(buffer, buffer, 64, ncclFloat32, ncclMax, &c, nullptr, comm, nullptr),
+            ncclInvalidArgument);
+  EXPECT_EQ(weftAllReduceCompressed(buffer, buffer, 64, ncclFloat32, ncclSum, nullptr, nullptr, comm, nullptr),
+            ncclInvalidArgument);
   weftErrorFeedback_t state = nullptr;
   ASSERT_EQ(weftErrorFeedbackCreate(32, &state), ncclSuccess);
-  EXPECT_EQ(weftAllReduceCompressed(buffer, buffer, 64, ncclFloat32, ncclSum, &c, state, comm, nullptr), ncclInvalidArgument);
+  EXPECT_EQ(weftAllReduceCompressed(buffer, buffer, 64, ncclFloat32, ncclSum, &c, state, comm, nullptr),
+            ncclInvalidArgument);
   EXPECT_NE(std::string(ncclGetLastError(nullptr)).find("32"), std::string::npos);
   // One rank: exact.
   for (int i = 0; i < 64; ++i) buffer[i] = 0.1f * i;

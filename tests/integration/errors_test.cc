@@ -101,56 +101,66 @@ TEST(BadSetting, FailsInitNamingTheVariable) {
                                   {"WEFT_TIMEOUT", "abc", "a number from"},
                                   {"WEFT_TCP_SLOTS", "0", "an integer from 1 to 64"}};
   for (const auto& c : cases) {
-    auto outcomes = runRankProcesses(2, [&](int rank, const ncclUniqueId& id) {
-      setenv(c[0], c[1], 1);
-      ncclComm_t comm = nullptr;
-      if (ncclCommInitRank(&comm, 2, id, rank) != ncclInvalidArgument) return 1;
-      const std::string message = ncclGetLastError(nullptr);
-      const std::string expected = std::string(c[0]) + "=" + c[1] + " is invalid: expected " + c[2];
-      return message.find(expected) != std::string::npos ? 0 : 2;
-    }, 30);
+    auto outcomes = runRankProcesses(
+        2,
+        [&](int rank, const ncclUniqueId& id) {
+          setenv(c[0], c[1], 1);
+          ncclComm_t comm = nullptr;
+          if (ncclCommInitRank(&comm, 2, id, rank) != ncclInvalidArgument) return 1;
+          const std::string message = ncclGetLastError(nullptr);
+          const std::string expected = std::string(c[0]) + "=" + c[1] + " is invalid: expected " + c[2];
+          return message.find(expected) != std::string::npos ? 0 : 2;
+        },
+        30);
     EXPECT_EQ(describeFailures(outcomes), "") << c[0] << "=" << c[1];
   }
 }
 
 TEST(Timeout, PeerThatNeverArrives) {
-  auto outcomes = runRankProcesses(1, [](int, const ncclUniqueId& id) {
-    setenv("WEFT_TIMEOUT", "2", 1);
-    auto start = std::chrono::steady_clock::now();
-    ncclComm_t comm;
-    ncclResult_t result = ncclCommInitRank(&comm, 2, id, 0);  // rank 1 never comes
-    double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    if (result == ncclSuccess) return 1;
-    if (seconds > 10) return 2;
-    if (std::string(ncclGetLastError(nullptr)).find("WEFT_TIMEOUT") == std::string::npos) return 3;
-    return 0;
-  }, 30);
+  auto outcomes = runRankProcesses(
+      1,
+      [](int, const ncclUniqueId& id) {
+        setenv("WEFT_TIMEOUT", "2", 1);
+        auto start = std::chrono::steady_clock::now();
+        ncclComm_t comm;
+        ncclResult_t result = ncclCommInitRank(&comm, 2, id, 0);  // rank 1 never comes
+        double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+        if (result == ncclSuccess) return 1;
+        if (seconds > 10) return 2;
+        if (std::string(ncclGetLastError(nullptr)).find("WEFT_TIMEOUT") == std::string::npos) return 3;
+        return 0;
+      },
+      30);
   EXPECT_EQ(describeFailures(outcomes), "");
 }
 
 TEST(Timeout, PeerThatDiesMidJob) {
   for (const char* transport : {"shm", "tcp"}) {
-    auto outcomes = runRankProcesses(2, [&](int rank, const ncclUniqueId& id) {
-      setenv("WEFT_TRANSPORT", transport, 1);
-      setenv("WEFT_TIMEOUT", "5", 1);
-      ncclComm_t comm;
-      if (ncclCommInitRank(&comm, 2, id, rank) != ncclSuccess) return 1;
-      if (rank == 1) _exit(0);  // dies without a word
-      std::vector<float> data(1 << 20, 1.0f);
-      auto start = std::chrono::steady_clock::now();
-      ncclResult_t result = ncclAllReduce(data.data(), data.data(), data.size(), ncclFloat32, ncclSum, comm, nullptr);
-      double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-      if (result != ncclRemoteError) return 2;
-      if (seconds > 15) return 3;
-      // The failure sticks: the next call reports it instead of hanging.
-      ncclResult_t again = ncclAllReduce(data.data(), data.data(), 4, ncclFloat32, ncclSum, comm, nullptr);
-      if (again != ncclRemoteError) return 4;
-      ncclResult_t async = ncclSuccess;
-      ncclCommGetAsyncError(comm, &async);
-      if (async != ncclRemoteError) return 5;
-      ncclCommDestroy(comm);
-      return 0;
-    }, 60);
+    auto outcomes = runRankProcesses(
+        2,
+        [&](int rank, const ncclUniqueId& id) {
+          setenv("WEFT_TRANSPORT", transport, 1);
+          setenv("WEFT_TIMEOUT", "5", 1);
+          ncclComm_t comm;
+          if (ncclCommInitRank(&comm, 2, id, rank) != ncclSuccess) return 1;
+          if (rank == 1) _exit(0);  // dies without a word
+          std::vector<float> data(1 << 20, 1.0f);
+          auto start = std::chrono::steady_clock::now();
+          ncclResult_t result =
+              ncclAllReduce(data.data(), data.data(), data.size(), ncclFloat32, ncclSum, comm, nullptr);
+          double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+          if (result != ncclRemoteError) return 2;
+          if (seconds > 15) return 3;
+          // The failure sticks: the next call reports it instead of hanging.
+          ncclResult_t again = ncclAllReduce(data.data(), data.data(), 4, ncclFloat32, ncclSum, comm, nullptr);
+          if (again != ncclRemoteError) return 4;
+          ncclResult_t async = ncclSuccess;
+          ncclCommGetAsyncError(comm, &async);
+          if (async != ncclRemoteError) return 5;
+          ncclCommDestroy(comm);
+          return 0;
+        },
+        60);
     EXPECT_EQ(describeFailures(outcomes), "") << transport;
   }
 }
@@ -176,20 +186,22 @@ TEST(Intruder, RejectedWhileRealRanksCarryOn) {
   ASSERT_EQ(connectToRoot(wrong, 10, &impostor, &local), ncclSuccess);
   RankInfo fake{};
   BootstrapResult ignored;
-  std::thread impostorThread([&] {
-    EXPECT_NE(exchangeRankInfo(impostor, wrong, 2, fake, 10, &ignored), ncclSuccess);
-  });
+  std::thread impostorThread([&] { EXPECT_NE(exchangeRankInfo(impostor, wrong, 2, fake, 10, &ignored), ncclSuccess); });
 
-  auto outcomes = runRankProcesses(2, [&](int rank, const ncclUniqueId&) {
-    ncclComm_t comm;
-    if (ncclCommInitRank(&comm, 2, id, rank) != ncclSuccess) return 1;
-    std::vector<int64_t> data(100);
-    fillInput(data.data(), data.size(), rank, ncclInt64, ncclSum, 5);
-    if (ncclAllReduce(data.data(), data.data(), data.size(), ncclInt64, ncclSum, comm, nullptr) != ncclSuccess) return 2;
-    size_t wrong = countMismatches(data.data(), data.size(), 2, ncclInt64, ncclSum, 5, "intruder");
-    ncclCommDestroy(comm);
-    return wrong == 0 ? 0 : 3;
-  }, 60);
+  auto outcomes = runRankProcesses(
+      2,
+      [&](int rank, const ncclUniqueId&) {
+        ncclComm_t comm;
+        if (ncclCommInitRank(&comm, 2, id, rank) != ncclSuccess) return 1;
+        std::vector<int64_t> data(100);
+        fillInput(data.data(), data.size(), rank, ncclInt64, ncclSum, 5);
+        if (ncclAllReduce(data.data(), data.data(), data.size(), ncclInt64, ncclSum, comm, nullptr) != ncclSuccess)
+          return 2;
+        size_t wrong = countMismatches(data.data(), data.size(), 2, ncclInt64, ncclSum, 5, "intruder");
+        ncclCommDestroy(comm);
+        return wrong == 0 ? 0 : 3;
+      },
+      60);
   impostorThread.join();
   EXPECT_EQ(describeFailures(outcomes), "");
   close(garbage);
@@ -204,19 +216,22 @@ namespace {
 // Ranks that disagree on the count: an error that names the other rank, or a time-out error,
 // on every rank; never a hang, never success.
 TEST(Mismatch, DifferentCountsAreReportedNotCorrupted) {
-  auto outcomes = runRankProcesses(2, [](int rank, const ncclUniqueId& id) {
-    setenv("WEFT_TIMEOUT", "3", 1);
-    ncclComm_t comm;
-    if (ncclCommInitRank(&comm, 2, id, rank) != ncclSuccess) return 1;
-    std::vector<float> data(4000, 1.0f);
-    size_t count = rank == 0 ? 1000 : 3000;
-    ncclResult_t result = ncclAllReduce(data.data(), data.data(), count, ncclFloat32, ncclSum, comm, nullptr);
-    if (result == ncclSuccess) return 2;
-    std::string message = ncclGetLastError(comm);
-    bool explains = message.find("rank") != std::string::npos;
-    ncclCommDestroy(comm);
-    return explains ? 0 : 3;
-  }, 60);
+  auto outcomes = runRankProcesses(
+      2,
+      [](int rank, const ncclUniqueId& id) {
+        setenv("WEFT_TIMEOUT", "3", 1);
+        ncclComm_t comm;
+        if (ncclCommInitRank(&comm, 2, id, rank) != ncclSuccess) return 1;
+        std::vector<float> data(4000, 1.0f);
+        size_t count = rank == 0 ? 1000 : 3000;
+        ncclResult_t result = ncclAllReduce(data.data(), data.data(), count, ncclFloat32, ncclSum, comm, nullptr);
+        if (result == ncclSuccess) return 2;
+        std::string message = ncclGetLastError(comm);
+        bool explains = message.find("rank") != std::string::npos;
+        ncclCommDestroy(comm);
+        return explains ? 0 : 3;
+      },
+      60);
   EXPECT_EQ(describeFailures(outcomes), "");
 }
 

@@ -29,11 +29,14 @@ TEST(FakeHosts, LayoutRingAndTransportsFollowTheHosts) {
     // Ring neighbours: the same-host one over SHM, the other-host one over TCP.
     int sameHostPeer = rank ^ 2;
     int otherHostPeer = rank == 0 ? 3 : rank == 2 ? 1 : rank == 1 ? 2 : 0;
-    if (!comm->net.connections[sameHostPeer] || strcmp(comm->net.connections[sameHostPeer]->transportName(), "SHM")) return 4;
-    if (!comm->net.connections[otherHostPeer] || strcmp(comm->net.connections[otherHostPeer]->transportName(), "TCP")) return 5;
+    if (!comm->net.connections[sameHostPeer] || strcmp(comm->net.connections[sameHostPeer]->transportName(), "SHM"))
+      return 4;
+    if (!comm->net.connections[otherHostPeer] || strcmp(comm->net.connections[otherHostPeer]->transportName(), "TCP"))
+      return 5;
     std::vector<float> data(300001);
     fillInput(data.data(), data.size(), rank, ncclFloat32, ncclSum, 11);
-    if (ncclAllReduce(data.data(), data.data(), data.size(), ncclFloat32, ncclSum, comm, nullptr) != ncclSuccess) return 6;
+    if (ncclAllReduce(data.data(), data.data(), data.size(), ncclFloat32, ncclSum, comm, nullptr) != ncclSuccess)
+      return 6;
     size_t wrong = countMismatches(data.data(), data.size(), 4, ncclFloat32, ncclSum, 11, "fake hosts");
     ncclCommDestroy(comm);
     return wrong == 0 ? 0 : 7;

@@ -29,7 +29,8 @@ TEST(InitAll, OneThreadDrivesAllRanksThroughAGroup) {
   for (int r = 0; r < kRanks; ++r) fillInput(send[r].data(), kCount, r, ncclFloat64, ncclSum, 7);
   ASSERT_EQ(ncclGroupStart(), ncclSuccess);
   for (int r = 0; r < kRanks; ++r)
-    ASSERT_EQ(ncclAllReduce(send[r].data(), recv[r].data(), kCount, ncclFloat64, ncclSum, comms[r], nullptr), ncclSuccess);
+    ASSERT_EQ(ncclAllReduce(send[r].data(), recv[r].data(), kCount, ncclFloat64, ncclSum, comms[r], nullptr),
+              ncclSuccess);
   ASSERT_EQ(ncclGroupEnd(), ncclSuccess) << ncclGetLastError(nullptr);
   for (int r = 0; r < kRanks; ++r)
     EXPECT_EQ(countMismatches(recv[r].data(), kCount, kRanks, ncclFloat64, ncclSum, 7, "group"), 0u);

@@ -106,7 +106,8 @@ TEST(LinePrefixer, EmitsOnlyWholePrefixedLines) {
 
 TEST(LinePrefixer, CutsOverlongLines) {
   std::string out;
-  LinePrefixer p("> ", [&](std::string_view s) { out += s; }, 4);
+  LinePrefixer p(
+      "> ", [&](std::string_view s) { out += s; }, 4);
   p.feed("abcdefghij\n", 11);
   p.feed("abcd", 4);
   p.feed("\n", 1);

@@ -29,7 +29,8 @@ TEST(Logging, InfoNamesTransportsAndAlgorithmsInTheDebugFile) {
   ASSERT_EQ(ncclCommInitAll(comms, 2, nullptr), ncclSuccess);
   float data[2][64] = {};
   ASSERT_EQ(ncclGroupStart(), ncclSuccess);
-  for (int r = 0; r < 2; ++r) ASSERT_EQ(ncclAllReduce(data[r], data[r], 64, ncclFloat32, ncclSum, comms[r], nullptr), ncclSuccess);
+  for (int r = 0; r < 2; ++r)
+    ASSERT_EQ(ncclAllReduce(data[r], data[r], 64, ncclFloat32, ncclSum, comms[r], nullptr), ncclSuccess);
   ASSERT_EQ(ncclGroupEnd(), ncclSuccess);
   for (auto* c : comms) ncclCommDestroy(c);
 

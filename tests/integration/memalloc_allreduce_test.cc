@@ -21,7 +21,7 @@ struct Case {
   ncclDataType_t type;
   ncclRedOp_t op;
 };
-const Case kCases[] = {{ncclFloat32, ncclSum}, {ncclFloat16, ncclSum}, {ncclInt8, ncclMax},
+const Case kCases[] = {{ncclFloat32, ncclSum}, {ncclFloat16, ncclSum},  {ncclInt8, ncclMax},
                        {ncclFloat64, ncclAvg}, {ncclBfloat16, ncclMin}, {ncclUint64, ncclProd}};
 
 // Returns 0 when every case is right and the path taken was the expected one.
@@ -69,17 +69,15 @@ class MemAllocRanks : public ::testing::TestWithParam<int> {};
 
 TEST_P(MemAllocRanks, DirectPathMatchesReference) {
   int nranks = GetParam();
-  auto outcomes = runRankProcesses(nranks, [&](int rank, const ncclUniqueId& id) {
-    return memAllocGrid(rank, nranks, id, true);
-  });
+  auto outcomes =
+      runRankProcesses(nranks, [&](int rank, const ncclUniqueId& id) { return memAllocGrid(rank, nranks, id, true); });
   EXPECT_EQ(describeFailures(outcomes), "");
 }
 
 TEST_P(MemAllocRanks, OneUnsharedBufferMeansEveryoneUsesTheRing) {
   int nranks = GetParam();
-  auto outcomes = runRankProcesses(nranks, [&](int rank, const ncclUniqueId& id) {
-    return memAllocGrid(rank, nranks, id, false);
-  });
+  auto outcomes =
+      runRankProcesses(nranks, [&](int rank, const ncclUniqueId& id) { return memAllocGrid(rank, nranks, id, false); });
   EXPECT_EQ(describeFailures(outcomes), "");
 }
 

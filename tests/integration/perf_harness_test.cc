@@ -78,9 +78,9 @@ TEST(PerfArgs, DefaultsAreNcclTests) {
 }
 
 TEST(PerfArgs, ParsesEveryFlag) {
-  PerfParse p = parse({"-b", "8", "-e", "1M", "-f", "4", "-n", "7", "-w", "2", "-c", "0", "-o", "max", "-d", "bfloat16",
-                       "-z", "1", "-r", "1", "-a", "3", "-m", "4", "-R", "1", "-C", "1", "-t", "1", "-g", "1", "-p",
-                       "0", "-y", "0", "-T", "10", "-i", "64"});
+  PerfParse p = parse({"-b", "8",        "-e", "1M", "-f", "4", "-n", "7", "-w", "2",  "-c", "0", "-o", "max",
+                       "-d", "bfloat16", "-z", "1",  "-r", "1", "-a", "3", "-m", "4",  "-R", "1", "-C", "1",
+                       "-t", "1",        "-g", "1",  "-p", "0", "-y", "0", "-T", "10", "-i", "64"});
   ASSERT_EQ(p.kind, PerfParse::kRun) << p.error;
   const PerfOptions& o = p.options;
   EXPECT_EQ(o.minBytes, 8u);
@@ -110,7 +110,7 @@ TEST(PerfArgs, ParsesEveryFlag) {
 }
 
 TEST(PerfArgs, TypeAndOpNames) {
-  const char* names[] = {"int8", "uint8", "int32", "uint32", "int64", "uint64",
+  const char* names[] = {"int8", "uint8", "int32",  "uint32",   "int64",  "uint64",
                          "half", "float", "double", "bfloat16", "f8e4m3", "f8e5m2"};
   ASSERT_EQ(kAllTypes.size(), 12u);
   for (size_t i = 0; i < 12; ++i) {
@@ -134,9 +134,20 @@ TEST(PerfArgs, TypeAndOpNames) {
 }
 
 TEST(PerfArgs, RejectsBadValues) {
-  for (const std::vector<const char*>& args : std::vector<std::vector<const char*>>{
-           {"-b", "x"}, {"-b", "2M", "-e", "1M"}, {"-d", "complex"}, {"-o", "xor"}, {"-a", "4"}, {"-t", "2"},
-           {"-g", "4"}, {"-n", "0"}, {"-n"}, {"-q", "1"}, {"stray"}, {"-z", "2"}, {"-b", "1", "-e", "8", "-i", "0"}}) {
+  for (const std::vector<const char*>& args :
+       std::vector<std::vector<const char*>>{{"-b", "x"},
+                                             {"-b", "2M", "-e", "1M"},
+                                             {"-d", "complex"},
+                                             {"-o", "xor"},
+                                             {"-a", "4"},
+                                             {"-t", "2"},
+                                             {"-g", "4"},
+                                             {"-n", "0"},
+                                             {"-n"},
+                                             {"-q", "1"},
+                                             {"stray"},
+                                             {"-z", "2"},
+                                             {"-b", "1", "-e", "8", "-i", "0"}}) {
     PerfParse p = parse(args);
     EXPECT_EQ(p.kind, PerfParse::kError) << args[0];
     EXPECT_FALSE(p.error.empty());
@@ -163,7 +174,8 @@ TEST(PerfArgs, SizeSteps) {
 TEST(PerfReport, ColumnHeaderIsNcclTests) {
   const std::string expected =
       "#                                                              out-of-place                       in-place\n"
-      "#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong\n"
+      "#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw "
+      "#wrong\n"
       "#        (B)    (elements)                               (us)  (GB/s)  (GB/s)            (us)  (GB/s)  (GB/s)\n";
   EXPECT_EQ(rstripLines(formatColumnHeader(false)), expected);
   EXPECT_NE(formatColumnHeader(true).find("cputime"), std::string::npos);
@@ -197,7 +209,8 @@ TEST(PerfReport, HeaderAndSummaryLines) {
   EXPECT_EQ(formatRankLine(0, 0, 12345, "host", 0, 0, "host memory"),
             "#  Rank  0 Group  0 Pid  12345 on       host device  0 [0x00] host memory\n");
   EXPECT_EQ(formatSummary(0, 1.5), "# Out of bounds values : 0 OK\n# Avg bus bandwidth    : 1.5 \n#\n");
-  EXPECT_EQ(formatSummary(2, 0.123456789), "# Out of bounds values : 2 FAILED\n# Avg bus bandwidth    : 0.123457 \n#\n");
+  EXPECT_EQ(formatSummary(2, 0.123456789),
+            "# Out of bounds values : 2 FAILED\n# Avg bus bandwidth    : 0.123457 \n#\n");
 }
 
 TEST(PerfReport, BandwidthFormulas) {
@@ -329,8 +342,8 @@ TEST(PerfData, ExpectedValuesAreExactInEveryTypeOpAndRankCount) {
         for (int r = 0; r < n; ++r) forward[r] = r, backward[r] = n - 1 - r;
         int nonzero = 0;
         for (size_t i = 0; i < 300; ++i) {
-          SCOPED_TRACE(std::string(typeName(t)) + " " + opName(op) + " n=" + std::to_string(n) + " i=" +
-                       std::to_string(i));
+          SCOPED_TRACE(std::string(typeName(t)) + " " + opName(op) + " n=" + std::to_string(n) +
+                       " i=" + std::to_string(i));
           double independent = d.input(0, i);
           for (int r = 0; r < n; ++r) {
             double x = d.input(r, i);
@@ -409,8 +422,8 @@ TEST(PerfData, PoisonNeverMatches) {
 
 CollCounts allReduceCounts(size_t count, int) { return {count, count, count, 0, 0}; }
 ExpectedValue allReduceExpected(const CheckContext& ctx, size_t i) { return ctx.data.reduced(i); }
-const CollTest kTestAllReduce = {"test", true, false, allReduceCounts, nullptr, allReduceExpected,
-                                 factorOne, busFactorAllReduce};
+const CollTest kTestAllReduce = {
+    "test", true, false, allReduceCounts, nullptr, allReduceExpected, factorOne, busFactorAllReduce};
 
 TEST(PerfCheck, CountsWrongElements) {
   for (ncclDataType_t t : kAllTypes) {

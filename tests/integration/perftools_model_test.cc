@@ -115,8 +115,14 @@ bool overlapIsInPlace(const Call& call, int me, int n) {
   const char* recv = static_cast<const char*>(call.recv);
   const char* inPlaceSend = recv;  // where send must be when the buffers overlap
   switch (call.kind) {
-    case Kind::kAllGather: recvElems = nc; inPlaceSend = recv + me * c * ts; break;
-    case Kind::kReduceScatter: sendElems = nc; inPlaceSend = recv - me * c * ts; break;
+    case Kind::kAllGather:
+      recvElems = nc;
+      inPlaceSend = recv + me * c * ts;
+      break;
+    case Kind::kReduceScatter:
+      sendElems = nc;
+      inPlaceSend = recv - me * c * ts;
+      break;
     case Kind::kAlltoAll: sendElems = recvElems = nc; break;
     case Kind::kGather:
       if (me != call.root) return true;  // recvbuff unused
@@ -150,8 +156,7 @@ ncclResult_t collective(ncclComm* comm, const Call& call) {
   w.barrier.wait();
   for (int r = 0; r < n; ++r) {
     const Call& o = w.calls[r];
-    if (o.kind != call.kind || o.count != call.count || o.type != call.type || o.op != call.op ||
-        o.root != call.root) {
+    if (o.kind != call.kind || o.count != call.count || o.type != call.type || o.op != call.op || o.root != call.root) {
       w.error("rank " + std::to_string(me) + ": mismatched collective with rank " + std::to_string(r));
     }
   }
@@ -203,9 +208,7 @@ ncclResult_t collective(ncclComm* comm, const Call& call) {
       if (writes)
         for (int r = 0; r < n; ++r) copyFrom(w.calls[r].send, c);
       break;
-    case Kind::kScatter:
-      copyFrom(at(w.calls[call.root].send, static_cast<size_t>(me) * c, call.type), c);
-      break;
+    case Kind::kScatter: copyFrom(at(w.calls[call.root].send, static_cast<size_t>(me) * c, call.type), c); break;
   }
   w.barrier.wait();  // every input read
   if (writes && !out.empty()) std::memcpy(call.recv, out.data(), out.size());
@@ -294,19 +297,17 @@ ncclResult_t ncclBroadcast(const void* s, void* r, size_t c, ncclDataType_t t, i
                            cudaStream_t) {
   return collective(comm, {Kind::kBroadcast, s, r, c, t, ncclSum, root});
 }
-ncclResult_t ncclReduce(const void* s, void* r, size_t c, ncclDataType_t t, ncclRedOp_t op, int root,
-                        ncclComm_t comm, cudaStream_t) {
+ncclResult_t ncclReduce(const void* s, void* r, size_t c, ncclDataType_t t, ncclRedOp_t op, int root, ncclComm_t comm,
+                        cudaStream_t) {
   return collective(comm, {Kind::kReduce, s, r, c, t, op, root});
 }
 ncclResult_t ncclAlltoAll(const void* s, void* r, size_t c, ncclDataType_t t, ncclComm_t comm, cudaStream_t) {
   return collective(comm, {Kind::kAlltoAll, s, r, c, t, ncclSum, -1});
 }
-ncclResult_t ncclGather(const void* s, void* r, size_t c, ncclDataType_t t, int root, ncclComm_t comm,
-                        cudaStream_t) {
+ncclResult_t ncclGather(const void* s, void* r, size_t c, ncclDataType_t t, int root, ncclComm_t comm, cudaStream_t) {
   return collective(comm, {Kind::kGather, s, r, c, t, ncclSum, root});
 }
-ncclResult_t ncclScatter(const void* s, void* r, size_t c, ncclDataType_t t, int root, ncclComm_t comm,
-                         cudaStream_t) {
+ncclResult_t ncclScatter(const void* s, void* r, size_t c, ncclDataType_t t, int root, ncclComm_t comm, cudaStream_t) {
   return collective(comm, {Kind::kScatter, s, r, c, t, ncclSum, root});
 }
 
@@ -320,9 +321,9 @@ const CollTest* tool(const std::string& name) {
 }
 
 struct CaseResult {
-  int64_t wrong = 0;         // wrong elements over all ranks, correct run
-  int64_t caught = 0;        // ranks whose single corrupted element was counted
-  int64_t corruptible = 0;   // ranks with a checked, non-empty result
+  int64_t wrong = 0;        // wrong elements over all ranks, correct run
+  int64_t caught = 0;       // ranks whose single corrupted element was counted
+  int64_t corruptible = 0;  // ranks with a checked, non-empty result
   std::vector<std::string> errors;
 };
 
@@ -336,7 +337,8 @@ CaseResult runCase(const CollTest& test, int n, ncclDataType_t type, ncclRedOp_t
   const CollCounts c = collCounts(test, count, ts, n);
   // As Runner::allocBuffers: room for every placement.
   const size_t elems = std::max({count, c.sendCount, c.recvCount, c.sendInplaceOffset * n + c.sendCount,
-                                 c.recvInplaceOffset * n + c.recvCount}) + 8;
+                                 c.recvInplaceOffset * n + c.recvCount}) +
+                       8;
   const int dataOp = test.reduces ? static_cast<int>(op) : kNoOp;
   std::vector<std::thread> threads;
   for (int rank = 0; rank < n; ++rank) {
@@ -385,8 +387,8 @@ CaseResult runCase(const CollTest& test, int n, ncclDataType_t type, ncclRedOp_t
   return result;
 }
 
-const char* kTools[] = {"all_gather_perf", "reduce_scatter_perf", "broadcast_perf", "reduce_perf",
-                        "alltoall_perf", "sendrecv_perf", "gather_perf", "scatter_perf", "hypercube_perf"};
+const char* kTools[] = {"all_gather_perf", "reduce_scatter_perf", "broadcast_perf", "reduce_perf",   "alltoall_perf",
+                        "sendrecv_perf",   "gather_perf",         "scatter_perf",   "hypercube_perf"};
 
 TEST(PerfTools, EveryToolIsRegistered) {
   for (const char* name : kTools) EXPECT_NE(tool(name), nullptr) << name;
@@ -432,9 +434,9 @@ TEST(PerfTools, ResultsMatchTheModelOfNccl) {
 // The counts nccl-tests reports: per-rank blocks aligned to 16 bytes, size = max(send, recv).
 TEST(PerfTools, CountsAreNcclTests) {
   EXPECT_EQ(alignedPerRankCount(262144, 4, 4), 65536u);
-  EXPECT_EQ(alignedPerRankCount(2, 4, 4), 0u);      // 8 B of float over 4 ranks: nothing
-  EXPECT_EQ(alignedPerRankCount(100, 1, 3), 32u);   // 33 rounded down to 16 bytes
-  EXPECT_EQ(alignedPerRankCount(100, 8, 3), 32u);   // 33 doubles -> 32 (2 per 16 bytes)
+  EXPECT_EQ(alignedPerRankCount(2, 4, 4), 0u);     // 8 B of float over 4 ranks: nothing
+  EXPECT_EQ(alignedPerRankCount(100, 1, 3), 32u);  // 33 rounded down to 16 bytes
+  EXPECT_EQ(alignedPerRankCount(100, 8, 3), 32u);  // 33 doubles -> 32 (2 per 16 bytes)
   const CollTest* ag = tool("all_gather_perf");
   ASSERT_NE(ag, nullptr);
   CollCounts c = collCounts(*ag, 1048576 / 4, 4, 4);

@@ -114,12 +114,10 @@ ncclResult_t awaitMessage(Connection* c, const void** data, size_t* bytes) {
   if (awaitMessage(c, &data, &got) != ncclSuccess)
     return ::testing::AssertionFailure() << "message " << index << ": " << lastErrorMessage();
   if (got != bytes)
-    return ::testing::AssertionFailure()
-           << "message " << index << ": " << got << " bytes, expected " << bytes;
+    return ::testing::AssertionFailure() << "message " << index << ": " << got << " bytes, expected " << bytes;
   long at = firstMismatch(data, index, bytes);
   c->recvRelease();
-  if (at >= 0)
-    return ::testing::AssertionFailure() << "message " << index << " differs at byte " << at;
+  if (at >= 0) return ::testing::AssertionFailure() << "message " << index << " differs at byte " << at;
   return ::testing::AssertionSuccess();
 }
 
@@ -156,8 +154,7 @@ class ConnectionContract : public ::testing::TestWithParam<size_t> {
 
 // One end of a connection driven the way the executor drives it: sends its messages as room
 // appears while receiving and checking the peer's. Empty when all went well.
-std::string exchangeMessages(Connection* c, uint64_t sendSalt, uint64_t receiveSalt,
-                             const std::vector<size_t>& sizes) {
+std::string exchangeMessages(Connection* c, uint64_t sendSalt, uint64_t receiveSalt, const std::vector<size_t>& sizes) {
   size_t sent = 0, received = 0;
   auto deadline = Clock::now() + kDeadline;
   auto failure = [&](const std::string& what) {
@@ -181,8 +178,7 @@ std::string exchangeMessages(Connection* c, uint64_t sendSalt, uint64_t receiveS
       if (c->recvPeek(&data, &bytes) != ncclSuccess) return failure(lastErrorMessage());
       if (data) {
         if (bytes != sizes[received])
-          return failure("message of " + std::to_string(bytes) + " bytes, expected " +
-                         std::to_string(sizes[received]));
+          return failure("message of " + std::to_string(bytes) + " bytes, expected " + std::to_string(sizes[received]));
         long at = firstMismatch(data, receiveSalt + received, bytes);
         if (at >= 0) return failure("message differs at byte " + std::to_string(at));
         c->recvRelease();
@@ -386,8 +382,7 @@ TEST_P(ConnectionContract, PeerThatDiesIsAnErrorNotAHang) {
   for (int fd : {toChild[0], toChild[1], toParent[0], toParent[1]}) close(fd);
 }
 
-INSTANTIATE_TEST_SUITE_P(EveryTransport, ConnectionContract,
-                         ::testing::Range<size_t>(0, transportTable().size()),
+INSTANTIATE_TEST_SUITE_P(EveryTransport, ConnectionContract, ::testing::Range<size_t>(0, transportTable().size()),
                          [](const ::testing::TestParamInfo<size_t>& info) {
                            return std::string(transportTable()[info.param].name);
                          });

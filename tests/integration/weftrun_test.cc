@@ -122,7 +122,8 @@ TEST(Weftrun, PrefixesEveryLineOfThreeRanksWithoutInterleaving) {
   ASSERT_EQ(r.exitCode, 0) << r.err;
   for (const auto& [text, stream] : {std::pair{r.out, "stdout"}, std::pair{r.err, "stderr"}}) {
     const std::regex lineRe("\\[(\\d+)\\] rank (\\d+) line (\\d+) (x*)");
-    const std::regex tailRe(std::string("\\[(\\d+)\\] rank (\\d+) ") + (stream == std::string("stdout") ? "tail" : "errtail"));
+    const std::regex tailRe(std::string("\\[(\\d+)\\] rank (\\d+) ") +
+                            (stream == std::string("stdout") ? "tail" : "errtail"));
     std::map<int, int> nextLine;
     std::set<int> tails;
     for (const std::string& l : lines(text)) {
@@ -252,14 +253,14 @@ TEST(Weftrun, ForwardsSigtermAndSigintToTheRanks) {
 
 TEST(Weftrun, UsageErrorsExitTwoWithUsage) {
   for (const std::vector<std::string>& args : std::vector<std::vector<std::string>>{
-           {},                        // nothing
-           {kHelper, "env"},          // missing -n
-           {"-n", "0", kHelper},      // N < 1
-           {"-n", "-3", kHelper},     // N < 1
-           {"-n", "abc", kHelper},    // not a number
-           {"-n", "2"},               // no command
-           {"-n", "2", "--"},         // no command after --
-           {"-n"},                    // missing value
+           {},                      // nothing
+           {kHelper, "env"},        // missing -n
+           {"-n", "0", kHelper},    // N < 1
+           {"-n", "-3", kHelper},   // N < 1
+           {"-n", "abc", kHelper},  // not a number
+           {"-n", "2"},             // no command
+           {"-n", "2", "--"},       // no command after --
+           {"-n"},                  // missing value
            {"--bogus", "-n", "2", kHelper},
            {"-n", "2", "--timeout", "soon", kHelper},
        }) {

@@ -46,7 +46,8 @@ int main(int argc, char** argv) {
   if (mode == "print" && argc >= 4) {
     int lines = std::atoi(argv[2]), len = std::atoi(argv[3]);
     for (int i = 0; i < lines; ++i) {
-      std::string line = "rank " + std::to_string(rank) + " line " + std::to_string(i) + " " + std::string(len, 'x') + "\n";
+      std::string line =
+          "rank " + std::to_string(rank) + " line " + std::to_string(i) + " " + std::string(len, 'x') + "\n";
       for (int fd : {1, 2}) {
         // Three writes per line, with a pause in the middle, to invite interleaving.
         size_t a = line.size() / 3, b = 2 * line.size() / 3;

@@ -44,8 +44,7 @@ bool startRootHost(ncclUniqueId* id, RootHost* host) {
     if (write(idPipe[1], &made, sizeof(made)) != static_cast<ssize_t>(sizeof(made))) _exit(1);
     close(idPipe[1]);
     char byte;
-    while (read(releasePipe[0], &byte, 1) > 0) {
-    }
+    while (read(releasePipe[0], &byte, 1) > 0) {}
     _exit(0);
   }
   close(idPipe[1]);

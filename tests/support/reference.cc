@@ -76,8 +76,8 @@ void fillInput(void* buffer, size_t count, int rank, ncclDataType_t type, ncclRe
     fromDouble(inputValue(rank, i, type, op, seed), static_cast<char*>(buffer) + i * size, type);
 }
 
-size_t countMismatches(const void* result, size_t count, int nranks, ncclDataType_t type, ncclRedOp_t op,
-                       unsigned seed, const char* label) {
+size_t countMismatches(const void* result, size_t count, int nranks, ncclDataType_t type, ncclRedOp_t op, unsigned seed,
+                       const char* label) {
   size_t size = dataTypeSize(type);
   size_t wrong = 0;
   for (size_t i = 0; i < count; ++i) {

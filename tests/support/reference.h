@@ -10,8 +10,8 @@
 namespace weft::testing {
 
 // Every NCCL data type and every built-in reduction operator, for test grids.
-inline constexpr ncclDataType_t kAllTypes[] = {ncclInt8,    ncclUint8,   ncclInt32,   ncclUint32,
-                                               ncclInt64,   ncclUint64,  ncclFloat16, ncclFloat32,
+inline constexpr ncclDataType_t kAllTypes[] = {ncclInt8,    ncclUint8,    ncclInt32,      ncclUint32,
+                                               ncclInt64,   ncclUint64,   ncclFloat16,    ncclFloat32,
                                                ncclFloat64, ncclBfloat16, ncclFloat8e4m3, ncclFloat8e5m2};
 inline constexpr ncclRedOp_t kAllOps[] = {ncclSum, ncclProd, ncclMax, ncclMin, ncclAvg};
 
@@ -29,7 +29,7 @@ double tolerance(double expected, int nranks, ncclDataType_t type);
 void fillInput(void* buffer, size_t count, int rank, ncclDataType_t type, ncclRedOp_t op, unsigned seed);
 
 // Number of elements of `result` that differ from expectedReduction beyond tolerance; prints the first few.
-size_t countMismatches(const void* result, size_t count, int nranks, ncclDataType_t type, ncclRedOp_t op,
-                       unsigned seed, const char* label);
+size_t countMismatches(const void* result, size_t count, int nranks, ncclDataType_t type, ncclRedOp_t op, unsigned seed,
+                       const char* label);
 
 }  // namespace weft::testing

@@ -51,7 +51,7 @@ class Selection : public ::testing::Test {
 TEST_F(Selection, LinksComeFromTheFixture) {
   EXPECT_DOUBLE_EQ(links_[LinkType::Network].bandwidthGBps, 50.0);  // 400 Gb/s
   EXPECT_EQ(links_.nicsPerNode, 8);
-  EXPECT_DOUBLE_EQ(model_.intra.bandwidthGBps, 450.0);  // NVLink
+  EXPECT_DOUBLE_EQ(model_.intra.bandwidthGBps, 450.0);           // NVLink
   EXPECT_DOUBLE_EQ(model_.interPerRank(8).bandwidthGBps, 50.0);  // one NIC per GPU
   EXPECT_DOUBLE_EQ(model_.interPerRank(16).bandwidthGBps, 25.0);
   // Without a topology: host memory through shared-memory slots, the table's 12.5 GB/s NIC.
@@ -215,7 +215,9 @@ TEST_F(Selection, EstimatesCoverEveryAlgorithm) {
   CostInput cost{64 << 20, 64, std::vector<int>(8, 8)};
   double bound = allReduceLowerBoundUs(cost, model_);
   for (const auto& e : choice.estimates)
-    if (e.applicable) { EXPECT_GE(e.timeUs, bound) << algorithmName(e.algorithm); }
+    if (e.applicable) {
+      EXPECT_GE(e.timeUs, bound) << algorithmName(e.algorithm);
+    }
 }
 
 // Every (collective, algorithm) row can build and price: dispatch calls both unconditionally.
@@ -229,10 +231,11 @@ TEST(AlgorithmRegistry, EveryRowHasABuilderAndAPrice) {
 
 TEST(TuningFile, ParsesAndRejects) {
   LinkTable table;
-  ASSERT_EQ(applyTuningText("# measured\n\nlink network bandwidth_GBps 23.5 latency_us 3 # ib\nlink NVLink latency_us 1\n"
-                            "nics_per_node 4\n",
-                            "t", &table),
-            ncclSuccess)
+  ASSERT_EQ(
+      applyTuningText("# measured\n\nlink network bandwidth_GBps 23.5 latency_us 3 # ib\nlink NVLink latency_us 1\n"
+                      "nics_per_node 4\n",
+                      "t", &table),
+      ncclSuccess)
       << lastErrorMessage();
   EXPECT_DOUBLE_EQ(table[LinkType::Network].bandwidthGBps, 23.5);
   EXPECT_DOUBLE_EQ(table[LinkType::Network].latencyUs, 3);
@@ -240,7 +243,8 @@ TEST(TuningFile, ParsesAndRejects) {
   EXPECT_DOUBLE_EQ(table[LinkType::NVLink].bandwidthGBps, linkClassInfo(LinkType::NVLink).nominalGBps);
   EXPECT_EQ(table.nicsPerNode, 4);
   const char* bad[] = {"link Warp latency_us 1\n", "link PCIe latency_us\n", "link PCIe latency_us -1\n",
-                       "link PCIe speed 5\n", "bandwidth 5\n", "nics_per_node 1.5\n", "link PCIe latency_us 1x\n"};
+                       "link PCIe speed 5\n",      "bandwidth 5\n",          "nics_per_node 1.5\n",
+                       "link PCIe latency_us 1x\n"};
   for (const char* text : bad) {
     LinkTable t;
     EXPECT_EQ(applyTuningText(std::string("# ok\n") + text, "tune.txt", &t), ncclInvalidArgument) << text;
@@ -282,7 +286,9 @@ TEST_F(CollectiveSelection, OnlyTheCollectivesOwnAlgorithmsArePriced) {
     EXPECT_TRUE(algorithmApplies(collective, choice.algorithm)) << collectiveName(collective);
     for (int a = 0; a < kAlgorithmCount; ++a) {
       const bool applies = algorithmApplies(collective, static_cast<Algorithm>(a));
-      if (!applies) { EXPECT_FALSE(choice.estimates[a].applicable); }
+      if (!applies) {
+        EXPECT_FALSE(choice.estimates[a].applicable);
+      }
       if (applies && static_cast<Algorithm>(a) != Algorithm::Direct) {
         EXPECT_GT(choice.estimates[a].timeUs, 0) << collectiveName(collective) << " " << a;
       }

@@ -11,11 +11,11 @@
 #include <numeric>
 #include <vector>
 
-#include "algorithms/cost/algorithm_selection.h"
 #include "algorithms/builders/hierarchical_allreduce.h"
 #include "algorithms/builders/rhd_allreduce.h"
-#include "algorithms/simulation/simulator.h"
 #include "algorithms/builders/tree_allreduce.h"
+#include "algorithms/cost/algorithm_selection.h"
+#include "algorithms/simulation/simulator.h"
 
 using namespace weft;
 
@@ -47,8 +47,13 @@ std::vector<int> nodeMajor(const std::vector<std::vector<int>>& nodes) {
 // Runs `algorithm` on n ranks; returns "" or the first failure.
 std::string check(Algorithm algorithm, int n, size_t count, bool inPlace, bool average,
                   const std::vector<std::vector<int>>& nodes, int channels = 1) {
-  AllReduceShape shape{.count = count, .elementSize = 8, .nranks = n, .order = nodeMajor(nodes), .nodes = nodes,
-                       .average = average, .channels = channels};
+  AllReduceShape shape{.count = count,
+                       .elementSize = 8,
+                       .nranks = n,
+                       .order = nodeMajor(nodes),
+                       .nodes = nodes,
+                       .average = average,
+                       .channels = channels};
   std::vector<Schedule> schedules;
   for (int r = 0; r < n; ++r) {
     shape.rank = r;
@@ -57,7 +62,8 @@ std::string check(Algorithm algorithm, int n, size_t count, bool inPlace, bool a
       return "divisor " + std::to_string(schedules.back().divisor);
   }
   // Sum: uint64 inputs (wrapping). Average: small integers in double (exact sums).
-  std::vector<std::vector<uint64_t>> send(n, std::vector<uint64_t>(count + 1)), recv(n, std::vector<uint64_t>(count + 1));
+  std::vector<std::vector<uint64_t>> send(n, std::vector<uint64_t>(count + 1)),
+      recv(n, std::vector<uint64_t>(count + 1));
   std::vector<SimulatedBuffers> buffers(n);
   for (int r = 0; r < n; ++r) {
     for (size_t i = 0; i < count; ++i) {
@@ -113,8 +119,8 @@ TEST(AllReduceAlgorithms, CorrectFor1To64Ranks) {
         for (Algorithm a : kMine) {
           bool average = (n + count) % 2 == 1;
           std::string error = check(a, n, count, inPlace, average, makeNodes(n, perNodeFor(n)));
-          ASSERT_EQ(error, "") << algorithmName(a) << " n=" << n << " count=" << count
-                               << (inPlace ? " in place" : "") << (average ? " avg" : " sum");
+          ASSERT_EQ(error, "") << algorithmName(a) << " n=" << n << " count=" << count << (inPlace ? " in place" : "")
+                               << (average ? " avg" : " sum");
         }
 }
 
@@ -126,9 +132,10 @@ TEST(AllReduceAlgorithms, RingChannelsCorrectFor1To64Ranks) {
       for (size_t count : {size_t(0), size_t(1), size_t(channels - 1), size_t(n), size_t(3 * n * channels + 5)})
         for (bool inPlace : {false, true}) {
           bool average = (n + count + channels) % 2 == 1;
-          std::string error = check(Algorithm::Ring, n, count, inPlace, average, makeNodes(n, perNodeFor(n), n % 3 == 0), channels);
-          ASSERT_EQ(error, "") << "ring x" << channels << " n=" << n << " count=" << count << (inPlace ? " in place" : "")
-                               << (average ? " avg" : " sum");
+          std::string error =
+              check(Algorithm::Ring, n, count, inPlace, average, makeNodes(n, perNodeFor(n), n % 3 == 0), channels);
+          ASSERT_EQ(error, "") << "ring x" << channels << " n=" << n << " count=" << count
+                               << (inPlace ? " in place" : "") << (average ? " avg" : " sum");
         }
 }
 
@@ -194,10 +201,12 @@ TEST(TreeAllReduce, TreesAreSpanningAndComplementary) {
       for (int p = 0; p < n; ++p) {
         TreeLinks links = doubleBinaryTree(n, p, t);
         EXPECT_LE(links.children.size(), 2u);
-        if (links.parent < 0) ++roots;
+        if (links.parent < 0)
+          ++roots;
         else {
           TreeLinks up = doubleBinaryTree(n, links.parent, t);
-          EXPECT_EQ(std::count(up.children.begin(), up.children.end(), p), 1) << "n=" << n << " tree " << t << " p=" << p;
+          EXPECT_EQ(std::count(up.children.begin(), up.children.end(), p), 1)
+              << "n=" << n << " tree " << t << " p=" << p;
         }
         for (int c : links.children) EXPECT_EQ(doubleBinaryTree(n, c, t).parent, p);
       }

@@ -17,8 +17,8 @@
 #include "algorithms/builders/broadcast.h"
 #include "algorithms/builders/gather_scatter.h"
 #include "algorithms/builders/point_to_point.h"
-#include "algorithms/builders/reduce_to_root.h"
 #include "algorithms/builders/reduce_scatter.h"
+#include "algorithms/builders/reduce_to_root.h"
 #include "algorithms/simulation/simulator.h"
 
 using namespace weft;
@@ -183,8 +183,13 @@ void checkAllGather(int n, size_t count, bool inPlace, GatherAlgorithm algorithm
   for (int r = 0; r < n; ++r) {
     layout(memory[r], t, count, n * count, inPlace ? static_cast<long>(r * count) : -1);
     for (size_t i = 0; i < count; ++i) t.put(const_cast<char*>(memory[r].buffers.send), i, inputs[r][i]);
-    const AllGatherParams p{.count = count, .elementSize = t.size(), .rank = r, .nranks = n, .ringOrder = ring,
-                            .inPlace = inPlace, .nodes = nodes,
+    const AllGatherParams p{.count = count,
+                            .elementSize = t.size(),
+                            .rank = r,
+                            .nranks = n,
+                            .ringOrder = ring,
+                            .inPlace = inPlace,
+                            .nodes = nodes,
                             .channels = algorithm == GatherAlgorithm::RingChannels ? 3 : 1};
     switch (algorithm) {
       case GatherAlgorithm::Ring:
@@ -199,7 +204,8 @@ void checkAllGather(int n, size_t count, bool inPlace, GatherAlgorithm algorithm
   for (int r = 0; r < n; ++r)
     for (int q = 0; q < n; ++q)
       for (size_t i = 0; i < count; ++i)
-        ASSERT_EQ(t.get(memory[r].buffers.recv, q * count + i), inputs[q][i]) << what << " rank " << r << " block " << q;
+        ASSERT_EQ(t.get(memory[r].buffers.recv, q * count + i), inputs[q][i])
+            << what << " rank " << r << " block " << q;
 }
 
 TEST(CollectiveSchedules, AllGatherEveryAlgorithm) {
@@ -219,12 +225,15 @@ enum class ScatterAlgorithm { Ring, RingChannels, RecursiveHalving, Hierarchical
 
 void checkReduceScatter(int n, size_t count, bool inPlace, bool average, bool preScale, ScatterAlgorithm algorithm,
                         const Typed& t) {
-  const char* name = algorithm == ScatterAlgorithm::Ring           ? "ring reducescatter"
-                     : algorithm == ScatterAlgorithm::RingChannels ? "ring reducescatter on 3 channels"
+  const char* name = algorithm == ScatterAlgorithm::Ring               ? "ring reducescatter"
+                     : algorithm == ScatterAlgorithm::RingChannels     ? "ring reducescatter on 3 channels"
                      : algorithm == ScatterAlgorithm::RecursiveHalving ? "recursive halving reducescatter"
                                                                        : "hierarchical reducescatter";
-  const std::string what = label((std::string(name) + (preScale ? " premulsum" : average ? " avg" : "")).c_str(), n,
-                                 count, 0, inPlace, t);
+  const std::string what = label((std::string(name) + (preScale  ? " premulsum"
+                                                       : average ? " avg"
+                                                                 : ""))
+                                     .c_str(),
+                                 n, count, 0, inPlace, t);
   auto inputs = randomInputs(n, n * count);
   std::vector<double> scalar(n);
   std::vector<std::vector<char>> scalars;
@@ -239,9 +248,16 @@ void checkReduceScatter(int n, size_t count, bool inPlace, bool average, bool pr
   for (int r = 0; r < n; ++r) {
     layout(memory[r], t, n * count, count, inPlace ? static_cast<long>(r * count) : -1);
     for (size_t i = 0; i < n * count; ++i) t.put(const_cast<char*>(memory[r].buffers.send), i, inputs[r][i]);
-    const ReduceScatterParams p{.recvCount = count, .elementSize = t.size(), .rank = r, .nranks = n,
-                                .ringOrder = ring, .average = average, .preScale = preScale, .inPlace = inPlace,
-                                .nodes = nodes, .channels = algorithm == ScatterAlgorithm::RingChannels ? 3 : 1};
+    const ReduceScatterParams p{.recvCount = count,
+                                .elementSize = t.size(),
+                                .rank = r,
+                                .nranks = n,
+                                .ringOrder = ring,
+                                .average = average,
+                                .preScale = preScale,
+                                .inPlace = inPlace,
+                                .nodes = nodes,
+                                .channels = algorithm == ScatterAlgorithm::RingChannels ? 3 : 1};
     schedules.push_back(algorithm == ScatterAlgorithm::Ring || algorithm == ScatterAlgorithm::RingChannels
                             ? buildRingReduceScatter(p)
                         : algorithm == ScatterAlgorithm::RecursiveHalving ? buildRecursiveHalvingReduceScatter(p)
@@ -289,8 +305,8 @@ void checkBroadcast(int n, size_t count, int root, bool inPlace, bool chain, con
     layout(memory[r], t, count, count, inPlace ? 0 : -1);
     if (r == root)
       for (size_t i = 0; i < count; ++i) t.put(const_cast<char*>(memory[r].buffers.send), i, inputs[0][i]);
-    const BroadcastParams p{.count = count, .elementSize = t.size(), .rank = r, .nranks = n, .root = root,
-                            .ringOrder = ring};
+    const BroadcastParams p{
+        .count = count, .elementSize = t.size(), .rank = r, .nranks = n, .root = root, .ringOrder = ring};
     schedules.push_back(chain ? buildChainBroadcast(p) : buildBinomialBroadcast(p));
   }
   SimulationResult result = simulateAll(schedules, memory, t);
@@ -313,8 +329,11 @@ TEST(CollectiveSchedules, BroadcastChainAndBinomial) {
 
 void checkReduce(int n, size_t count, int root, bool inPlace, bool chain, int variant, const Typed& t) {
   const bool average = variant == 1, preScale = variant == 2;
-  const std::string what = label(chain ? "chain reduce" : "binomial reduce", n, count, root, inPlace, t) +
-                           (average ? " avg" : preScale ? " premulsum" : variant == 3 ? " max" : "");
+  const std::string what =
+      label(chain ? "chain reduce" : "binomial reduce", n, count, root, inPlace, t) + (average        ? " avg"
+                                                                                       : preScale     ? " premulsum"
+                                                                                       : variant == 3 ? " max"
+                                                                                                      : "");
   const ReduceOp op = variant == 3 ? ReduceOp::Max : ReduceOp::Sum;
   auto inputs = randomInputs(n, count);
   std::vector<double> scalar(n, 1);
@@ -330,8 +349,14 @@ void checkReduce(int n, size_t count, int root, bool inPlace, bool chain, int va
     // Non-root ranks have no recv buffer at all.
     layout(memory[r], t, count, r == root ? count : 0, inPlace && r == root ? 0 : -1);
     for (size_t i = 0; i < count; ++i) t.put(const_cast<char*>(memory[r].buffers.send), i, inputs[r][i]);
-    const ReduceParams p{.count = count, .elementSize = t.size(), .rank = r, .nranks = n, .root = root,
-                         .ringOrder = ring, .average = average, .preScale = preScale};
+    const ReduceParams p{.count = count,
+                         .elementSize = t.size(),
+                         .rank = r,
+                         .nranks = n,
+                         .root = root,
+                         .ringOrder = ring,
+                         .average = average,
+                         .preScale = preScale};
     schedules.push_back(chain ? buildChainReduce(p) : buildBinomialReduce(p));
   }
   std::vector<std::vector<char>> before;
@@ -453,7 +478,8 @@ TEST(CollectiveSchedules, ThousandRanksLogDepthAndLinearAlgorithms) {
     const Typed t{n % 2 ? ncclInt32 : ncclFloat64};
     for (GatherAlgorithm a : {GatherAlgorithm::Bruck, GatherAlgorithm::RecursiveDoubling})
       ASSERT_NO_FATAL_FAILURE(checkAllGather(n, 1, n == 1024, a, t));
-    ASSERT_NO_FATAL_FAILURE(checkReduceScatter(n, 1, n == 1024, n == 1000, false, ScatterAlgorithm::RecursiveHalving, t));
+    ASSERT_NO_FATAL_FAILURE(
+        checkReduceScatter(n, 1, n == 1024, n == 1000, false, ScatterAlgorithm::RecursiveHalving, t));
     for (bool chain : {false, true}) {
       ASSERT_NO_FATAL_FAILURE(checkBroadcast(n, 7, n - 1, false, chain, t));
       ASSERT_NO_FATAL_FAILURE(checkReduce(n, 7, n / 3, true, chain, 0, t));
@@ -479,7 +505,10 @@ TEST(CollectiveSchedules, PointToPointGroups) {
   std::uniform_int_distribution<int> small(0, 5);
   for (int n : rankCounts()) {
     const int messagesPerRank = n > 64 ? 1 : 3;
-    struct Message { int from, to; size_t bytes, sendOffset, recvOffset; };
+    struct Message {
+      int from, to;
+      size_t bytes, sendOffset, recvOffset;
+    };
     std::vector<Message> messages;
     std::vector<size_t> sendUsed(n, 0), recvUsed(n, 0);
     for (int from = 0; from < n; ++from)

@@ -62,8 +62,8 @@ TEST(CpuFeatures, CapsRemoveWhatTheyExclude) {
   all.avx2 = all.fma = all.f16c = all.bmi = all.bmi2 = true;
   all.avx512f = all.avx512bw = all.avx512vl = all.avx512dq = true;
   CpuFeatures portable = capCpuFeatures(all, "portable");
-  EXPECT_FALSE(portable.avx2 || portable.fma || portable.f16c || portable.bmi || portable.bmi2 ||
-               portable.avx512f || portable.avx512bw || portable.avx512vl || portable.avx512dq);
+  EXPECT_FALSE(portable.avx2 || portable.fma || portable.f16c || portable.bmi || portable.bmi2 || portable.avx512f ||
+               portable.avx512bw || portable.avx512vl || portable.avx512dq);
   CpuFeatures avx2 = capCpuFeatures(all, "avx2");
   EXPECT_TRUE(avx2.avx2 && avx2.fma && avx2.f16c && avx2.bmi && avx2.bmi2);
   EXPECT_FALSE(avx2.avx512f || avx2.avx512bw || avx2.avx512vl || avx2.avx512dq);
@@ -77,8 +77,7 @@ TEST(CpuFeatures, CapsRemoveWhatTheyExclude) {
 // is read once per process, so it needs a fresh one.
 TEST(CpuFeaturesChild, DeprecatedAliasCapsEveryKernel) {
   const char* cap = getenv("WEFT_COMPRESSION_ISA");
-  if (!cap || std::string(cap) != "portable" || getenv("WEFT_KERNEL_ISA"))
-    GTEST_SKIP() << "run by the test below";
+  if (!cap || std::string(cap) != "portable" || getenv("WEFT_KERNEL_ISA")) GTEST_SKIP() << "run by the test below";
   const CpuFeatures& usable = usableCpuFeatures();
   EXPECT_FALSE(usable.avx2 || usable.bmi2 || usable.avx512f);
   EXPECT_EQ(kernelIsa(), KernelIsa::Portable);
@@ -88,8 +87,8 @@ TEST(CpuFeaturesChild, DeprecatedAliasCapsEveryKernel) {
 TEST(CpuFeatures, CompressionIsaIsADeprecatedAliasOfKernelIsa) {
   char self[4096] = {};
   ASSERT_GT(readlink("/proc/self/exe", self, sizeof(self) - 1), 0);
-  std::string command = "env -u WEFT_KERNEL_ISA WEFT_COMPRESSION_ISA=portable '" +
-                        std::string(self) + "' --gtest_filter=CpuFeaturesChild.* > /dev/null";
+  std::string command = "env -u WEFT_KERNEL_ISA WEFT_COMPRESSION_ISA=portable '" + std::string(self) +
+                        "' --gtest_filter=CpuFeaturesChild.* > /dev/null";
   int status = system(command.c_str());
   ASSERT_TRUE(WIFEXITED(status));
   EXPECT_EQ(WEXITSTATUS(status), 0);

@@ -50,8 +50,8 @@ TEST(LinkModelSimulation, LargeMessagesWithinOneAndAHalfOfTheClosedForm) {
     const char* name;
     int n, perNode;
     const CostModel* model;
-  } cases[] = {{"host 8", 8, 8, &host}, {"host 16", 16, 16, &host}, {"dgx 2x8", 16, 8, &nvlink},
-               {"dgx 8x8", 64, 8, &nvlink}};
+  } cases[] = {
+      {"host 8", 8, 8, &host}, {"host 16", 16, 16, &host}, {"dgx 2x8", 16, 8, &nvlink}, {"dgx 8x8", 64, 8, &nvlink}};
   for (const Case& c : cases)
     for (size_t bytes : {size_t(64) << 20, size_t(1) << 30})
       for (Algorithm a : {Algorithm::Ring, Algorithm::Tree, Algorithm::Rhd}) {
@@ -60,8 +60,8 @@ TEST(LinkModelSimulation, LargeMessagesWithinOneAndAHalfOfTheClosedForm) {
         double simulated = simulatedUs(a, bytes, c.n, nodes, *c.model);
         double ratio = simulated / predicted;
         EXPECT_GE(ratio, 1 / 1.5) << c.name << " " << algorithmName(a) << " " << bytes;
-        EXPECT_LE(ratio, 1.5) << c.name << " " << algorithmName(a) << " " << bytes << ": simulated "
-                              << simulated << " us, predicted " << predicted << " us";
+        EXPECT_LE(ratio, 1.5) << c.name << " " << algorithmName(a) << " " << bytes << ": simulated " << simulated
+                              << " us, predicted " << predicted << " us";
       }
 }
 

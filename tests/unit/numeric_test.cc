@@ -2,10 +2,10 @@
 // references written independently in double arithmetic (frexp/ldexp/nearbyint).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <bit>
 #include <cmath>
 #include <cstring>
-#include <algorithm>
 #include <limits>
 #include <map>
 #include <random>
@@ -31,16 +31,36 @@ struct Format {
   int minExponent() const { return 1 - bias(); }  // exponent of the smallest normal
 };
 
-const Format kHalf{"half", 16, 5, 10, true, false,
+const Format kHalf{"half",
+                   16,
+                   5,
+                   10,
+                   true,
+                   false,
                    [](uint32_t v) { return halfToFloat(static_cast<uint16_t>(v)); },
                    [](float f) -> uint32_t { return floatToHalf(f); }};
-const Format kBfloat16{"bfloat16", 16, 8, 7, true, false,
+const Format kBfloat16{"bfloat16",
+                       16,
+                       8,
+                       7,
+                       true,
+                       false,
                        [](uint32_t v) { return bfloat16ToFloat(static_cast<uint16_t>(v)); },
                        [](float f) -> uint32_t { return floatToBfloat16(f); }};
-const Format kE4m3{"f8e4m3", 8, 4, 3, false, true,
+const Format kE4m3{"f8e4m3",
+                   8,
+                   4,
+                   3,
+                   false,
+                   true,
                    [](uint32_t v) { return fp8e4m3ToFloat(static_cast<uint8_t>(v)); },
                    [](float f) -> uint32_t { return floatToFp8e4m3(f); }};
-const Format kE5m2{"f8e5m2", 8, 5, 2, true, false,
+const Format kE5m2{"f8e5m2",
+                   8,
+                   5,
+                   2,
+                   true,
+                   false,
                    [](uint32_t v) { return fp8e5m2ToFloat(static_cast<uint8_t>(v)); },
                    [](float f) -> uint32_t { return floatToFp8e5m2(f); }};
 
@@ -188,8 +208,8 @@ TEST(NumericHalf, KnownValues) {
   EXPECT_EQ(floatToHalf(65504.0f), 0x7bff);
   EXPECT_EQ(floatToHalf(65519.0f), 0x7bff);
   EXPECT_EQ(floatToHalf(65520.0f), 0x7c00);  // the tie rounds to even: infinity
-  EXPECT_EQ(floatToHalf(0x1p-24f), 0x0001);   // smallest subnormal
-  EXPECT_EQ(floatToHalf(0x1p-25f), 0x0000);   // the tie below it rounds to even: zero
+  EXPECT_EQ(floatToHalf(0x1p-24f), 0x0001);  // smallest subnormal
+  EXPECT_EQ(floatToHalf(0x1p-25f), 0x0000);  // the tie below it rounds to even: zero
   EXPECT_EQ(floatToHalf(0x1.8p-25f), 0x0001);
   EXPECT_EQ(floatToHalf(-0.0f), 0x8000);
   EXPECT_EQ(halfToFloat(0x0001), 0x1p-24f);
@@ -307,7 +327,7 @@ TEST(NumericElement, NarrowFloatsRoundOnceFromDouble) {
 
 TEST(NumericDataType, SizesAndNames) {
   const size_t sizes[] = {1, 1, 4, 4, 8, 8, 2, 4, 8, 2, 1, 1};
-  const char* names[] = {"int8", "uint8", "int32", "uint32", "int64", "uint64",
+  const char* names[] = {"int8", "uint8", "int32",  "uint32",   "int64",  "uint64",
                          "half", "float", "double", "bfloat16", "f8e4m3", "f8e5m2"};
   for (int t = 0; t < ncclNumTypes; t++) {
     auto type = static_cast<ncclDataType_t>(t);

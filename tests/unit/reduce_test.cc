@@ -30,9 +30,21 @@ bool isSigned(ncclDataType_t t) { return t == ncclInt8 || t == ncclInt32 || t ==
 // An integer element as 64 bits (sign-extended for signed types), and back (truncated).
 uint64_t readInt(const unsigned char* p, ncclDataType_t t) {
   switch (dataTypeSize(t)) {
-    case 1: { uint8_t v; std::memcpy(&v, p, 1); return isSigned(t) ? static_cast<uint64_t>(static_cast<int8_t>(v)) : v; }
-    case 4: { uint32_t v; std::memcpy(&v, p, 4); return isSigned(t) ? static_cast<uint64_t>(static_cast<int32_t>(v)) : v; }
-    default: { uint64_t v; std::memcpy(&v, p, 8); return v; }
+    case 1: {
+      uint8_t v;
+      std::memcpy(&v, p, 1);
+      return isSigned(t) ? static_cast<uint64_t>(static_cast<int8_t>(v)) : v;
+    }
+    case 4: {
+      uint32_t v;
+      std::memcpy(&v, p, 4);
+      return isSigned(t) ? static_cast<uint64_t>(static_cast<int32_t>(v)) : v;
+    }
+    default: {
+      uint64_t v;
+      std::memcpy(&v, p, 8);
+      return v;
+    }
   }
 }
 void writeInt(uint64_t v, unsigned char* p, ncclDataType_t t) { std::memcpy(p, &v, dataTypeSize(t)); }  // little endian
@@ -122,7 +134,8 @@ struct Buffer {
     end = n * size;
   }
   bool guardIntact() const {
-    for (size_t i = 0; i < size; i++) if (data[end + i] != 0x5a) return false;
+    for (size_t i = 0; i < size; i++)
+      if (data[end + i] != 0x5a) return false;
     return true;
   }
   std::vector<unsigned char> bytes;

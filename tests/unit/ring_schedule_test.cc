@@ -63,7 +63,8 @@ void runRing(int n, size_t count, bool inPlace, bool average) {
           auto message = wire.front();
           wire.pop_front();
           ASSERT_EQ(message.size(), s.dst.bytes) << "message size at rank " << r << " step " << me.next;
-          auto local = s.kind == StepKind::RecvReduce ? slice(s.src) : std::vector<Contributions>(message.size(), Contributions(n, 0));
+          auto local = s.kind == StepKind::RecvReduce ? slice(s.src)
+                                                      : std::vector<Contributions>(message.size(), Contributions(n, 0));
           auto& dst = bufferOf(me, s.dst.buffer, inPlace);
           for (size_t i = 0; i < message.size(); ++i)
             for (int k = 0; k < n; ++k) dst[s.dst.offset + i][k] = local[i][k] + message[i][k];
@@ -87,7 +88,8 @@ void runRing(int n, size_t count, bool inPlace, bool average) {
         ASSERT_EQ(ranks[r].recv[i][k], 1) << "n=" << n << " count=" << count << " rank " << r << " element " << i
                                           << " has rank " << k << "'s input " << ranks[r].recv[i][k] << " times";
   }
-  for (auto& [wire, queue] : wires) EXPECT_TRUE(queue.empty()) << "unconsumed message " << wire.first << "->" << wire.second;
+  for (auto& [wire, queue] : wires)
+    EXPECT_TRUE(queue.empty()) << "unconsumed message " << wire.first << "->" << wire.second;
   if (average && n > 1) {
     // Each rank divides the one chunk it owns; together they cover every non-empty chunk once.
     int chunksWithData = 0;

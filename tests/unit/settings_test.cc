@@ -49,8 +49,7 @@ TEST(Settings, EveryRowIsComplete) {
   for (const SettingSpec& spec : allSettings()) {
     SCOPED_TRACE(spec.name);
     EXPECT_TRUE(names.insert(spec.name).second) << "declared twice";
-    EXPECT_TRUE(std::string(spec.name).starts_with("WEFT_") ||
-                std::string(spec.name).starts_with("NCCL_"));
+    EXPECT_TRUE(std::string(spec.name).starts_with("WEFT_") || std::string(spec.name).starts_with("NCCL_"));
     EXPECT_GT(std::string(spec.description).size(), 10u);
     EXPECT_EQ(findSetting(spec.name), &spec);
     if (spec.type == SettingType::Enum) {
@@ -64,11 +63,11 @@ TEST(Settings, EveryRowIsComplete) {
 }
 
 TEST(Settings, ScheduleShapingSettingsMustAgreeAcrossRanks) {
-  const std::set<std::string> mustAgree = {
-      "WEFT_SLICE_BYTES",   "WEFT_SHM_SLOT_BYTES", "WEFT_SHM_SLOTS",  "WEFT_TCP_SLOT_BYTES",
-      "WEFT_TCP_SLOTS",     "NCCL_ALGO",           "WEFT_ALGO",       "NCCL_MIN_NCHANNELS",
-      "NCCL_MAX_NCHANNELS", "WEFT_TUNING_FILE",    "WEFT_DIRECT",     "WEFT_DIRECT_MIN_BYTES",
-      "WEFT_COMPRESSION",   "WEFT_TRANSPORT",      "NCCL_SHM_DISABLE"};
+  const std::set<std::string> mustAgree = {"WEFT_SLICE_BYTES",    "WEFT_SHM_SLOT_BYTES", "WEFT_SHM_SLOTS",
+                                           "WEFT_TCP_SLOT_BYTES", "WEFT_TCP_SLOTS",      "NCCL_ALGO",
+                                           "WEFT_ALGO",           "NCCL_MIN_NCHANNELS",  "NCCL_MAX_NCHANNELS",
+                                           "WEFT_TUNING_FILE",    "WEFT_DIRECT",         "WEFT_DIRECT_MIN_BYTES",
+                                           "WEFT_COMPRESSION",    "WEFT_TRANSPORT",      "NCCL_SHM_DISABLE"};
   for (const SettingSpec& spec : allSettings())
     EXPECT_EQ(spec.ranksMustAgree, mustAgree.count(spec.name) == 1) << spec.name;
 }
@@ -95,16 +94,13 @@ TEST(Settings, BadValuesNameVariableValueAndWhatIsValid) {
             "WEFT_SLICE_BYTES=-5 is invalid: expected an integer from 4096 to 1073741824");
   EXPECT_EQ(parseError(Setting::WeftTimeout, "abc"),
             "WEFT_TIMEOUT=abc is invalid: expected a number from 0.1 to 2592000");
-  EXPECT_EQ(parseError(Setting::WeftTcpSlots, "0"),
-            "WEFT_TCP_SLOTS=0 is invalid: expected an integer from 1 to 64");
-  EXPECT_EQ(
-      parseError(Setting::WeftShmSlotBytes, "5000"),
-      "WEFT_SHM_SLOT_BYTES=5000 is invalid: expected a multiple of 64 from 4096 to 1073741824");
+  EXPECT_EQ(parseError(Setting::WeftTcpSlots, "0"), "WEFT_TCP_SLOTS=0 is invalid: expected an integer from 1 to 64");
+  EXPECT_EQ(parseError(Setting::WeftShmSlotBytes, "5000"),
+            "WEFT_SHM_SLOT_BYTES=5000 is invalid: expected a multiple of 64 from 4096 to 1073741824");
   EXPECT_EQ(parseError(Setting::WeftTransport, "rdma"),
             "WEFT_TRANSPORT=rdma is invalid: expected one of auto, shm, tcp");
   EXPECT_EQ(parseError(Setting::WeftDirect, "yes"), "WEFT_DIRECT=yes is invalid: expected 0 or 1");
-  EXPECT_EQ(parseError(Setting::NcclShmDisable, "2"),
-            "NCCL_SHM_DISABLE=2 is invalid: expected 0 or 1");
+  EXPECT_EQ(parseError(Setting::NcclShmDisable, "2"), "NCCL_SHM_DISABLE=2 is invalid: expected 0 or 1");
   // Trailing text, overflow, not-a-number and a fraction where an integer is wanted.
   EXPECT_NE(parseError(Setting::WeftSliceBytes, "256k"), "(accepted)");
   EXPECT_NE(parseError(Setting::WeftSliceBytes, "99999999999999999999999"), "(accepted)");
@@ -125,8 +121,7 @@ TEST(Settings, ValidateFailsOnTheFirstBadValueWithItsMessage) {
 
 TEST(Settings, AccessorsReadTheEnvironmentOrTheDefault) {
   EXPECT_EQ(settingSize(Setting::WeftSliceBytes), 256u << 10);
-  EXPECT_EQ(settingDouble(Setting::WeftTimeout),
-            getenv("WEFT_TIMEOUT") ? atof(getenv("WEFT_TIMEOUT")) : 300.0);
+  EXPECT_EQ(settingDouble(Setting::WeftTimeout), getenv("WEFT_TIMEOUT") ? atof(getenv("WEFT_TIMEOUT")) : 300.0);
   EXPECT_TRUE(settingBool(Setting::WeftDirect));
   EXPECT_EQ(settingString(Setting::WeftTransport), "auto");
   EXPECT_EQ(settingString(Setting::WeftTuningFile), std::nullopt);
@@ -166,8 +161,7 @@ TEST(Settings, UnsupportedNcclKnobsOnlyWarn) {
     std::set<std::string> found(unsupported.begin(), unsupported.end());
     EXPECT_TRUE(found.count("NCCL_PROTO=Simple"));
     EXPECT_TRUE(found.count("NCCL_IB_HCA=mlx5_0"));
-    for (const std::string& assignment : unsupported)
-      EXPECT_FALSE(assignment.starts_with("NCCL_ALGO=")) << assignment;
+    for (const std::string& assignment : unsupported) EXPECT_FALSE(assignment.starts_with("NCCL_ALGO=")) << assignment;
     EXPECT_EQ(validateSettings(), ncclSuccess) << lastErrorMessage();
   }
   resetLogConfig();  // closes the file
@@ -176,9 +170,7 @@ TEST(Settings, UnsupportedNcclKnobsOnlyWarn) {
   log << in.rdbuf();
   unlink(path.c_str());
   EXPECT_NE(log.str().find("NCCL WARN"), std::string::npos) << log.str();
-  EXPECT_NE(log.str().find("NCCL_PROTO=Simple: not implemented by weft; ignored"),
-            std::string::npos)
-      << log.str();
+  EXPECT_NE(log.str().find("NCCL_PROTO=Simple: not implemented by weft; ignored"), std::string::npos) << log.str();
 }
 
 }  // namespace

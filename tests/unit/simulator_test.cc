@@ -82,7 +82,8 @@ TEST(Simulator, BrokenRingAllGatherIsReported) {
     }
   SimulationResult result = simulate(s, b);
   EXPECT_FALSE(result.ok);
-  EXPECT_TRUE(result.error.find("unconsumed") != std::string::npos || result.error.find("deadlock") != std::string::npos)
+  EXPECT_TRUE(result.error.find("unconsumed") != std::string::npos ||
+              result.error.find("deadlock") != std::string::npos)
       << result.error;
 }
 

@@ -36,7 +36,8 @@ std::string run(const std::string& cmd) {
 int count(const std::string& what) { return std::atoi(run("hwloc-calc --number-of " + what + " all").c_str()); }
 
 TEST(TopologyDiscovery, AgreesWithHwlocTools) {
-  if (!haveTool("hwloc-calc") || !haveTool("lstopo-no-graphics")) GTEST_SKIP() << "hwloc tools (hwloc package) not installed";
+  if (!haveTool("hwloc-calc") || !haveTool("lstopo-no-graphics"))
+    GTEST_SKIP() << "hwloc tools (hwloc package) not installed";
   TopologyModel m;
   ASSERT_EQ(discoverTopology(&m), ncclSuccess) << lastErrorMessage();
   EXPECT_EQ(m.packages, count("package"));
@@ -102,8 +103,8 @@ TEST(TopologyDiscovery, LiveDumpLoadDumpIsStable) {
 }
 
 TEST(TopologyDiscovery, EnvironmentLoadsAndDumps) {
-  for (auto [fileVar, dumpVar] : {std::pair{"WEFT_TOPO_FILE", "WEFT_TOPO_DUMP_FILE"},
-                                  std::pair{"NCCL_TOPO_FILE", "NCCL_TOPO_DUMP_FILE"}}) {
+  for (auto [fileVar, dumpVar] :
+       {std::pair{"WEFT_TOPO_FILE", "WEFT_TOPO_DUMP_FILE"}, std::pair{"NCCL_TOPO_FILE", "NCCL_TOPO_DUMP_FILE"}}) {
     SCOPED_TRACE(fileVar);
     std::string dump = testing::tempPath(std::string(dumpVar) + ".xml");
     ::setenv(fileVar, testing::fixturePath("workstation_4gpu.xml").c_str(), 1);

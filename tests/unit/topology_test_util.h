@@ -2,9 +2,9 @@
 // fixture's .expect file), small file helpers.
 #pragma once
 
+#include <unistd.h>
 #include <cstdio>
 #include <cstdlib>
-#include <unistd.h>
 #include <fstream>
 #include <map>
 #include <sstream>
@@ -128,7 +128,8 @@ inline std::map<std::string, std::string> modelAnswers(const TopologyModel& m) {
     if (!near.empty()) a[k + "nic_path"] = pathTypeName(pathType(m, g.node, m.nics[near[0]].node));
     for (const GpuInfo& h : m.gpus)
       if (h.index > g.index) {
-        a["path." + std::to_string(g.index) + "." + std::to_string(h.index)] = pathTypeName(pathType(m, g.node, h.node));
+        a["path." + std::to_string(g.index) + "." + std::to_string(h.index)] =
+            pathTypeName(pathType(m, g.node, h.node));
         a["path_gbps." + std::to_string(g.index) + "." + std::to_string(h.index)] =
             num(pathBandwidthGBps(m, g.node, h.node));
       }

@@ -76,9 +76,7 @@ TEST(TopologyXml, MalformedFilesAreRefused) {
   }
 }
 
-TEST(TopologyXml, MissingFileIsRefused) {
-  expectRefused("/nonexistent/weft/topology.xml", "cannot open");
-}
+TEST(TopologyXml, MissingFileIsRefused) { expectRefused("/nonexistent/weft/topology.xml", "cannot open"); }
 
 TEST(TopologyXml, CheckerReportsLines) {
   EXPECT_EQ(checkTopologyXml("<topology version=\"2.0\">\n<object a='1'/>\n</topology>\n"), "");
@@ -107,7 +105,8 @@ TEST(TopologyXml, SyntheticErrorsAreRefused) {
 }
 
 TEST(TopologyXml, LstopoCanReadOurDump) {
-  if (std::system("command -v lstopo-no-graphics >/dev/null 2>&1") != 0) GTEST_SKIP() << "lstopo-no-graphics not installed";
+  if (std::system("command -v lstopo-no-graphics >/dev/null 2>&1") != 0)
+    GTEST_SKIP() << "lstopo-no-graphics not installed";
   TopologyModel m;
   ASSERT_EQ(loadTopologyFile(fixturePath("dgx_h100.xml"), &m), ncclSuccess);
   std::string path = testing::tempPath("for_lstopo.xml");

@@ -66,15 +66,11 @@ std::string randomSecretHex(std::string* error) {
   return hex;
 }
 
-std::vector<std::string> rankEnvironment(const std::vector<std::string>& base, const JobEnv& job,
-                                         int rank) {
+std::vector<std::string> rankEnvironment(const std::vector<std::string>& base, const JobEnv& job, int rank) {
   const std::map<std::string, std::string> set = {
-      {"RANK", std::to_string(rank)},
-      {"WORLD_SIZE", std::to_string(job.worldSize)},
-      {"LOCAL_RANK", std::to_string(rank)},
-      {"LOCAL_WORLD_SIZE", std::to_string(job.worldSize)},
-      {"MASTER_ADDR", job.masterAddr},
-      {"MASTER_PORT", std::to_string(job.port)},
+      {"RANK", std::to_string(rank)},       {"WORLD_SIZE", std::to_string(job.worldSize)},
+      {"LOCAL_RANK", std::to_string(rank)}, {"LOCAL_WORLD_SIZE", std::to_string(job.worldSize)},
+      {"MASTER_ADDR", job.masterAddr},      {"MASTER_PORT", std::to_string(job.port)},
       {"WEFT_SECRET", job.secret},
   };
   std::vector<std::string> env;

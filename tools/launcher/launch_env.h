@@ -25,8 +25,7 @@ struct JobEnv {
 // Pure: `base` (NAME=VALUE strings, e.g. from environ) with the rank variables set
 // (replacing any inherited ones): RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE,
 // MASTER_ADDR, MASTER_PORT, WEFT_SECRET.
-std::vector<std::string> rankEnvironment(const std::vector<std::string>& base, const JobEnv& job,
-                                         int rank);
+std::vector<std::string> rankEnvironment(const std::vector<std::string>& base, const JobEnv& job, int rank);
 
 // The current process environment as NAME=VALUE strings.
 std::vector<std::string> currentEnvironment();

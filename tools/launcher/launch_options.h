@@ -8,10 +8,10 @@
 namespace weft::launcher {
 
 struct LaunchOptions {
-  int nranks = 0;             // -n N: number of local ranks (>= 1)
-  double timeoutSec = 0.0;    // --timeout S: terminate the job after S seconds (0: never)
-  double graceSec = 2.0;      // SIGTERM -> SIGKILL grace period
-  bool prefix = true;         // --no-prefix: keep lines whole but do not tag them "[rank] "
+  int nranks = 0;                    // -n N: number of local ranks (>= 1)
+  double timeoutSec = 0.0;           // --timeout S: terminate the job after S seconds (0: never)
+  double graceSec = 2.0;             // SIGTERM -> SIGKILL grace period
+  bool prefix = true;                // --no-prefix: keep lines whole but do not tag them "[rank] "
   std::vector<std::string> command;  // program and its arguments
 };
 

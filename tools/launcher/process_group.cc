@@ -232,8 +232,7 @@ void Job::reap() {
         exitCode_ = exitCodeForStatus(st);
         int others = alive_;
         say("rank " + std::to_string(i) + " (pid " + std::to_string(pid) + ") " + describeStatus(st) +
-            (others ? "; terminating the other " + std::to_string(others) + " rank" + (others > 1 ? "s" : "")
-                    : ""));
+            (others ? "; terminating the other " + std::to_string(others) + " rank" + (others > 1 ? "s" : "") : ""));
         terminateAll(SIGTERM);
       }
     }
@@ -289,7 +288,7 @@ int Job::run(const std::vector<std::vector<std::string>>& rankEnvs) {
   std::vector<char> buffer(1 << 16);
   std::vector<pollfd> pfds;
   std::vector<std::pair<int, int>> owners;  // (rank, stream) of pfds[1..]
-  reap();  // a rank may have died before the handler was watched
+  reap();                                   // a rank may have died before the handler was watched
 
   while (alive_ > 0 || anyStreamOpen()) {
     double now = nowSec();
@@ -374,8 +373,7 @@ std::string describeStatus(int st) {
   return "ended with wait status " + std::to_string(st);
 }
 
-int runProcessGroup(const LaunchOptions& options,
-                    const std::vector<std::vector<std::string>>& rankEnvs) {
+int runProcessGroup(const LaunchOptions& options, const std::vector<std::vector<std::string>>& rankEnvs) {
   Job job(options);
   return job.run(rankEnvs);
 }

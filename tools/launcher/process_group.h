@@ -24,8 +24,7 @@ std::string describeStatus(int waitStatus);
 // (exitCodeForStatus) after the others were terminated (SIGTERM, SIGKILL after
 // options.graceSec); 128+signal when the launcher itself got SIGINT/SIGTERM/SIGHUP (forwarded
 // to the ranks); 124 after options.timeoutSec; 127/126 when the command cannot be executed.
-int runProcessGroup(const LaunchOptions& options,
-                    const std::vector<std::vector<std::string>>& rankEnvs);
+int runProcessGroup(const LaunchOptions& options, const std::vector<std::vector<std::string>>& rankEnvs);
 
 }  // namespace weft::launcher
 

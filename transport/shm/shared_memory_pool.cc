@@ -93,7 +93,8 @@ ncclResult_t PeerBufferMapper::map(const SharedBufferLocation& location, char** 
     if (fd < 0) return fail(ncclSystemError, "cannot open peer buffer %s: %s", path.c_str(), strerror(errno));
     void* base = mmap(nullptr, location.bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd, 0);
     close(fd);
-    if (base == MAP_FAILED) return fail(ncclSystemError, "cannot map peer buffer %s: %s", path.c_str(), strerror(errno));
+    if (base == MAP_FAILED)
+      return fail(ncclSystemError, "cannot map peer buffer %s: %s", path.c_str(), strerror(errno));
     it = mappings_.emplace(key, Mapping{base, location.bytes}).first;
   }
   *out = static_cast<char*>(it->second.base) + location.offset;

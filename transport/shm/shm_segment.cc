@@ -22,7 +22,8 @@ ShmSegment::~ShmSegment() {
 
 ncclResult_t ShmSegment::create(const ShmLayout& layout) {
   if (layout.slots == 0 || layout.slots > 64 || layout.slotBytes == 0 || layout.slotBytes % 64)
-    return fail(ncclInvalidArgument, "shm: bad ring geometry (%u slots of %zu bytes; slots must be 1..64, bytes a multiple of 64)",
+    return fail(ncclInvalidArgument,
+                "shm: bad ring geometry (%u slots of %zu bytes; slots must be 1..64, bytes a multiple of 64)",
                 layout.slots, layout.slotBytes);
   bytes_ = layout.totalBytes();
   fd_ = memfd_create("weft-shm", MFD_CLOEXEC);
@@ -63,9 +64,7 @@ ncclResult_t ShmSegment::open(int pid, int fd) {
   return ncclSuccess;
 }
 
-ShmLayout ShmSegment::layout() const {
-  return ShmLayout{header()->slotBytes, header()->slots, header()->localSize};
-}
+ShmLayout ShmSegment::layout() const { return ShmLayout{header()->slotBytes, header()->slots, header()->localSize}; }
 
 ShmRingHeader* ShmSegment::ring(int senderLocal) const {
   return reinterpret_cast<ShmRingHeader*>(static_cast<char*>(base_) + layout().ringOffset(senderLocal));

@@ -132,12 +132,10 @@ bool ShmTransport::canConnect(const TransportEndpoint& self, const TransportEndp
   return self.hostHash == peer.hostHash && peer.shmFd >= 0 && own_.header();
 }
 
-ncclResult_t ShmTransport::connect(const TransportEndpoint& peer,
-                                   std::unique_ptr<Connection>* out) {
+ncclResult_t ShmTransport::connect(const TransportEndpoint& peer, std::unique_ptr<Connection>* out) {
   auto peerSegment = std::make_unique<ShmSegment>();
   WEFT_CHECK(peerSegment->open(peer.pid, peer.shmFd));
-  if (peer.rank < 0 || peer.rank >= own_.layout().localSize ||
-      rank_ >= peerSegment->layout().localSize)
+  if (peer.rank < 0 || peer.rank >= own_.layout().localSize || rank_ >= peerSegment->layout().localSize)
     return fail(ncclInternalError, "shm: ranks %d/%d out of range", rank_, peer.rank);
   // Fault in both rings now: the first touch of a page costs ~10 us, never inside a collective.
   own_.prefaultRing(peer.rank);
@@ -164,9 +162,7 @@ uint32_t ShmTransport::arm() {
   return seen;
 }
 
-void ShmTransport::wait(uint32_t seen, long timeoutMicros) {
-  futexWait(&own_.header()->doorbell, seen, timeoutMicros);
-}
+void ShmTransport::wait(uint32_t seen, long timeoutMicros) { futexWait(&own_.header()->doorbell, seen, timeoutMicros); }
 
 void ShmTransport::disarm() { own_.header()->sleeping.store(0, std::memory_order_relaxed); }
 

@@ -18,7 +18,7 @@ namespace weft {
 
 namespace {
 
-constexpr uint32_t kFrameMagic = 0x77667446;  // "wftF"
+constexpr uint32_t kFrameMagic = 0x77667446;             // "wftF"
 constexpr uint64_t kHelloMagic = 0x7765667454435031ull;  // "weftTCP1"
 
 struct FrameHeader {
@@ -228,7 +228,8 @@ ncclResult_t TcpTransport::acceptFrom(int peerRank, int* fd) {
     SocketAddress from;
     ncclResult_t result = acceptSocket(listenFd_, deadline, &s, &from);
     if (result != ncclSuccess)
-      return fail(ncclRemoteError, "tcp: rank %d never connected (waited %.0f s, WEFT_TIMEOUT)", peerRank, timeoutSeconds_);
+      return fail(ncclRemoteError, "tcp: rank %d never connected (waited %.0f s, WEFT_TIMEOUT)", peerRank,
+                  timeoutSeconds_);
     TcpHello hello{};
     // A stranger gets a short deadline for its hello so that it cannot stall the real peers.
     if (recvAll(s, &hello, sizeof(hello), Deadline::after(timeoutSeconds_ < 5 ? timeoutSeconds_ : 5)) != ncclSuccess ||
@@ -242,8 +243,7 @@ ncclResult_t TcpTransport::acceptFrom(int peerRank, int* fd) {
   }
 }
 
-ncclResult_t TcpTransport::connect(const TransportEndpoint& peer,
-                                   std::unique_ptr<Connection>* out) {
+ncclResult_t TcpTransport::connect(const TransportEndpoint& peer, std::unique_ptr<Connection>* out) {
   const int peerRank = peer.rank;
   const SocketAddress& peerAddress = peer.dataAddress;
   int fd = -1;
