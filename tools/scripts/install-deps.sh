@@ -12,6 +12,7 @@ packages=(
   libbenchmark-dev              # kernel benchmarks
   iproute2                      # network-namespace tests
   python3                       # report and plot scripts
+  clang-format-14               # lint.format keeps the tree formatted
 )
 
 missing=()
