@@ -187,6 +187,29 @@ ncclResult_t parseAlgorithmPolicy(const char* variable, const std::string& value
   return ncclSuccess;
 }
 
+ncclResult_t policyFromOverrides(const SelectionInput& in, AlgorithmPolicy* policy, std::string* source) {
+  *policy = AlgorithmPolicy();
+  *source = "cheapest";
+  if (in.weftAlgo && !trim(*in.weftAlgo).empty()) {
+    WEFT_CHECK(parseAlgorithmPolicy("WEFT_ALGO", *in.weftAlgo, false, policy));
+    *source = "WEFT_ALGO=" + *in.weftAlgo;
+    if (in.ncclAlgo && !trim(*in.ncclAlgo).empty())
+      WEFT_INFO(kLogTune | kLogEnv, "WEFT_ALGO is set: ignoring NCCL_ALGO=%s", in.ncclAlgo->c_str());
+  } else if (in.ncclAlgo && !trim(*in.ncclAlgo).empty()) {
+    WEFT_CHECK(parseAlgorithmPolicy("NCCL_ALGO", *in.ncclAlgo, true, policy));
+    *source = "NCCL_ALGO=" + *in.ncclAlgo;
+  }
+  return ncclSuccess;
+}
+
+ncclResult_t checkAlgorithmEnv() {
+  SelectionInput input;
+  readAlgorithmEnv(&input);
+  AlgorithmPolicy policy;
+  std::string source;
+  return policyFromOverrides(input, &policy, &source);
+}
+
 void readAlgorithmEnv(SelectionInput* input) {
   input->ncclAlgo = settingString(Setting::NcclAlgo);
   input->weftAlgo = settingString(Setting::WeftAlgo);
@@ -196,16 +219,8 @@ ncclResult_t selectAlgorithm(const SelectionInput& in, AlgorithmChoice* out) {
   const Collective collective = in.collective;
   AlgorithmChoice choice;
   AlgorithmPolicy policy;
-  std::string source = "cheapest";
-  if (in.weftAlgo && !trim(*in.weftAlgo).empty()) {
-    WEFT_CHECK(parseAlgorithmPolicy("WEFT_ALGO", *in.weftAlgo, false, &policy));
-    source = "WEFT_ALGO=" + *in.weftAlgo;
-    if (in.ncclAlgo && !trim(*in.ncclAlgo).empty())
-      WEFT_INFO(kLogTune | kLogEnv, "WEFT_ALGO is set: ignoring NCCL_ALGO=%s", in.ncclAlgo->c_str());
-  } else if (in.ncclAlgo && !trim(*in.ncclAlgo).empty()) {
-    WEFT_CHECK(parseAlgorithmPolicy("NCCL_ALGO", *in.ncclAlgo, true, &policy));
-    source = "NCCL_ALGO=" + *in.ncclAlgo;
-  }
+  std::string source;
+  WEFT_CHECK(policyFromOverrides(in, &policy, &source));
   const AlgorithmMask& allowed = policy.allowed[static_cast<int>(collective)];
 
   const CostInput cost = costInputFor(in.bytes, in.nranks, in.nodes);

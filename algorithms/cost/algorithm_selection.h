@@ -54,6 +54,9 @@ struct SelectionInput {
 
 // Fills ncclAlgo / weftAlgo from the environment.
 void readAlgorithmEnv(SelectionInput* input);
+// Parses WEFT_ALGO / NCCL_ALGO as selection will, so that a bad value fails communicator
+// creation rather than the first collective.
+ncclResult_t checkAlgorithmEnv();
 
 struct AlgorithmEstimate {
   Algorithm algorithm = Algorithm::Ring;
@@ -83,6 +86,9 @@ struct AlgorithmPolicy {
     for (auto& mask : allowed) mask.fill(true);
   }
 };
+// The policy the overrides in `input` set (WEFT_ALGO wins over NCCL_ALGO; neither: all allowed)
+// and a description of where it came from ("cheapest", "WEFT_ALGO=tree").
+ncclResult_t policyFromOverrides(const SelectionInput& input, AlgorithmPolicy* policy, std::string* source);
 // Parses WEFT_ALGO's (ncclNames false) or NCCL_ALGO's value; errors via fail() name `variable`.
 ncclResult_t parseAlgorithmPolicy(const char* variable, const std::string& value, bool ncclNames,
                                   AlgorithmPolicy* policy);

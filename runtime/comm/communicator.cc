@@ -7,6 +7,7 @@
 #include <thread>
 #include <utility>
 
+#include "algorithms/cost/algorithm_selection.h"
 #include "common/hash.h"
 #include "common/log.h"
 #include "common/settings.h"
@@ -208,8 +209,9 @@ ncclResult_t initializeCommunicator(ncclComm* comm, const ncclUniqueId& id) {
   const int rank = comm->rank;
   const int nranks = comm->nranks;
   setLogRank(rank);
-  WEFT_CHECK(
-      compressionConfigFromEnv(&comm->compression.env));  // before bootstrap: a bad value fails every rank at once
+  // Before bootstrap: a bad value fails every rank at once, not the first collective.
+  WEFT_CHECK(compressionConfigFromEnv(&comm->compression.env));
+  WEFT_CHECK(checkAlgorithmEnv());
   WEFT_CHECK(bootstrapCommunicator(comm, id));
 
   const RankInfo& me = comm->layout.ranks[rank];
@@ -221,7 +223,10 @@ ncclResult_t initializeCommunicator(ncclComm* comm, const ncclUniqueId& id) {
   for (const auto& transport : comm->net.transports)
     comm->net.sliceBytes = std::min(comm->net.sliceBytes, transport->maxMessageBytes());
   comm->net.sliceBytes -= comm->net.sliceBytes % 64;
-  if (comm->net.sliceBytes == 0) return fail(ncclInvalidArgument, "WEFT_SLICE_BYTES must be at least 64");
+  // Every setting that bounds a slice is at least 4096; a transport whose messages are smaller
+  // than one 64-byte line is a defect of that transport, not of the user's settings.
+  if (comm->net.sliceBytes == 0)
+    return fail(ncclInternalError, "a transport's largest message is below 64 bytes; no slice fits");
 
   WEFT_INFO(kLogInit, "comm %p rank %d nranks %d localRank %d localSize %zu host %s pid %d", (void*)comm, rank, nranks,
             comm->layout.localRank, comm->layout.localRanks.size(), me.hostName, me.pid);

@@ -135,20 +135,25 @@ INSTANTIATE_TEST_SUITE_P(Algorithms, ForcedAlgorithm,
                                                               "ring x4 channels"),
                                             ::testing::Values(2, 3, 4, 8)));
 
-TEST(AlgorithmOverride, UnknownWeftAlgoNamesTheValidOnes) {
+// A bad override fails communicator creation on every rank (before bootstrap, so no rank waits
+// for another), with a message naming the variable, the bad name and the valid ones.
+void expectInitRefuses(const char* variable, const char* value) {
   auto outcomes = runRankProcesses(
       2,
       [&](int rank, const ncclUniqueId& id) {
-        setenv("WEFT_ALGO", "spiral", 1);
+        setenv(variable, value, 1);
         ncclComm_t comm;
-        if (ncclCommInitRank(&comm, 2, id, rank) != ncclSuccess) return 1;
-        float x = 1;
-        if (ncclAllReduce(&x, &x, 1, ncclFloat32, ncclSum, comm, nullptr) != ncclInvalidArgument) return 2;
-        std::string message = ncclGetLastError(comm);
-        return message.find("spiral") != std::string::npos && message.find("ring") != std::string::npos ? 0 : 3;
+        if (ncclCommInitRank(&comm, 2, id, rank) != ncclInvalidArgument) return 1;
+        std::string message = ncclGetLastError(nullptr);
+        if (message.find(variable) == std::string::npos || message.find("Spiral") == std::string::npos) return 2;
+        return message.find("ring") != std::string::npos || message.find("Ring") != std::string::npos ? 0 : 3;
       },
       30);
-  EXPECT_EQ(describeFailures(outcomes), "");
+  EXPECT_EQ(describeFailures(outcomes), "") << variable << "=" << value;
 }
+
+TEST(AlgorithmOverride, UnknownWeftAlgoFailsInitNamingTheValidOnes) { expectInitRefuses("WEFT_ALGO", "Spiral"); }
+
+TEST(AlgorithmOverride, UnknownNcclAlgoFailsInitNamingTheValidOnes) { expectInitRefuses("NCCL_ALGO", "Ring,Spiral"); }
 
 }  // namespace
