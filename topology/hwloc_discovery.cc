@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <mutex>
 #include <string>
 
 #include "common/status.h"
@@ -63,28 +64,47 @@ void annotateNic(hwloc_obj_t osdev) {
   }
 }
 
+// This machine as hwloc sees it, with weft's annotations, loaded once and kept for the life of
+// the process: the machine does not change, and hwloc's PCI plugin (libpciaccess) allocates
+// state that it frees only when the plugin is unloaded, which the leak checker would report
+// against every test that discovers. Read-only after the load, so threads may share it.
+ncclResult_t loadAnnotatedMachine(hwloc_topology_t* out) {
+  static hwloc_topology_t machine = nullptr;
+  static std::string error;
+  static std::once_flag once;
+  std::call_once(once, [] {
+    hwloc_topology_t topo;
+    if (initLiveHwlocTopology(&topo) != 0) {
+      error = std::string("hwloc_topology_init failed: ") + std::strerror(errno);
+      return;
+    }
+    hwloc_topology_set_io_types_filter(topo, HWLOC_TYPE_FILTER_KEEP_IMPORTANT);
+    hwloc_topology_set_icache_types_filter(topo, HWLOC_TYPE_FILTER_KEEP_ALL);  // as lstopo shows them
+    if (hwloc_topology_load(topo) != 0) {
+      error = std::string("hwloc could not discover this machine's topology: ") + std::strerror(errno);
+      hwloc_topology_destroy(topo);
+      return;
+    }
+    for (hwloc_obj_t o = hwloc_get_next_pcidev(topo, nullptr); o; o = hwloc_get_next_pcidev(topo, o))
+      annotatePci(o, o->attr->pcidev);
+    for (hwloc_obj_t o = hwloc_get_next_bridge(topo, nullptr); o; o = hwloc_get_next_bridge(topo, o))
+      if (o->attr->bridge.upstream_type == HWLOC_OBJ_BRIDGE_PCI) annotatePci(o, o->attr->bridge.upstream.pci);
+    for (hwloc_obj_t o = hwloc_get_next_osdev(topo, nullptr); o; o = hwloc_get_next_osdev(topo, o))
+      if (o->name != nullptr) annotateNic(o);
+    addInfoOnce(hwloc_get_root_obj(topo), kInfoModelVersion, "1");  // so that building a model only reads
+    machine = topo;
+  });
+  if (!machine) return fail(ncclSystemError, "%s", error.c_str());
+  *out = machine;
+  return ncclSuccess;
+}
+
 }  // namespace
 
 ncclResult_t discoverTopology(TopologyModel* out) {
-  hwloc_topology_t topo;
-  if (initLiveHwlocTopology(&topo) != 0)
-    return fail(ncclSystemError, "hwloc_topology_init failed: %s", std::strerror(errno));
-  hwloc_topology_set_io_types_filter(topo, HWLOC_TYPE_FILTER_KEEP_IMPORTANT);
-  hwloc_topology_set_icache_types_filter(topo, HWLOC_TYPE_FILTER_KEEP_ALL);  // as lstopo shows them
-  if (hwloc_topology_load(topo) != 0) {
-    int err = errno;
-    hwloc_topology_destroy(topo);
-    return fail(ncclSystemError, "hwloc could not discover this machine's topology: %s", std::strerror(err));
-  }
-  for (hwloc_obj_t o = hwloc_get_next_pcidev(topo, nullptr); o; o = hwloc_get_next_pcidev(topo, o))
-    annotatePci(o, o->attr->pcidev);
-  for (hwloc_obj_t o = hwloc_get_next_bridge(topo, nullptr); o; o = hwloc_get_next_bridge(topo, o))
-    if (o->attr->bridge.upstream_type == HWLOC_OBJ_BRIDGE_PCI) annotatePci(o, o->attr->bridge.upstream.pci);
-  for (hwloc_obj_t o = hwloc_get_next_osdev(topo, nullptr); o; o = hwloc_get_next_osdev(topo, o))
-    if (o->name != nullptr) annotateNic(o);
-  ncclResult_t result = buildModelFromHwloc(topo, "hwloc", "hwloc discovery", out);
-  hwloc_topology_destroy(topo);
-  return result;
+  hwloc_topology_t machine;
+  WEFT_CHECK(loadAnnotatedMachine(&machine));
+  return buildModelFromHwloc(machine, "hwloc", "hwloc discovery", out);
 }
 
 }  // namespace weft
