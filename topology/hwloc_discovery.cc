@@ -102,7 +102,7 @@ ncclResult_t loadAnnotatedMachine(hwloc_topology_t* out) {
 }  // namespace
 
 ncclResult_t discoverTopology(TopologyModel* out) {
-  hwloc_topology_t machine;
+  hwloc_topology_t machine = nullptr;
   WEFT_CHECK(loadAnnotatedMachine(&machine));
   return buildModelFromHwloc(machine, "hwloc", "hwloc discovery", out);
 }
