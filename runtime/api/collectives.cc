@@ -35,6 +35,7 @@ ncclResult_t checkRoot(ncclComm_t comm, int root, const char* function) {
 ncclResult_t submit(CallKind kind, ncclComm_t comm, cudaStream_t stream, const void* sendbuff, void* recvbuff,
                     size_t count, ncclDataType_t datatype, ncclRedOp_t op = ncclSum, int root = -1, int peer = -1) {
   CollectiveCall call = makeCall(kind, comm, sendbuff, recvbuff, count, datatype, op, root, peer);
+  call.preMulSum = preMulSumScalarOf(comm, op);
   call.stream = stream;
   return submitCollective(call);
 }

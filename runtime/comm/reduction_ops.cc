@@ -37,23 +37,25 @@ ncclResult_t createPreMulSum(ncclComm* comm, ncclRedOp_t* op, const void* scalar
     return fail(ncclInvalidArgument, "ncclRedOpCreatePreMulSum: datatype=%d is invalid", datatype);
   if (residence != ncclScalarHostImmediate && residence != ncclScalarDevice)
     return fail(ncclInvalidArgument, "ncclRedOpCreatePreMulSum: residence=%d is invalid", residence);
+  size_t index = 0;
+  while (index < comm->preMulSumOps.size() && comm->preMulSumOps[index].live) ++index;
+  if (index > static_cast<size_t>(ncclMaxRedOp - ncclNumOps))
+    return fail(ncclInvalidUsage, "ncclRedOpCreatePreMulSum: too many live operators (%d)",
+                ncclMaxRedOp - ncclNumOps + 1);
   // ncclScalarHostImmediate: the value now. ncclScalarDevice: the address, dereferenced when
   // each collective runs (device memory through the CUDA runtime, host memory directly).
   PreMulSumOp entry;
   entry.live = true;
   entry.datatype = datatype;
+  entry.scalar.present = true;
   if (residence == ncclScalarHostImmediate)
-    memcpy(entry.scalar, scalar, dataTypeSize(datatype));
+    memcpy(entry.scalar.value, scalar, dataTypeSize(datatype));
   else
-    entry.scalarAddress = scalar;
-  size_t index = 0;
-  while (index < comm->preMulSumOps.size() && comm->preMulSumOps[index].live) ++index;
+    entry.scalar.address = scalar;
   if (index == comm->preMulSumOps.size())
     comm->preMulSumOps.push_back(entry);
   else
     comm->preMulSumOps[index] = entry;
-  if (index > static_cast<size_t>(ncclMaxRedOp - ncclNumOps))
-    return fail(ncclInvalidUsage, "ncclRedOpCreatePreMulSum: too many live operators");
   *op = static_cast<ncclRedOp_t>(ncclNumOps + index);
   return ncclSuccess;
 }
@@ -79,16 +81,17 @@ ncclResult_t checkReductionOpFor(ncclComm* comm, ncclRedOp_t op, ncclDataType_t 
   return ncclSuccess;
 }
 
-ncclResult_t resolveReduction(ncclComm* comm, ncclRedOp_t op, ncclDataType_t datatype, RunReduction* out) {
-  out->type = datatype;
-  out->op = builtinReduceOp(op);
-  out->scalar = nullptr;
-  if (static_cast<int>(op) >= ncclNumOps) {
-    PreMulSumOp* entry = findOp(comm, op);
-    if (!entry) return fail(ncclInvalidArgument, "op=%d is no longer live", static_cast<int>(op));
-    if (entry->scalarAddress) WEFT_CHECK(copyToHost(entry->scalar, entry->scalarAddress, dataTypeSize(datatype)));
-    out->scalar = entry->scalar;
-  }
+PreMulSumScalar preMulSumScalarOf(ncclComm* comm, ncclRedOp_t op) {
+  PreMulSumOp* entry = findOp(comm, op);
+  return entry ? entry->scalar : PreMulSumScalar{};
+}
+
+ncclResult_t resolveReduction(const CollectiveCall& call, RunReduction* out) {
+  out->type = call.datatype;
+  out->op = builtinReduceOp(call.op);
+  if (!call.preMulSum.present) return ncclSuccess;
+  if (call.preMulSum.address) return copyToHost(out->scalar, call.preMulSum.address, dataTypeSize(call.datatype));
+  memcpy(out->scalar, call.preMulSum.value, sizeof out->scalar);
   return ncclSuccess;
 }
 

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "nccl.h"
+#include "runtime/exec/collective.h"
 #include "runtime/exec/executor.h"
 
 namespace weft {
@@ -14,8 +15,7 @@ namespace weft {
 struct PreMulSumOp {
   bool live = false;
   ncclDataType_t datatype = ncclFloat32;
-  alignas(8) uint8_t scalar[8] = {};    // the value (ncclScalarHostImmediate: read at creation)
-  const void* scalarAddress = nullptr;  // ncclScalarDevice: read when each collective runs
+  PreMulSumScalar scalar;
 };
 
 ncclResult_t createPreMulSum(ncclComm* comm, ncclRedOp_t* op, const void* scalar, ncclDataType_t datatype,
@@ -23,7 +23,9 @@ ncclResult_t createPreMulSum(ncclComm* comm, ncclRedOp_t* op, const void* scalar
 ncclResult_t destroyReductionOp(ncclComm* comm, ncclRedOp_t op);
 // ncclInvalidArgument unless `op` is built in or a live operator of `comm` for `datatype`.
 ncclResult_t checkReductionOpFor(ncclComm* comm, ncclRedOp_t op, ncclDataType_t datatype, const char* function);
-// What the executor needs to apply `op`.
-ncclResult_t resolveReduction(ncclComm* comm, ncclRedOp_t op, ncclDataType_t datatype, RunReduction* out);
+// The scalar a call with `op` (checked by checkReductionOpFor) keeps; none for built-in ops.
+PreMulSumScalar preMulSumScalarOf(ncclComm* comm, ncclRedOp_t op);
+// What the executor needs to apply the call's operator (a device-resident scalar is read now).
+ncclResult_t resolveReduction(const CollectiveCall& call, RunReduction* out);
 
 }  // namespace weft

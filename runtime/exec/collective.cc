@@ -78,7 +78,7 @@ ncclResult_t startRun(CommQueue& queue, const CollectiveCall& call, const Prepar
   WEFT_CHECK(connectPeers(comm, peersOf(plan->schedule)));
   if (plan->schedule.scratchBytes) buffers.scratch = scratchFor(comm, plan->schedule.scratchBytes);
   RunReduction reduction;
-  WEFT_CHECK(resolveReduction(comm, call.op, call.datatype, &reduction));
+  WEFT_CHECK(resolveReduction(call, &reduction));
   if (codec) reduction.codec = *codec;
   uint64_t sequence = comm->exec.collectiveSequence++;
   WEFT_TRACE(kLogColl, "%s #%llu count %zu datatype %d op %d root %d peer %d sendbuff %p recvbuff %p", name,

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <vector>
 
 #include "algorithms/algorithm.h"
@@ -33,6 +34,15 @@ class CallKind {
   bool send_ = false;  // point-to-point only
 };
 
+// A PreMulSum operator's scalar as the call saw it when it was made: NCCL lets the caller
+// destroy the operator (and create another in its slot) as soon as the call returns, even
+// inside a group, so a queued call keeps its own copy rather than the operator's handle.
+struct PreMulSumScalar {
+  bool present = false;
+  alignas(8) uint8_t value[8] = {};  // ncclScalarHostImmediate: the value at creation
+  const void* address = nullptr;     // ncclScalarDevice: read when the call runs
+};
+
 struct CollectiveCall {
   CallKind kind = Collective::AllReduce;
   ncclComm* comm = nullptr;
@@ -41,8 +51,9 @@ struct CollectiveCall {
   size_t count = 0;  // NCCL's count argument for this kind (per rank for all-gather, recvcount for reduce-scatter)
   ncclDataType_t datatype = ncclFloat32;
   ncclRedOp_t op = ncclSum;
-  int root = -1;  // broadcast, reduce, gather, scatter
-  int peer = -1;  // send, recv
+  PreMulSumScalar preMulSum;  // op is a PreMulSum operator (op >= ncclNumOps)
+  int root = -1;              // broadcast, reduce, gather, scatter
+  int peer = -1;              // send, recv
   // The caller's stream. Host-memory calls complete before the call returns (or at the
   // outermost ncclGroupEnd), so nothing orders them on it; device memory orders on it.
   cudaStream_t stream = nullptr;

@@ -55,8 +55,8 @@ struct RunCodec {
 struct RunReduction {
   ncclDataType_t type = ncclFloat32;
   ReduceOp op = ReduceOp::Sum;
-  const void* scalar = nullptr;  // one value of `type`, for Scale steps (PreMulSum)
-  RunCodec codec;                // codec steps only
+  alignas(8) uint8_t scalar[8] = {};  // PreMulSum: one value of `type` for Scale steps, owned by the run
+  RunCodec codec;                     // codec steps only
 };
 
 class CollectiveRun {

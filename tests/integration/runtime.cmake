@@ -11,3 +11,4 @@ weft_test(memalloc_allreduce_test SOURCES integration/memalloc_allreduce_test.cc
 weft_test(collectives_test SOURCES integration/collectives_test.cc LIBS weft_test_support TIMEOUT 900)
 weft_test(comm_management_test SOURCES integration/comm_management_test.cc LIBS weft_test_support)
 weft_test(logging_test SOURCES integration/logging_test.cc LIBS weft_test_support)
+weft_test(premulsum_lifetime_test SOURCES integration/premulsum_lifetime_test.cc LIBS weft_test_support)
