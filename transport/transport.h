@@ -11,6 +11,7 @@
 
 #include "common/socket.h"
 #include "nccl.h"
+#include "transport/fd_broker.h"
 
 namespace weft {
 
@@ -20,7 +21,7 @@ struct TransportEndpoint {
   int32_t rank = -1;
   int32_t pid = 0;
   uint64_t hostHash = 0;      // ranks with equal hashes share a host (and its memory)
-  int32_t shmFd = -1;         // shared-memory segment, mapped through /proc/<pid>/fd/<fd>
+  FdTicket shmSegment;        // shared-memory segment, handed over by the fd broker
   SocketAddress dataAddress;  // network listener (length 0: none)
 };
 

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "runtime/comm/unique_id.h"
+#include "transport/fd_broker.h"
 
 namespace weft {
 
@@ -20,7 +21,7 @@ struct RankInfo {
   int32_t pid;
   uint64_t hostHash;
   char hostName[64];
-  int32_t shmFd;
+  FdTicket shmSegment;
   int32_t cudaDevice;
   uint32_t dataAddressLength;
   sockaddr_storage dataAddress;

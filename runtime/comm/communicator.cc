@@ -40,7 +40,7 @@ TransportEndpoint endpointOf(const RankInfo& info) {
   endpoint.rank = info.rank;
   endpoint.pid = info.pid;
   endpoint.hostHash = info.hostHash;
-  endpoint.shmFd = info.shmFd;
+  endpoint.shmSegment = info.shmSegment;
   endpoint.dataAddress.length = info.dataAddressLength;
   memcpy(&endpoint.dataAddress.storage, &info.dataAddress, sizeof(endpoint.dataAddress.storage));
   return endpoint;
@@ -59,7 +59,7 @@ ncclResult_t listenOnEveryTransport(ncclComm* comm, const SocketAddress& dataAdd
     comm->net.transports.push_back(entry.create());
     WEFT_CHECK(comm->net.transports.back()->listen(setup, &endpoint));
   }
-  mine->shmFd = endpoint.shmFd;
+  mine->shmSegment = endpoint.shmSegment;
   mine->dataAddressLength = endpoint.dataAddress.length;
   memcpy(&mine->dataAddress, &endpoint.dataAddress.storage, sizeof(mine->dataAddress));
   return ncclSuccess;

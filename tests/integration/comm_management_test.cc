@@ -23,6 +23,39 @@ bool sumOver(ncclComm_t comm, int value, int* out) {
   return true;
 }
 
+// PyTorch's new_group: members split with a color, everyone else with NOCOLOR; a rank that
+// then leaves (destroys the parent and exits) must never break the others. Segments used to be
+// reopened through /proc/<pid>/fd/<fd>, which failed once their owner was gone.
+TEST(Split, ALeavingRankNeverBreaksTheOthers) {
+  for (int n : {4, 5}) {
+    for (int trial = 0; trial < 3; ++trial) {
+      auto outcomes = runRankProcesses(
+          n,
+          [&](int rank, const ncclUniqueId& id) {
+            ncclComm_t comm, sub, rest;
+            if (ncclCommInitRank(&comm, n, id, rank) != ncclSuccess) return 1;
+            if (ncclCommSplit(comm, rank % 2, -rank, &sub, nullptr) != ncclSuccess) return 2;
+            int sum = 0, expected = 0;
+            for (int r = rank % 2; r < n; r += 2) expected += r;
+            if (!sumOver(sub, rank, &sum) || sum != expected) return 3;
+            if (ncclCommDestroy(sub) != ncclSuccess) return 4;
+            if (ncclCommSplit(comm, rank == 0 ? NCCL_SPLIT_NOCOLOR : 7, rank, &rest, nullptr) != ncclSuccess) return 5;
+            if (rank == 0) {
+              if (rest != nullptr) return 6;
+              if (ncclCommFinalize(comm) != ncclSuccess || ncclCommDestroy(comm) != ncclSuccess) return 7;
+              return 0;  // leaves while the others carry on
+            }
+            std::this_thread::sleep_for(std::chrono::milliseconds(50 * trial));  // let rank 0 be gone
+            if (!sumOver(rest, rank, &sum) || sum != n * (n - 1) / 2) return 8;
+            if (ncclCommDestroy(rest) != ncclSuccess) return 9;
+            return ncclCommDestroy(comm) == ncclSuccess ? 0 : 10;
+          },
+          60);
+      EXPECT_EQ(describeFailures(outcomes), "") << n << " ranks, trial " << trial;
+    }
+  }
+}
+
 TEST(Split, RandomColorsKeysAndNoColor) {
   const int n = 6;
   auto outcomes = runRankProcesses(n, [&](int rank, const ncclUniqueId& id) {

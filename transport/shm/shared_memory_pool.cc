@@ -10,6 +10,7 @@
 #include <string>
 
 #include "common/log.h"
+#include "common/settings.h"
 #include "common/status.h"
 
 namespace weft {
@@ -19,7 +20,7 @@ namespace {
 struct Allocation {
   size_t bytes;
   int fd;
-  uint64_t serial;
+  FdTicket ticket;
 };
 
 std::mutex registryMutex;
@@ -27,7 +28,6 @@ std::map<uintptr_t, Allocation>& registry() {
   static auto* allocations = new std::map<uintptr_t, Allocation>();  // outlives static destructors
   return *allocations;
 }
-std::atomic<uint64_t> nextSerial{1};
 
 }  // namespace
 
@@ -48,8 +48,14 @@ ncclResult_t sharedAlloc(void** ptr, size_t bytes) {
     close(fd);
     return fail(ncclSystemError, "ncclMemAlloc: mmap of %zu bytes failed: %s", rounded, strerror(err));
   }
+  FdTicket ticket;
+  if (offerFileDescriptor(fd, &ticket) != ncclSuccess) {
+    munmap(base, rounded);
+    close(fd);
+    return ncclSystemError;  // the broker's message stands
+  }
   std::lock_guard<std::mutex> lock(registryMutex);
-  registry()[reinterpret_cast<uintptr_t>(base)] = {rounded, fd, nextSerial++};
+  registry()[reinterpret_cast<uintptr_t>(base)] = {rounded, fd, ticket};
   *ptr = base;
   WEFT_INFO(kLogAlloc, "ncclMemAlloc: %zu bytes at %p (shared, fd %d)", rounded, base, fd);
   return ncclSuccess;
@@ -60,6 +66,7 @@ ncclResult_t sharedFree(void* ptr) {
   std::lock_guard<std::mutex> lock(registryMutex);
   auto it = registry().find(reinterpret_cast<uintptr_t>(ptr));
   if (it == registry().end()) return fail(ncclInvalidArgument, "ncclMemFree: %p was not returned by ncclMemAlloc", ptr);
+  withdrawFileDescriptor(it->second.ticket);
   munmap(ptr, it->second.bytes);
   close(it->second.fd);
   registry().erase(it);
@@ -75,7 +82,7 @@ bool findSharedBuffer(const void* ptr, size_t bytes, SharedBufferLocation* out) 
   --it;
   const Allocation& a = it->second;
   if (address + bytes > it->first + a.bytes) return false;
-  *out = {static_cast<int32_t>(getpid()), a.fd, a.serial, a.bytes, address - it->first};
+  *out = {a.ticket, a.bytes, address - it->first};
   return true;
 }
 
@@ -85,16 +92,17 @@ PeerBufferMapper::~PeerBufferMapper() {
 
 ncclResult_t PeerBufferMapper::map(const SharedBufferLocation& location, char** out) {
   std::lock_guard<std::mutex> lock(mutex_);
-  auto key = std::make_tuple(location.pid, location.fd, location.serial);
+  auto key = std::make_pair(location.ticket.secret[0], location.ticket.secret[1]);
   auto it = mappings_.find(key);
   if (it == mappings_.end()) {
-    std::string path = "/proc/" + std::to_string(location.pid) + "/fd/" + std::to_string(location.fd);
-    int fd = open(path.c_str(), O_RDWR | O_CLOEXEC);
-    if (fd < 0) return fail(ncclSystemError, "cannot open peer buffer %s: %s", path.c_str(), strerror(errno));
+    int fd = -1;
+    WEFT_CHECK(fetchFileDescriptor(location.ticket, settingDouble(Setting::WeftTimeout), &fd));
     void* base = mmap(nullptr, location.bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd, 0);
+    const int err = errno;
     close(fd);
     if (base == MAP_FAILED)
-      return fail(ncclSystemError, "cannot map peer buffer %s: %s", path.c_str(), strerror(errno));
+      return fail(ncclSystemError, "cannot map a peer's ncclMemAlloc buffer (%llu bytes): %s",
+                  static_cast<unsigned long long>(location.bytes), strerror(err));
     it = mappings_.emplace(key, Mapping{base, location.bytes}).first;
   }
   *out = static_cast<char*>(it->second.base) + location.offset;

@@ -1,7 +1,8 @@
 // ncclMemAlloc's host memory: every allocation is its own memfd mapping, faulted in once at
-// allocation time, so that ranks on the same host can map each other's buffers (through
-// /proc/<pid>/fd/<fd>) and collectives can read peers' data directly instead of through a
-// bounce buffer. A process-wide registry answers "is this pointer such a buffer, and where".
+// allocation time, so that ranks on the same host can map each other's buffers (the fd
+// broker hands the descriptor over, transport/fd_broker.h) and collectives can read peers'
+// data directly instead of through a bounce buffer. A process-wide registry answers "is this pointer such a buffer, and
+// where".
 #pragma once
 
 #include <cstddef>
@@ -11,14 +12,13 @@
 #include <mutex>
 
 #include "nccl.h"
+#include "transport/fd_broker.h"
 
 namespace weft {
 
 // Where a shared buffer lives, as another process on the host needs to know it.
 struct SharedBufferLocation {
-  int32_t pid = 0;
-  int32_t fd = -1;
-  uint64_t serial = 0;  // distinguishes a reused fd number from the allocation it replaced
+  FdTicket ticket;      // the allocation's descriptor; its secret names the allocation uniquely
   uint64_t bytes = 0;   // size of the whole allocation
   uint64_t offset = 0;  // of the queried pointer within it
 };
@@ -41,7 +41,7 @@ class PeerBufferMapper {
     size_t bytes;
   };
   std::mutex mutex_;
-  std::map<std::tuple<int32_t, int32_t, uint64_t>, Mapping> mappings_;
+  std::map<std::pair<uint64_t, uint64_t>, Mapping> mappings_;  // by ticket secret
 };
 
 }  // namespace weft

@@ -46,13 +46,11 @@ ncclResult_t ShmSegment::create(const ShmLayout& layout) {
   return ncclSuccess;
 }
 
-ncclResult_t ShmSegment::open(int pid, int fd) {
-  std::string path = "/proc/" + std::to_string(pid) + "/fd/" + std::to_string(fd);
-  fd_ = ::open(path.c_str(), O_RDWR | O_CLOEXEC);
-  if (fd_ < 0) return fail(ncclSystemError, "shm: cannot open peer segment %s: %s", path.c_str(), strerror(errno));
+ncclResult_t ShmSegment::open(int fd, int peerRank) {
+  fd_ = fd;
   off_t size = lseek(fd_, 0, SEEK_END);
   if (size < static_cast<off_t>(sizeof(ShmSegmentHeader)))
-    return fail(ncclSystemError, "shm: peer segment %s is too small (%lld bytes)", path.c_str(), (long long)size);
+    return fail(ncclSystemError, "shm: rank %d's segment is too small (%lld bytes)", peerRank, (long long)size);
   bytes_ = static_cast<size_t>(size);
   base_ = mmap(nullptr, bytes_, PROT_READ | PROT_WRITE, MAP_SHARED, fd_, 0);
   if (base_ == MAP_FAILED) {
@@ -60,7 +58,7 @@ ncclResult_t ShmSegment::open(int pid, int fd) {
     return fail(ncclSystemError, "shm: mmap of peer segment failed: %s", strerror(errno));
   }
   if (header()->magic != kShmSegmentMagic || layout().totalBytes() != bytes_)
-    return fail(ncclSystemError, "shm: peer segment %s is not a weft segment of the expected size", path.c_str());
+    return fail(ncclSystemError, "shm: rank %d's segment is not a weft segment of the expected size", peerRank);
   return ncclSuccess;
 }
 

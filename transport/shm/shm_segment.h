@@ -1,6 +1,6 @@
 // A rank's shared-memory segment: a memfd that holds its doorbell and one receive ring per
-// local peer. Peers map it through /proc/<pid>/fd/<fd>, so no name is left in /dev/shm if a
-// process dies.
+// local peer. Peers receive its descriptor from the fd broker (transport/fd_broker.h), so no
+// name is left in /dev/shm if a process dies, and a peer's mapping outlives the owner.
 #pragma once
 
 #include <atomic>
@@ -51,8 +51,8 @@ class ShmSegment {
 
   // Creates this rank's own segment (sparse: pages are faulted in ring by ring).
   ncclResult_t create(const ShmLayout& layout);
-  // Maps a peer's segment, read from its header.
-  ncclResult_t open(int pid, int fd);
+  // Maps a peer's segment (its descriptor, which the segment now owns), read from its header.
+  ncclResult_t open(int fd, int peerRank);
 
   ShmSegmentHeader* header() const { return static_cast<ShmSegmentHeader*>(base_); }
   ShmLayout layout() const;

@@ -5,6 +5,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <string>
 
 #include "common/log.h"
 #include "common/settings.h"
@@ -120,21 +121,31 @@ ShmSettings ShmTransport::settingsFromEnv() {
   return settings;
 }
 
+ShmTransport::~ShmTransport() { withdrawFileDescriptor(ownTicket_); }
+
 ncclResult_t ShmTransport::listen(const TransportSetup& setup, TransportEndpoint* mine) {
   rank_ = setup.rank;
+  timeoutSeconds_ = setup.timeoutSeconds;
   WEFT_CHECK(own_.create(ShmLayout{settings_.slotBytes, settings_.slots, setup.nranks}));
+  WEFT_CHECK(offerFileDescriptor(own_.fd(), &ownTicket_));
   mine->pid = getpid();
-  mine->shmFd = own_.fd();
+  mine->shmSegment = ownTicket_;
   return ncclSuccess;
 }
 
 bool ShmTransport::canConnect(const TransportEndpoint& self, const TransportEndpoint& peer) const {
-  return self.hostHash == peer.hostHash && peer.shmFd >= 0 && own_.header();
+  return self.hostHash == peer.hostHash && peer.shmSegment.valid() && own_.header();
 }
 
 ncclResult_t ShmTransport::connect(const TransportEndpoint& peer, std::unique_ptr<Connection>* out) {
+  int fd = -1;
+  ncclResult_t fetched = fetchFileDescriptor(peer.shmSegment, timeoutSeconds_, &fd);
+  if (fetched != ncclSuccess) {
+    const std::string why = lastErrorMessage();
+    return fail(fetched, "shm: cannot get rank %d's segment: %s", peer.rank, why.c_str());
+  }
   auto peerSegment = std::make_unique<ShmSegment>();
-  WEFT_CHECK(peerSegment->open(peer.pid, peer.shmFd));
+  WEFT_CHECK(peerSegment->open(fd, peer.rank));
   if (peer.rank < 0 || peer.rank >= own_.layout().localSize || rank_ >= peerSegment->layout().localSize)
     return fail(ncclInternalError, "shm: ranks %d/%d out of range", rank_, peer.rank);
   // Fault in both rings now: the first touch of a page costs ~10 us, never inside a collective.

@@ -23,6 +23,7 @@ class ShmTransport : public Transport, private Doorbell {
   static ShmSettings settingsFromEnv();
 
   explicit ShmTransport(const ShmSettings& settings) : settings_(settings) {}
+  ~ShmTransport() override;
 
   // The segment has a ring for every rank of the communicator (sparse: local ranks are only
   // known once the endpoints arrive; only rings actually used are ever faulted in).
@@ -40,7 +41,9 @@ class ShmTransport : public Transport, private Doorbell {
 
   ShmSettings settings_;
   ShmSegment own_;
+  FdTicket ownTicket_;  // how peers fetch own_'s descriptor
   int rank_ = -1;
+  double timeoutSeconds_ = 0;
 };
 
 }  // namespace weft

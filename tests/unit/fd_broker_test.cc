@@ -1,0 +1,168 @@
+// The fd broker hands memory descriptors between processes of one user: the receiver maps the
+// same memory, a wrong or withdrawn ticket is refused, the mapping outlives the owner, and the
+// broker's thread exists only while an offer is open.
+#include "transport/fd_broker.h"
+
+#include <gtest/gtest.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstring>
+#include <filesystem>
+#include <string>
+#include <thread>
+
+#include "common/status.h"
+
+namespace weft {
+namespace {
+
+constexpr size_t kBytes = 1 << 16;
+constexpr double kTimeout = 10;
+
+int threadCount() {
+  int n = 0;
+  for (auto& entry : std::filesystem::directory_iterator("/proc/self/task")) n += entry.is_directory() ? 1 : 0;
+  return n;
+}
+
+int makeMemfd(char fill) {
+  int fd = memfd_create("fd-broker-test", MFD_CLOEXEC);
+  EXPECT_GE(fd, 0);
+  EXPECT_EQ(ftruncate(fd, kBytes), 0);
+  void* p = mmap(nullptr, kBytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  std::memset(p, fill, kBytes);
+  munmap(p, kBytes);
+  return fd;
+}
+
+char* mapFd(int fd) {
+  void* p = mmap(nullptr, kBytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  return p == MAP_FAILED ? nullptr : static_cast<char*>(p);
+}
+
+// Forks a child that runs `body` and exits with its result; the parent gets its exit code.
+template <typename Body>
+pid_t forkChild(Body body) {
+  pid_t pid = fork();
+  if (pid == 0) _exit(body());
+  return pid;
+}
+
+int waitChild(pid_t pid) {
+  int status = 0;
+  for (int i = 0; i < 2000; ++i) {  // at most 20 s
+    if (waitpid(pid, &status, WNOHANG) == pid) return WIFEXITED(status) ? WEXITSTATUS(status) : 128;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  kill(pid, SIGKILL);
+  waitpid(pid, &status, 0);
+  return 124;
+}
+
+TEST(FdBroker, AnotherProcessMapsTheSameMemory) {
+  int toChild[2];
+  ASSERT_EQ(pipe(toChild), 0);
+  // The child is forked before the broker's thread exists.
+  pid_t child = forkChild([&] {
+    FdTicket ticket;
+    if (read(toChild[0], &ticket, sizeof ticket) != sizeof ticket) return 1;
+    int fd = -1;
+    if (fetchFileDescriptor(ticket, kTimeout, &fd) != ncclSuccess) return 2;
+    char* p = mapFd(fd);
+    if (!p || p[0] != 'a' || p[kBytes - 1] != 'a') return 3;
+    std::memset(p, 'b', kBytes);  // the parent sees this through its own mapping
+    return 0;
+  });
+  int fd = makeMemfd('a');
+  FdTicket ticket;
+  ASSERT_EQ(offerFileDescriptor(fd, &ticket), ncclSuccess) << lastErrorMessage();
+  ASSERT_EQ(write(toChild[1], &ticket, sizeof ticket), static_cast<ssize_t>(sizeof ticket));
+  EXPECT_EQ(waitChild(child), 0);
+  char* mine = mapFd(fd);
+  ASSERT_NE(mine, nullptr);
+  EXPECT_EQ(mine[0], 'b');
+  EXPECT_EQ(mine[kBytes - 1], 'b');
+  munmap(mine, kBytes);
+  withdrawFileDescriptor(ticket);
+  close(fd);
+  close(toChild[0]);
+  close(toChild[1]);
+}
+
+TEST(FdBroker, WrongSecretIsRefused) {
+  int fd = makeMemfd('a');
+  FdTicket ticket;
+  ASSERT_EQ(offerFileDescriptor(fd, &ticket), ncclSuccess);
+  FdTicket forged = ticket;
+  forged.secret[1] ^= 1;
+  int got = -1;
+  EXPECT_EQ(fetchFileDescriptor(forged, kTimeout, &got), ncclRemoteError);
+  EXPECT_EQ(got, -1);
+  EXPECT_NE(lastErrorMessage().find("refused"), std::string::npos) << lastErrorMessage();
+  // The right ticket still works after a refusal.
+  EXPECT_EQ(fetchFileDescriptor(ticket, kTimeout, &got), ncclSuccess) << lastErrorMessage();
+  EXPECT_GE(got, 0);
+  close(got);
+  withdrawFileDescriptor(ticket);
+  close(fd);
+}
+
+TEST(FdBroker, WithdrawnOfferIsRefusedAndTheThreadStops) {
+  const int before = threadCount();
+  int first = makeMemfd('a'), second = makeMemfd('b');
+  FdTicket one, two;
+  ASSERT_EQ(offerFileDescriptor(first, &one), ncclSuccess);
+  ASSERT_EQ(offerFileDescriptor(second, &two), ncclSuccess);
+  EXPECT_EQ(threadCount(), before + 1);  // one broker thread for every offer
+  withdrawFileDescriptor(one);
+  int got = -1;
+  EXPECT_EQ(fetchFileDescriptor(one, kTimeout, &got), ncclRemoteError);
+  EXPECT_EQ(fetchFileDescriptor(two, kTimeout, &got), ncclSuccess) << lastErrorMessage();
+  close(got);
+  withdrawFileDescriptor(two);
+  EXPECT_EQ(threadCount(), before);
+  // Nobody listens any more: refused at once, not after the time-out.
+  auto start = std::chrono::steady_clock::now();
+  EXPECT_EQ(fetchFileDescriptor(two, kTimeout, &got), ncclRemoteError);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(2));
+  close(first);
+  close(second);
+}
+
+TEST(FdBroker, MappingOutlivesTheOwner) {
+  int fromChild[2], release[2];
+  ASSERT_EQ(pipe(fromChild), 0);
+  ASSERT_EQ(pipe(release), 0);
+  pid_t owner = forkChild([&] {
+    int fd = makeMemfd('z');
+    FdTicket ticket;
+    if (offerFileDescriptor(fd, &ticket) != ncclSuccess) return 1;
+    if (write(fromChild[1], &ticket, sizeof ticket) != sizeof ticket) return 2;
+    char done;
+    if (read(release[0], &done, 1) != 1) return 3;  // until the parent has the descriptor
+    return 0;                                       // exits without withdrawing or closing
+  });
+  FdTicket ticket;
+  ASSERT_EQ(read(fromChild[0], &ticket, sizeof ticket), static_cast<ssize_t>(sizeof ticket));
+  int fd = -1;
+  ASSERT_EQ(fetchFileDescriptor(ticket, kTimeout, &fd), ncclSuccess) << lastErrorMessage();
+  ASSERT_EQ(write(release[1], "x", 1), 1);
+  EXPECT_EQ(waitChild(owner), 0);
+  char* p = mapFd(fd);
+  ASSERT_NE(p, nullptr);
+  EXPECT_EQ(p[kBytes / 2], 'z');
+  p[0] = 'y';
+  EXPECT_EQ(p[0], 'y');
+  munmap(p, kBytes);
+  close(fd);
+  // Its broker went with it.
+  int again = -1;
+  EXPECT_EQ(fetchFileDescriptor(ticket, kTimeout, &again), ncclRemoteError);
+  for (int end : {fromChild[0], fromChild[1], release[0], release[1]}) close(end);
+}
+
+}  // namespace
+}  // namespace weft
