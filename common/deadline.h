@@ -1,9 +1,32 @@
 // A point in time after which a wait gives up. Every blocking wait in weft takes one.
+//
+// A wait can also be cancelled: while a CancelScope is open on a thread, every Deadline made
+// on that thread expires as soon as the scope's flag is set. A communicator's calls and its
+// initialization open one on the communicator's abort flag, so that ncclCommAbort ends every
+// wait of theirs (bootstrap, connection set-up, socket I/O) within one poll interval.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 
 namespace weft {
+
+namespace detail {
+inline thread_local const std::atomic<bool>* currentCancelFlag = nullptr;
+}  // namespace detail
+
+class CancelScope {
+ public:
+  explicit CancelScope(const std::atomic<bool>* flag) : previous_(detail::currentCancelFlag) {
+    detail::currentCancelFlag = flag;
+  }
+  ~CancelScope() { detail::currentCancelFlag = previous_; }
+  CancelScope(const CancelScope&) = delete;
+  CancelScope& operator=(const CancelScope&) = delete;
+
+ private:
+  const std::atomic<bool>* previous_;
+};
 
 class Deadline {
  public:
@@ -11,11 +34,14 @@ class Deadline {
   static Deadline after(double seconds) {
     Deadline d;
     d.at_ = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
+    d.cancel_ = detail::currentCancelFlag;
     return d;
   }
-  bool expired() const { return Clock::now() >= at_; }
+  bool cancelled() const { return cancel_ && cancel_->load(std::memory_order_acquire); }
+  bool expired() const { return cancelled() || Clock::now() >= at_; }
   // Milliseconds left, at least 0, at most `cap` (for poll()).
   int millisecondsLeft(int cap = 1 << 30) const {
+    if (cancelled()) return 0;
     auto left = std::chrono::duration_cast<std::chrono::milliseconds>(at_ - Clock::now()).count();
     if (left < 0) return 0;
     return left > cap ? cap : static_cast<int>(left);
@@ -23,6 +49,7 @@ class Deadline {
 
  private:
   Clock::time_point at_{};
+  const std::atomic<bool>* cancel_ = nullptr;
 };
 
 }  // namespace weft

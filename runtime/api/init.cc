@@ -120,8 +120,7 @@ WEFT_PROFILING_ALIAS(ncclResult_t, ncclCommDestroy, ncclComm_t comm);
 WEFT_API ncclResult_t ncclCommAbort(ncclComm_t comm) {
   if (!comm) return ncclSuccess;
   if (comm->magic != kCommMagic) return fail(ncclInvalidArgument, "ncclCommAbort: comm is not a live communicator");
-  abortCommunicator(comm);
-  destroyCommunicator(comm);
+  if (abortCommunicator(comm)) destroyCommunicator(comm);
   return ncclSuccess;
 }
 WEFT_PROFILING_ALIAS(ncclResult_t, ncclCommAbort, ncclComm_t comm);

@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "algorithms/cost/algorithm_selection.h"
+#include "common/deadline.h"
 #include "common/hash.h"
 #include "common/log.h"
 #include "common/settings.h"
@@ -205,7 +206,8 @@ ncclResult_t newCommunicator(int nranks, int rank, const ncclConfig_t* config, n
   return ncclSuccess;
 }
 
-ncclResult_t initializeCommunicator(ncclComm* comm, const ncclUniqueId& id) {
+// initializeCommunicator's work; the caller makes its waits abortable.
+static ncclResult_t initializeCommunicatorSteps(ncclComm* comm, const ncclUniqueId& id) {
   const int rank = comm->rank;
   const int nranks = comm->nranks;
   setLogRank(rank);
@@ -242,6 +244,17 @@ ncclResult_t initializeCommunicator(ncclComm* comm, const ncclUniqueId& id) {
   return ncclSuccess;
 }
 
+// A wait that ncclCommAbort cut short says so, rather than blaming a peer or the time-out.
+static ncclResult_t explainIfAborted(ncclComm* comm, ncclResult_t result, const char* during) {
+  if (result == ncclSuccess || !comm->state.aborted.load(std::memory_order_acquire)) return result;
+  return fail(ncclInvalidUsage, "rank %d: the communicator was aborted (ncclCommAbort) during %s", comm->rank, during);
+}
+
+ncclResult_t initializeCommunicator(ncclComm* comm, const ncclUniqueId& id) {
+  CancelScope abortable(&comm->state.aborted);
+  return explainIfAborted(comm, initializeCommunicatorSteps(comm, id), "its initialization");
+}
+
 ncclResult_t initRank(ncclComm_t* comm, int nranks, const ncclUniqueId& commId, int rank, const ncclConfig_t* config) {
   ncclComm* created = nullptr;
   WEFT_CHECK(newCommunicator(nranks, rank, config, &created));
@@ -276,6 +289,7 @@ void finishNonBlockingInit(ncclComm* comm) {
 }
 
 ncclResult_t connectPeers(ncclComm* comm, const std::vector<int>& peers) {
+  CancelScope abortable(&comm->state.aborted);
   for (int peer : peers) {
     if (peer == comm->rank || comm->net.connections[peer]) continue;
     const TransportEndpoint self = endpointOf(comm->layout.ranks[comm->rank]);
@@ -283,7 +297,7 @@ ncclResult_t connectPeers(ncclComm* comm, const std::vector<int>& peers) {
     Transport* transport = nullptr;
     WEFT_CHECK(chooseTransport(comm, self, other, &transport));
     std::unique_ptr<Connection> connection;
-    WEFT_CHECK(transport->connect(other, &connection));
+    WEFT_CHECK(explainIfAborted(comm, transport->connect(other, &connection), "connection set-up"));
     WEFT_INFO(kLogInit | kLogP2p, "Channel 00 : %d[%d] -> %d[%d] via %s", comm->rank, comm->rank, peer, peer,
               connection->transportName());
     comm->net.connectionTable[peer] = connection.get();
@@ -299,14 +313,25 @@ void destroyCommunicator(ncclComm* comm) {
   delete comm;
 }
 
-void abortCommunicator(ncclComm* comm) {
-  finishNonBlockingInit(comm);
+bool abortCommunicator(ncclComm* comm) {
+  // The flag first: a non-blocking initialization and every call in flight see it within one
+  // poll interval (their waits are cancelled, the run loop checks it every pass), so joining
+  // the initialization and waiting for the calls below take milliseconds, not WEFT_TIMEOUT.
   comm->state.aborted.store(true, std::memory_order_release);
+  finishNonBlockingInit(comm);
   for (auto& transport : comm->net.transports) transport->markAborted();
-  // Calls in flight on other threads see the flag at their next progress check; wait for them
-  // briefly so that freeing the communicator cannot pull memory out from under them.
-  for (int i = 0; i < 2000 && comm->state.activeCalls.load() > 0; ++i)
-    std::this_thread::sleep_for(std::chrono::microseconds(500));
+  // Nothing may be freed under a call still running; one that has not left by the time-out is
+  // stuck outside weft's waits, and the communicator is then left allocated (leaked) instead.
+  const Deadline deadline = Deadline::after(settingDouble(Setting::WeftTimeout));
+  while (comm->state.activeCalls.load(std::memory_order_acquire) > 0) {
+    if (deadline.expired()) {
+      WEFT_WARN("ncclCommAbort: %d call(s) still running on rank %d after WEFT_TIMEOUT; the communicator is leaked",
+                comm->state.activeCalls.load(), comm->rank);
+      return false;
+    }
+    std::this_thread::sleep_for(std::chrono::microseconds(200));
+  }
+  return true;
 }
 
 Doorbell* communicatorDoorbell(ncclComm* comm) {

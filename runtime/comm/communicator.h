@@ -129,8 +129,10 @@ ncclResult_t initRank(ncclComm_t* comm, int nranks, const ncclUniqueId& commId, 
 // Waits for a non-blocking initialization, if one is running.
 void finishNonBlockingInit(ncclComm* comm);
 void destroyCommunicator(ncclComm* comm);
-// Stops everything the communicator is doing; peers waiting on it get an error.
-void abortCommunicator(ncclComm* comm);
+// Stops everything the communicator is doing; peers waiting on it get an error, and its own
+// calls in flight return one. True once none is left running (the communicator may be freed);
+// false when one was still running at WEFT_TIMEOUT (it must then never be freed).
+bool abortCommunicator(ncclComm* comm);
 
 // Connects to every rank in `peers` not yet connected (both ranks of each pair must ask).
 ncclResult_t connectPeers(ncclComm* comm, const std::vector<int>& peers);

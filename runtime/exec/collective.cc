@@ -4,6 +4,7 @@
 #include <deque>
 #include <memory>
 
+#include "common/deadline.h"
 #include "common/dtype.h"
 #include "common/log.h"
 #include "common/settings.h"
@@ -95,6 +96,7 @@ RunBuffers userBuffers(const CollectiveCall& call) {
 
 // Starts the queue's next item (or the direct-path handshake that decides how to run it).
 ncclResult_t startNext(CommQueue& queue) {
+  CancelScope abortable(&queue.comm->state.aborted);  // connection set-up and mapping wait on peers
   queue.running.reset();
   if (queue.handshakeFor) {
     const CollectiveCall& call = *queue.handshakeFor;
@@ -195,6 +197,15 @@ ncclResult_t runCollectives(const std::vector<CollectiveCall>& calls) {
     return ncclSuccess;
   };
   for (;;) {
+    // Checked every pass, not only when idle: a large collective keeps progressing and would
+    // otherwise notice an abort only when it finished.
+    for (ncclComm* comm : comms)
+      if (comm->state.aborted.load(std::memory_order_acquire))
+        return finish(fail(ncclInvalidUsage,
+                           "rank %d: the communicator was aborted (ncclCommAbort) while a "
+                           "collective was running",
+                           comm->rank),
+                      comm);
     bool progressed = false;
     ncclResult_t result = progressAll(&progressed);
     if (result != ncclSuccess) return finish(result, culprit);
