@@ -7,6 +7,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <functional>
 #include <thread>
@@ -49,6 +50,11 @@ int abortWhileRunning(ncclComm_t comm, const std::function<ncclResult_t()>& call
   }
   const Clock::time_point abortDone = Clock::now();
   caller.join();
+  // One line per trial for the figures in docs/reliability.md (grep "abort-latency").
+  auto ms = [](Clock::duration d) { return std::chrono::duration<double, std::milli>(d).count(); };
+  std::printf("abort-latency call_ms=%.1f abort_ms=%.1f finished_first=%d\n",
+              finishedFirst ? 0.0 : ms(returnedAt - abortAt), ms(abortDone - abortAt), finishedFirst ? 1 : 0);
+  std::fflush(stdout);
   if (abortDone - abortAt > kPromptly) return 51;
   if (!finishedFirst && returnedAt - abortAt > kPromptly) return 52;
   if (result == ncclSuccess && !(allowSuccess || finishedFirst)) return 53;
@@ -65,14 +71,19 @@ TEST(Abort, DuringA256MiBAllReduce) {
           ncclComm_t comm;
           if (ncclCommInitRank(&comm, 2, id, rank) != ncclSuccess) return 1;
           std::vector<float> data(count, 1.0f);
-          auto allReduce = [&] {
-            return ncclAllReduce(data.data(), data.data(), count, ncclFloat32, ncclSum, comm, nullptr);
+          // A stream of them, so that the abort lands while one is progressing (each takes tens
+          // of milliseconds here); ends at the first error.
+          auto allReduces = [&] {
+            ncclResult_t result = ncclSuccess;
+            for (int i = 0; i < 200 && result == ncclSuccess; ++i)
+              result = ncclAllReduce(data.data(), data.data(), count, ncclFloat32, ncclSum, comm, nullptr);
+            return result;
           };
-          if (rank == 0) return abortWhileRunning(comm, allReduce, true);
-          // The other rank sees its peer abort: an error (or success, had it finished), never a hang.
+          if (rank == 0) return abortWhileRunning(comm, allReduces, false);
+          // The other rank sees its peer abort: an error, never a hang.
           const Clock::time_point start = Clock::now();
-          ncclResult_t result = allReduce();
-          if (result != ncclSuccess && Clock::now() - start > std::chrono::seconds(20)) return 2;
+          if (allReduces() == ncclSuccess) return 2;
+          if (Clock::now() - start > std::chrono::seconds(20)) return 3;
           ncclCommDestroy(comm);
           return 0;
         },
@@ -143,7 +154,10 @@ TEST(Abort, DuringNonBlockingInit) {
           if (ncclCommGetAsyncError(comm, &state) != ncclSuccess || state != ncclInProgress) return 2;
           const Clock::time_point abortAt = Clock::now();
           if (ncclCommAbort(comm) != ncclSuccess) return 3;
-          return Clock::now() - abortAt < kPromptly ? 0 : 4;
+          const auto took = Clock::now() - abortAt;
+          std::printf("abort-latency call_ms=0.0 abort_ms=%.1f finished_first=0\n",
+                      std::chrono::duration<double, std::milli>(took).count());
+          return took < kPromptly ? 0 : 4;
         },
         60);
     ASSERT_EQ(describeFailures(outcomes), "") << "trial " << t;
