@@ -27,10 +27,33 @@ if(WEFT_NVIDIA_NCCL_INCLUDE AND EXISTS ${WEFT_NVIDIA_NCCL_INCLUDE}/cuda_runtime.
     set_tests_properties(abi_collectives_${n}ranks PROPERTIES LABELS abi TIMEOUT 120
                          ENVIRONMENT "${WEFT_TEST_ENV}")
   endforeach()
+
+  # ProcessGroupNCCL's call pattern (tests/abi/abi_process_group.cc), blocking and non-blocking,
+  # with a clean shutdown or with a rank that skips an all-reduce and a watchdog that aborts.
+  add_executable(abi_process_group abi/abi_process_group.cc)
+  set_target_properties(abi_process_group PROPERTIES INCLUDE_DIRECTORIES "${WEFT_NVIDIA_NCCL_INCLUDE}"
+                                                    BUILD_RPATH "$<TARGET_FILE_DIR:nccl>")
+  target_link_libraries(abi_process_group PRIVATE $<TARGET_FILE:nccl> Threads::Threads)
+  add_dependencies(abi_process_group nccl)
+  foreach(n 2 3 4)
+    foreach(mode blocking nonblocking)
+      set(flags)
+      if(mode STREQUAL "nonblocking")
+        set(flags --nonblocking)
+      endif()
+      add_test(NAME abi_process_group_${n}ranks_${mode}
+               COMMAND weftrun -n ${n} $<TARGET_FILE:abi_process_group> ${flags})
+      add_test(NAME abi_process_group_${n}ranks_${mode}_fault
+               COMMAND weftrun -n ${n} $<TARGET_FILE:abi_process_group> ${flags} --fault)
+      set_tests_properties(abi_process_group_${n}ranks_${mode} abi_process_group_${n}ranks_${mode}_fault
+                           PROPERTIES LABELS abi TIMEOUT 120 ENVIRONMENT "${WEFT_TEST_ENV}")
+    endforeach()
+  endforeach()
 else()
-  add_test(NAME abi_allreduce COMMAND sh -c "echo 'skipped: NVIDIA nccl.h (CUDA toolkit) not found'; exit 77")
-  add_test(NAME abi_collectives COMMAND sh -c "echo 'skipped: NVIDIA nccl.h (CUDA toolkit) not found'; exit 77")
-  set_tests_properties(abi_allreduce abi_collectives PROPERTIES LABELS abi SKIP_RETURN_CODE 77)
+  foreach(name abi_allreduce abi_collectives abi_process_group)
+    add_test(NAME ${name} COMMAND sh -c "echo 'skipped: NVIDIA nccl.h (CUDA toolkit) not found'; exit 77")
+    set_tests_properties(${name} PROPERTIES LABELS abi SKIP_RETURN_CODE 77)
+  endforeach()
 endif()
 
 # weft's libnccl.so.2 exports every ncclX/pncclX function NVIDIA's does (skipped, exit 77,
