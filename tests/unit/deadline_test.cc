@@ -11,8 +11,8 @@ using weft::CancelScope;
 using weft::Deadline;
 
 TEST(Deadline, HugeTimeoutsSaturateInsteadOfOverflowing) {
-  for (double seconds : {1e10, 1e12, 1e300, std::numeric_limits<double>::infinity(),
-                         std::numeric_limits<double>::quiet_NaN()}) {
+  for (double seconds :
+       {1e10, 1e12, 1e300, std::numeric_limits<double>::infinity(), std::numeric_limits<double>::quiet_NaN()}) {
     Deadline d = Deadline::after(seconds);
     EXPECT_FALSE(d.expired()) << seconds << " s";
     EXPECT_EQ(d.millisecondsLeft(100), 100) << seconds << " s";

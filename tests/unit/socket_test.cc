@@ -3,6 +3,7 @@
 // TCP_USER_TIMEOUT set within WEFT_TIMEOUT.
 #include "common/socket.h"
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -11,7 +12,6 @@
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
-#include <fcntl.h>
 
 #include <chrono>
 #include <vector>
