@@ -31,9 +31,18 @@ class CancelScope {
 class Deadline {
  public:
   using Clock = std::chrono::steady_clock;
+  // Longer than this (or NaN) is never: converting more to the clock's 64-bit nanoseconds
+  // would overflow and make the deadline lie in the past.
+  static constexpr double kNeverSeconds = 1e9;  // about 31 years
+
   static Deadline after(double seconds) {
     Deadline d;
-    d.at_ = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
+    if (!(seconds <= kNeverSeconds)) {
+      d.at_ = Clock::time_point::max();
+    } else {
+      auto wait = std::chrono::duration<double>(seconds > 0 ? seconds : 0);
+      d.at_ = Clock::now() + std::chrono::duration_cast<Clock::duration>(wait);
+    }
     d.cancel_ = detail::currentCancelFlag;
     return d;
   }

@@ -10,8 +10,10 @@
 #include <poll.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <limits>
 #include <thread>
 #include <vector>
 
@@ -20,6 +22,10 @@
 #include "common/status.h"
 
 namespace weft {
+
+namespace {
+constexpr int kKeepAliveIdleSeconds = 30;  // idle time before the first keepalive probe
+}  // namespace
 
 std::string SocketAddress::toString() const {
   char host[INET6_ADDRSTRLEN] = "?";
@@ -185,23 +191,50 @@ ncclResult_t listenSocket(const SocketAddress& address, int* fd, SocketAddress* 
   return ncclSuccess;
 }
 
+namespace {
+
+// Waits for a non-blocking connect() in progress; 0 when connected, else the errno (ETIMEDOUT
+// at the deadline). A black-holed address would otherwise hold a blocking connect() for the
+// kernel's SYN retries (about 130 s), whatever WEFT_TIMEOUT says and through an abort.
+int finishConnect(int fd, const Deadline& deadline) {
+  for (;;) {
+    pollfd p{fd, POLLOUT, 0};
+    int ready = poll(&p, 1, deadline.millisecondsLeft(100));
+    if (ready > 0) {
+      int err = 0;
+      socklen_t length = sizeof(err);
+      if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &length) != 0) return errno;
+      return err;
+    }
+    if (ready < 0 && errno != EINTR) return errno;
+    if (deadline.expired()) return ETIMEDOUT;
+  }
+}
+
+}  // namespace
+
 ncclResult_t connectSocket(const SocketAddress& address, const Deadline& deadline, int* fd) {
   int delayMs = 1;
   for (;;) {
-    int s = socket(address.storage.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    int s = socket(address.storage.ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
     if (s < 0) return fail(ncclSystemError, "socket() failed: %s", strerror(errno));
-    if (connect(s, reinterpret_cast<const sockaddr*>(&address.storage), address.length) == 0) {
-      setNoDelay(s);
+    int err = 0;
+    if (connect(s, reinterpret_cast<const sockaddr*>(&address.storage), address.length) != 0) {
+      err = errno;
+      if (err == EINPROGRESS || err == EINTR) err = finishConnect(s, deadline);
+    }
+    if (err == 0) {
+      setNonBlocking(s, false);  // callers get the blocking socket they always had
+      tuneConnection(s);
       *fd = s;
       return ncclSuccess;
     }
-    int err = errno;
     close(s);
     bool retry = err == ECONNREFUSED || err == ETIMEDOUT || err == EINTR || err == EAGAIN || err == ECONNRESET;
     if (!retry || deadline.expired())
       return fail(ncclRemoteError, "cannot connect to %s: %s%s", address.toString().c_str(), strerror(err),
                   retry ? " (gave up at the WEFT_TIMEOUT deadline)" : "");
-    std::this_thread::sleep_for(std::chrono::milliseconds(delayMs));
+    std::this_thread::sleep_for(std::chrono::milliseconds(std::min(delayMs, deadline.millisecondsLeft(delayMs))));
     delayMs = delayMs < 100 ? delayMs * 2 : 100;
   }
 }
@@ -215,7 +248,7 @@ ncclResult_t acceptSocket(int listenFd, const Deadline& deadline, int* fd, Socke
       from.length = sizeof(from.storage);
       int s = accept4(listenFd, reinterpret_cast<sockaddr*>(&from.storage), &from.length, SOCK_CLOEXEC);
       if (s >= 0) {
-        setNoDelay(s);
+        tuneConnection(s);
         *fd = s;
         if (peer) *peer = from;
         return ncclSuccess;
@@ -272,6 +305,25 @@ void setNonBlocking(int fd, bool nonBlocking) {
 void setNoDelay(int fd) {
   int one = 1;
   setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+}
+
+void tuneConnection(int fd) {
+  setNoDelay(fd);
+  // A peer host that vanishes (power, cable, firewall) sends no FIN or RST: keepalive finds it
+  // on an idle connection and TCP_USER_TIMEOUT bounds how long sent data may stay unacknowledged,
+  // both within WEFT_TIMEOUT, so that the error reaches the waiter instead of a silent stall.
+  // A silent peer is found after idle + probes * interval, at most half of WEFT_TIMEOUT.
+  const double timeout = settingDouble(Setting::WeftTimeout);
+  const int idle = static_cast<int>(std::clamp(timeout / 4, 1.0, static_cast<double>(kKeepAliveIdleSeconds)));
+  const int interval = std::max(1, idle / 3);
+  const int probes = 3;
+  const int userTimeout = static_cast<int>(std::clamp(timeout * 1000, 1000.0, double{std::numeric_limits<int>::max()}));
+  int one = 1;
+  setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof(one));
+  setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof(idle));
+  setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &interval, sizeof(interval));
+  setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &probes, sizeof(probes));
+  setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &userTimeout, sizeof(userTimeout));
 }
 
 void closeSocket(int& fd) {

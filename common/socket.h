@@ -33,7 +33,8 @@ ncclResult_t findInterfaceAddress(SocketAddress* out, std::string* interfaceName
 
 // A listening socket on `address` (port 0: any); `bound` receives the actual address.
 ncclResult_t listenSocket(const SocketAddress& address, int* fd, SocketAddress* bound);
-// Connects, retrying refused connections (the listener may not be up yet) until `deadline`.
+// Connects, retrying refused connections (the listener may not be up yet) until `deadline`;
+// a connection attempt that gets no answer (a black-holed address) also ends at `deadline`.
 ncclResult_t connectSocket(const SocketAddress& address, const Deadline& deadline, int* fd);
 // Accepts one connection, waiting until `deadline`.
 ncclResult_t acceptSocket(int listenFd, const Deadline& deadline, int* fd, SocketAddress* peer);
@@ -44,6 +45,9 @@ ncclResult_t recvAll(int fd, void* data, size_t bytes, const Deadline& deadline)
 
 void setNonBlocking(int fd, bool nonBlocking);
 void setNoDelay(int fd);
+// Every connected data socket: no Nagle delay, keepalive probes and TCP_USER_TIMEOUT within
+// WEFT_TIMEOUT, so that a peer host that disappears is an error rather than a silent wait.
+void tuneConnection(int fd);
 void closeSocket(int& fd);
 
 }  // namespace weft

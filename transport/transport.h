@@ -64,7 +64,8 @@ class Connection {
   // Called before the rank sleeps: an error if the peer died or aborted.
   virtual ncclResult_t checkPeer() = 0;
   // A file descriptor to poll() for activity while sleeping, or -1 (then the transport wakes
-  // this rank through its Transport's doorbell).
+  // this rank through its Transport's doorbell). Also -1 once nothing more can arrive (the
+  // peer closed): an fd at end of file would wake poll() at once, forever.
   virtual int pollFd() const { return -1; }
   // True when sends are still queued locally (the rank must keep calling progress()).
   virtual bool hasPendingSends() const { return false; }

@@ -3,6 +3,7 @@
 #include "common/dtype.h"
 #include "common/status.h"
 #include "nccl.h"
+#include "runtime/api/api_call.h"
 #include "runtime/api/argument_checks.h"
 #include "runtime/api/export.h"
 #include "runtime/comm/communicator.h"
@@ -44,102 +45,119 @@ ncclResult_t submit(CallKind kind, ncclComm_t comm, cudaStream_t stream, const v
 
 WEFT_API ncclResult_t ncclAllReduce(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
                                     ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream) {
-  constexpr const char* kName = "ncclAllReduce";
-  WEFT_CHECK(checkCommon(comm, datatype, count, CountSpan::OneBlock, "count", kName));
-  WEFT_CHECK(checkReductionOpFor(comm, op, datatype, kName));
-  WEFT_CHECK(checkBuffer(sendbuff, count, "sendbuff", kName));
-  WEFT_CHECK(checkBuffer(recvbuff, count, "recvbuff", kName));
-  return submit(Collective::AllReduce, comm, stream, sendbuff, recvbuff, count, datatype, op);
+  return apiCall("ncclAllReduce", [&]() -> ncclResult_t {
+    constexpr const char* kName = "ncclAllReduce";
+    WEFT_CHECK(checkCommon(comm, datatype, count, CountSpan::OneBlock, "count", kName));
+    WEFT_CHECK(checkReductionOpFor(comm, op, datatype, kName));
+    WEFT_CHECK(checkBuffer(sendbuff, count, "sendbuff", kName));
+    WEFT_CHECK(checkBuffer(recvbuff, count, "recvbuff", kName));
+    return submit(Collective::AllReduce, comm, stream, sendbuff, recvbuff, count, datatype, op);
+  });
 }
 WEFT_PROFILING_ALIAS(ncclResult_t, ncclAllReduce, const void* sendbuff, void* recvbuff, size_t count,
                      ncclDataType_t datatype, ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream);
 
 WEFT_API ncclResult_t ncclBroadcast(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
                                     int root, ncclComm_t comm, cudaStream_t stream) {
-  constexpr const char* kName = "ncclBroadcast";
-  WEFT_CHECK(checkCommon(comm, datatype, count, CountSpan::OneBlock, "count", kName));
-  WEFT_CHECK(checkRoot(comm, root, kName));
-  if (comm->rank == root) WEFT_CHECK(checkBuffer(sendbuff, count, "sendbuff", kName));
-  WEFT_CHECK(checkBuffer(recvbuff, count, "recvbuff", kName));
-  return submit(Collective::Broadcast, comm, stream, sendbuff, recvbuff, count, datatype, ncclSum, root);
+  return apiCall("ncclBroadcast", [&]() -> ncclResult_t {
+    constexpr const char* kName = "ncclBroadcast";
+    WEFT_CHECK(checkCommon(comm, datatype, count, CountSpan::OneBlock, "count", kName));
+    WEFT_CHECK(checkRoot(comm, root, kName));
+    if (comm->rank == root) WEFT_CHECK(checkBuffer(sendbuff, count, "sendbuff", kName));
+    WEFT_CHECK(checkBuffer(recvbuff, count, "recvbuff", kName));
+    return submit(Collective::Broadcast, comm, stream, sendbuff, recvbuff, count, datatype, ncclSum, root);
+  });
 }
 WEFT_PROFILING_ALIAS(ncclResult_t, ncclBroadcast, const void* sendbuff, void* recvbuff, size_t count,
                      ncclDataType_t datatype, int root, ncclComm_t comm, cudaStream_t stream);
 
 WEFT_API ncclResult_t ncclBcast(void* buff, size_t count, ncclDataType_t datatype, int root, ncclComm_t comm,
                                 cudaStream_t stream) {
-  return ncclBroadcast(buff, buff, count, datatype, root, comm, stream);
+  return apiCall("ncclBcast",
+                 [&]() -> ncclResult_t { return ncclBroadcast(buff, buff, count, datatype, root, comm, stream); });
 }
 WEFT_PROFILING_ALIAS(ncclResult_t, ncclBcast, void* buff, size_t count, ncclDataType_t datatype, int root,
                      ncclComm_t comm, cudaStream_t stream);
 
 WEFT_API ncclResult_t ncclReduce(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
                                  ncclRedOp_t op, int root, ncclComm_t comm, cudaStream_t stream) {
-  constexpr const char* kName = "ncclReduce";
-  WEFT_CHECK(checkCommon(comm, datatype, count, CountSpan::OneBlock, "count", kName));
-  WEFT_CHECK(checkReductionOpFor(comm, op, datatype, kName));
-  WEFT_CHECK(checkRoot(comm, root, kName));
-  WEFT_CHECK(checkBuffer(sendbuff, count, "sendbuff", kName));
-  if (comm->rank == root) WEFT_CHECK(checkBuffer(recvbuff, count, "recvbuff", kName));
-  return submit(Collective::Reduce, comm, stream, sendbuff, recvbuff, count, datatype, op, root);
+  return apiCall("ncclReduce", [&]() -> ncclResult_t {
+    constexpr const char* kName = "ncclReduce";
+    WEFT_CHECK(checkCommon(comm, datatype, count, CountSpan::OneBlock, "count", kName));
+    WEFT_CHECK(checkReductionOpFor(comm, op, datatype, kName));
+    WEFT_CHECK(checkRoot(comm, root, kName));
+    WEFT_CHECK(checkBuffer(sendbuff, count, "sendbuff", kName));
+    if (comm->rank == root) WEFT_CHECK(checkBuffer(recvbuff, count, "recvbuff", kName));
+    return submit(Collective::Reduce, comm, stream, sendbuff, recvbuff, count, datatype, op, root);
+  });
 }
 WEFT_PROFILING_ALIAS(ncclResult_t, ncclReduce, const void* sendbuff, void* recvbuff, size_t count,
                      ncclDataType_t datatype, ncclRedOp_t op, int root, ncclComm_t comm, cudaStream_t stream);
 
 WEFT_API ncclResult_t ncclAllGather(const void* sendbuff, void* recvbuff, size_t sendcount, ncclDataType_t datatype,
                                     ncclComm_t comm, cudaStream_t stream) {
-  constexpr const char* kName = "ncclAllGather";
-  WEFT_CHECK(checkCommon(comm, datatype, sendcount, CountSpan::BlockPerRank, "sendcount", kName));
-  WEFT_CHECK(checkBuffer(sendbuff, sendcount, "sendbuff", kName));
-  WEFT_CHECK(checkBuffer(recvbuff, sendcount, "recvbuff", kName));
-  return submit(Collective::AllGather, comm, stream, sendbuff, recvbuff, sendcount, datatype);
+  return apiCall("ncclAllGather", [&]() -> ncclResult_t {
+    constexpr const char* kName = "ncclAllGather";
+    WEFT_CHECK(checkCommon(comm, datatype, sendcount, CountSpan::BlockPerRank, "sendcount", kName));
+    WEFT_CHECK(checkBuffer(sendbuff, sendcount, "sendbuff", kName));
+    WEFT_CHECK(checkBuffer(recvbuff, sendcount, "recvbuff", kName));
+    return submit(Collective::AllGather, comm, stream, sendbuff, recvbuff, sendcount, datatype);
+  });
 }
 WEFT_PROFILING_ALIAS(ncclResult_t, ncclAllGather, const void* sendbuff, void* recvbuff, size_t sendcount,
                      ncclDataType_t datatype, ncclComm_t comm, cudaStream_t stream);
 
 WEFT_API ncclResult_t ncclReduceScatter(const void* sendbuff, void* recvbuff, size_t recvcount, ncclDataType_t datatype,
                                         ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream) {
-  constexpr const char* kName = "ncclReduceScatter";
-  WEFT_CHECK(checkCommon(comm, datatype, recvcount, CountSpan::BlockPerRank, "recvcount", kName));
-  WEFT_CHECK(checkReductionOpFor(comm, op, datatype, kName));
-  WEFT_CHECK(checkBuffer(sendbuff, recvcount, "sendbuff", kName));
-  WEFT_CHECK(checkBuffer(recvbuff, recvcount, "recvbuff", kName));
-  return submit(Collective::ReduceScatter, comm, stream, sendbuff, recvbuff, recvcount, datatype, op);
+  return apiCall("ncclReduceScatter", [&]() -> ncclResult_t {
+    constexpr const char* kName = "ncclReduceScatter";
+    WEFT_CHECK(checkCommon(comm, datatype, recvcount, CountSpan::BlockPerRank, "recvcount", kName));
+    WEFT_CHECK(checkReductionOpFor(comm, op, datatype, kName));
+    WEFT_CHECK(checkBuffer(sendbuff, recvcount, "sendbuff", kName));
+    WEFT_CHECK(checkBuffer(recvbuff, recvcount, "recvbuff", kName));
+    return submit(Collective::ReduceScatter, comm, stream, sendbuff, recvbuff, recvcount, datatype, op);
+  });
 }
 WEFT_PROFILING_ALIAS(ncclResult_t, ncclReduceScatter, const void* sendbuff, void* recvbuff, size_t recvcount,
                      ncclDataType_t datatype, ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream);
 
 WEFT_API ncclResult_t ncclAlltoAll(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
                                    ncclComm_t comm, cudaStream_t stream) {
-  constexpr const char* kName = "ncclAlltoAll";
-  WEFT_CHECK(checkCommon(comm, datatype, count, CountSpan::BlockPerRank, "count", kName));
-  WEFT_CHECK(checkBuffer(sendbuff, count, "sendbuff", kName));
-  WEFT_CHECK(checkBuffer(recvbuff, count, "recvbuff", kName));
-  return submit(Collective::AllToAll, comm, stream, sendbuff, recvbuff, count, datatype);
+  return apiCall("ncclAlltoAll", [&]() -> ncclResult_t {
+    constexpr const char* kName = "ncclAlltoAll";
+    WEFT_CHECK(checkCommon(comm, datatype, count, CountSpan::BlockPerRank, "count", kName));
+    WEFT_CHECK(checkBuffer(sendbuff, count, "sendbuff", kName));
+    WEFT_CHECK(checkBuffer(recvbuff, count, "recvbuff", kName));
+    return submit(Collective::AllToAll, comm, stream, sendbuff, recvbuff, count, datatype);
+  });
 }
 WEFT_PROFILING_ALIAS(ncclResult_t, ncclAlltoAll, const void* sendbuff, void* recvbuff, size_t count,
                      ncclDataType_t datatype, ncclComm_t comm, cudaStream_t stream);
 
 WEFT_API ncclResult_t ncclGather(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype, int root,
                                  ncclComm_t comm, cudaStream_t stream) {
-  constexpr const char* kName = "ncclGather";
-  WEFT_CHECK(checkCommon(comm, datatype, count, CountSpan::BlockPerRank, "count", kName));
-  WEFT_CHECK(checkRoot(comm, root, kName));
-  WEFT_CHECK(checkBuffer(sendbuff, count, "sendbuff", kName));
-  if (comm->rank == root) WEFT_CHECK(checkBuffer(recvbuff, count, "recvbuff", kName));
-  return submit(Collective::Gather, comm, stream, sendbuff, recvbuff, count, datatype, ncclSum, root);
+  return apiCall("ncclGather", [&]() -> ncclResult_t {
+    constexpr const char* kName = "ncclGather";
+    WEFT_CHECK(checkCommon(comm, datatype, count, CountSpan::BlockPerRank, "count", kName));
+    WEFT_CHECK(checkRoot(comm, root, kName));
+    WEFT_CHECK(checkBuffer(sendbuff, count, "sendbuff", kName));
+    if (comm->rank == root) WEFT_CHECK(checkBuffer(recvbuff, count, "recvbuff", kName));
+    return submit(Collective::Gather, comm, stream, sendbuff, recvbuff, count, datatype, ncclSum, root);
+  });
 }
 WEFT_PROFILING_ALIAS(ncclResult_t, ncclGather, const void* sendbuff, void* recvbuff, size_t count,
                      ncclDataType_t datatype, int root, ncclComm_t comm, cudaStream_t stream);
 
 WEFT_API ncclResult_t ncclScatter(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype, int root,
                                   ncclComm_t comm, cudaStream_t stream) {
-  constexpr const char* kName = "ncclScatter";
-  WEFT_CHECK(checkCommon(comm, datatype, count, CountSpan::BlockPerRank, "count", kName));
-  WEFT_CHECK(checkRoot(comm, root, kName));
-  if (comm->rank == root) WEFT_CHECK(checkBuffer(sendbuff, count, "sendbuff", kName));
-  WEFT_CHECK(checkBuffer(recvbuff, count, "recvbuff", kName));
-  return submit(Collective::Scatter, comm, stream, sendbuff, recvbuff, count, datatype, ncclSum, root);
+  return apiCall("ncclScatter", [&]() -> ncclResult_t {
+    constexpr const char* kName = "ncclScatter";
+    WEFT_CHECK(checkCommon(comm, datatype, count, CountSpan::BlockPerRank, "count", kName));
+    WEFT_CHECK(checkRoot(comm, root, kName));
+    if (comm->rank == root) WEFT_CHECK(checkBuffer(sendbuff, count, "sendbuff", kName));
+    WEFT_CHECK(checkBuffer(recvbuff, count, "recvbuff", kName));
+    return submit(Collective::Scatter, comm, stream, sendbuff, recvbuff, count, datatype, ncclSum, root);
+  });
 }
 WEFT_PROFILING_ALIAS(ncclResult_t, ncclScatter, const void* sendbuff, void* recvbuff, size_t count,
                      ncclDataType_t datatype, int root, ncclComm_t comm, cudaStream_t stream);
@@ -155,36 +173,44 @@ ncclResult_t checkPeer(ncclComm_t comm, int peer, const char* function) {
 
 WEFT_API ncclResult_t ncclSend(const void* sendbuff, size_t count, ncclDataType_t datatype, int peer, ncclComm_t comm,
                                cudaStream_t stream) {
-  constexpr const char* kName = "ncclSend";
-  WEFT_CHECK(checkCommon(comm, datatype, count, CountSpan::OneBlock, "count", kName));
-  WEFT_CHECK(checkPeer(comm, peer, kName));
-  WEFT_CHECK(checkBuffer(sendbuff, count, "sendbuff", kName));
-  return submit(PointToPoint::Send, comm, stream, sendbuff, nullptr, count, datatype, ncclSum, -1, peer);
+  return apiCall("ncclSend", [&]() -> ncclResult_t {
+    constexpr const char* kName = "ncclSend";
+    WEFT_CHECK(checkCommon(comm, datatype, count, CountSpan::OneBlock, "count", kName));
+    WEFT_CHECK(checkPeer(comm, peer, kName));
+    WEFT_CHECK(checkBuffer(sendbuff, count, "sendbuff", kName));
+    return submit(PointToPoint::Send, comm, stream, sendbuff, nullptr, count, datatype, ncclSum, -1, peer);
+  });
 }
 WEFT_PROFILING_ALIAS(ncclResult_t, ncclSend, const void* sendbuff, size_t count, ncclDataType_t datatype, int peer,
                      ncclComm_t comm, cudaStream_t stream);
 
 WEFT_API ncclResult_t ncclRecv(void* recvbuff, size_t count, ncclDataType_t datatype, int peer, ncclComm_t comm,
                                cudaStream_t stream) {
-  constexpr const char* kName = "ncclRecv";
-  WEFT_CHECK(checkCommon(comm, datatype, count, CountSpan::OneBlock, "count", kName));
-  WEFT_CHECK(checkPeer(comm, peer, kName));
-  WEFT_CHECK(checkBuffer(recvbuff, count, "recvbuff", kName));
-  return submit(PointToPoint::Recv, comm, stream, nullptr, recvbuff, count, datatype, ncclSum, -1, peer);
+  return apiCall("ncclRecv", [&]() -> ncclResult_t {
+    constexpr const char* kName = "ncclRecv";
+    WEFT_CHECK(checkCommon(comm, datatype, count, CountSpan::OneBlock, "count", kName));
+    WEFT_CHECK(checkPeer(comm, peer, kName));
+    WEFT_CHECK(checkBuffer(recvbuff, count, "recvbuff", kName));
+    return submit(PointToPoint::Recv, comm, stream, nullptr, recvbuff, count, datatype, ncclSum, -1, peer);
+  });
 }
 WEFT_PROFILING_ALIAS(ncclResult_t, ncclRecv, void* recvbuff, size_t count, ncclDataType_t datatype, int peer,
                      ncclComm_t comm, cudaStream_t stream);
 
 WEFT_API ncclResult_t ncclRedOpCreatePreMulSum(ncclRedOp_t* op, void* scalar, ncclDataType_t datatype,
                                                ncclScalarResidence_t residence, ncclComm_t comm) {
-  WEFT_CHECK(checkCommunicator(comm));
-  return createPreMulSum(comm, op, scalar, datatype, residence);
+  return apiCall("ncclRedOpCreatePreMulSum", [&]() -> ncclResult_t {
+    WEFT_CHECK(checkCommunicator(comm));
+    return createPreMulSum(comm, op, scalar, datatype, residence);
+  });
 }
 WEFT_PROFILING_ALIAS(ncclResult_t, ncclRedOpCreatePreMulSum, ncclRedOp_t* op, void* scalar, ncclDataType_t datatype,
                      ncclScalarResidence_t residence, ncclComm_t comm);
 
 WEFT_API ncclResult_t ncclRedOpDestroy(ncclRedOp_t op, ncclComm_t comm) {
-  WEFT_CHECK(checkCommunicator(comm));
-  return destroyReductionOp(comm, op);
+  return apiCall("ncclRedOpDestroy", [&]() -> ncclResult_t {
+    WEFT_CHECK(checkCommunicator(comm));
+    return destroyReductionOp(comm, op);
+  });
 }
 WEFT_PROFILING_ALIAS(ncclResult_t, ncclRedOpDestroy, ncclRedOp_t op, ncclComm_t comm);

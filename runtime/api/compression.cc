@@ -6,6 +6,7 @@
 #include "common/status.h"
 #include "compression/codec.h"
 #include "nccl.h"
+#include "runtime/api/api_call.h"
 #include "runtime/api/argument_checks.h"
 #include "runtime/api/export.h"
 #include "runtime/comm/communicator.h"
@@ -64,67 +65,77 @@ ncclResult_t codecConfigFrom(const weftCompressor_t* c, compression::CodecConfig
 }  // namespace
 
 WEFT_API ncclResult_t weftErrorFeedbackCreate(size_t count, weftErrorFeedback_t* state) {
-  if (!state) return fail(ncclInvalidArgument, "weftErrorFeedbackCreate: state is NULL");
-  auto* made = new (std::nothrow) weftErrorFeedback;
-  if (!made) return fail(ncclSystemError, "weftErrorFeedbackCreate: out of memory");
-  try {
-    made->residual.assign(count, 0.0f);
-  } catch (...) {
-    delete made;
-    return fail(ncclSystemError, "weftErrorFeedbackCreate: cannot allocate %zu floats", count);
-  }
-  *state = made;
-  return ncclSuccess;
+  return apiCall("weftErrorFeedbackCreate", [&]() -> ncclResult_t {
+    if (!state) return fail(ncclInvalidArgument, "weftErrorFeedbackCreate: state is NULL");
+    auto* made = new (std::nothrow) weftErrorFeedback;
+    if (!made) return fail(ncclSystemError, "weftErrorFeedbackCreate: out of memory");
+    try {
+      made->residual.assign(count, 0.0f);
+    } catch (...) {
+      delete made;
+      return fail(ncclSystemError, "weftErrorFeedbackCreate: cannot allocate %zu floats", count);
+    }
+    *state = made;
+    return ncclSuccess;
+  });
 }
 
 WEFT_API ncclResult_t weftErrorFeedbackReset(weftErrorFeedback_t state) {
-  WEFT_CHECK(checkFeedback(state, "weftErrorFeedbackReset"));
-  std::fill(state->residual.begin(), state->residual.end(), 0.0f);
-  return ncclSuccess;
+  return apiCall("weftErrorFeedbackReset", [&]() -> ncclResult_t {
+    WEFT_CHECK(checkFeedback(state, "weftErrorFeedbackReset"));
+    std::fill(state->residual.begin(), state->residual.end(), 0.0f);
+    return ncclSuccess;
+  });
 }
 
 WEFT_API ncclResult_t weftErrorFeedbackResidual(weftErrorFeedback_t state, const float** residual, size_t* count) {
-  WEFT_CHECK(checkFeedback(state, "weftErrorFeedbackResidual"));
-  if (residual) *residual = state->residual.data();
-  if (count) *count = state->residual.size();
-  return ncclSuccess;
+  return apiCall("weftErrorFeedbackResidual", [&]() -> ncclResult_t {
+    WEFT_CHECK(checkFeedback(state, "weftErrorFeedbackResidual"));
+    if (residual) *residual = state->residual.data();
+    if (count) *count = state->residual.size();
+    return ncclSuccess;
+  });
 }
 
 WEFT_API ncclResult_t weftErrorFeedbackDestroy(weftErrorFeedback_t state) {
-  if (!state) return ncclSuccess;
-  WEFT_CHECK(checkFeedback(state, "weftErrorFeedbackDestroy"));
-  state->magic = 0;
-  delete state;
-  return ncclSuccess;
+  return apiCall("weftErrorFeedbackDestroy", [&]() -> ncclResult_t {
+    if (!state) return ncclSuccess;
+    WEFT_CHECK(checkFeedback(state, "weftErrorFeedbackDestroy"));
+    state->magic = 0;
+    delete state;
+    return ncclSuccess;
+  });
 }
 
 WEFT_API ncclResult_t weftAllReduceCompressed(const void* sendbuff, void* recvbuff, size_t count,
                                               ncclDataType_t datatype, ncclRedOp_t op,
                                               const weftCompressor_t* compressor, weftErrorFeedback_t feedback,
                                               ncclComm_t comm, cudaStream_t stream) {
-  constexpr const char* kName = "weftAllReduceCompressed";
-  WEFT_CHECK(checkCommunicator(comm));
-  if (!compression::isCodecDataType(datatype))
-    return fail(ncclInvalidArgument,
-                "%s: datatype %d: compressed all-reduce takes ncclFloat32, ncclFloat16 or ncclBfloat16", kName,
-                static_cast<int>(datatype));
-  if (op != ncclSum && op != ncclAvg)
-    return fail(ncclInvalidArgument, "%s: op %d: compressed all-reduce takes ncclSum or ncclAvg", kName,
-                static_cast<int>(op));
-  WEFT_CHECK(checkCount(count, datatype, 1, "count", kName));
-  WEFT_CHECK(checkBuffer(sendbuff, count, "sendbuff", kName));
-  WEFT_CHECK(checkBuffer(recvbuff, count, "recvbuff", kName));
-  CollectiveCall call = makeCall(Collective::AllReduce, comm, sendbuff, recvbuff, count, datatype, op);
-  WEFT_CHECK(codecConfigFrom(compressor, &call.codec, kName));
-  if (feedback) {
-    WEFT_CHECK(checkFeedback(feedback, kName));
-    if (feedback->residual.size() != count)
-      return fail(ncclInvalidArgument, "%s: the error-feedback state was made for %zu elements, the call has %zu",
-                  kName, feedback->residual.size(), count);
-    call.residual = feedback->residual.data();
-  }
-  call.stream = stream;
-  call.compressed = true;
-  call.codecSeed = compressor->seed;
-  return submitCollective(call);
+  return apiCall("weftAllReduceCompressed", [&]() -> ncclResult_t {
+    constexpr const char* kName = "weftAllReduceCompressed";
+    WEFT_CHECK(checkCommunicator(comm));
+    if (!compression::isCodecDataType(datatype))
+      return fail(ncclInvalidArgument,
+                  "%s: datatype %d: compressed all-reduce takes ncclFloat32, ncclFloat16 or ncclBfloat16", kName,
+                  static_cast<int>(datatype));
+    if (op != ncclSum && op != ncclAvg)
+      return fail(ncclInvalidArgument, "%s: op %d: compressed all-reduce takes ncclSum or ncclAvg", kName,
+                  static_cast<int>(op));
+    WEFT_CHECK(checkCount(count, datatype, 1, "count", kName));
+    WEFT_CHECK(checkBuffer(sendbuff, count, "sendbuff", kName));
+    WEFT_CHECK(checkBuffer(recvbuff, count, "recvbuff", kName));
+    CollectiveCall call = makeCall(Collective::AllReduce, comm, sendbuff, recvbuff, count, datatype, op);
+    WEFT_CHECK(codecConfigFrom(compressor, &call.codec, kName));
+    if (feedback) {
+      WEFT_CHECK(checkFeedback(feedback, kName));
+      if (feedback->residual.size() != count)
+        return fail(ncclInvalidArgument, "%s: the error-feedback state was made for %zu elements, the call has %zu",
+                    kName, feedback->residual.size(), count);
+      call.residual = feedback->residual.data();
+    }
+    call.stream = stream;
+    call.compressed = true;
+    call.codecSeed = compressor->seed;
+    return submitCollective(call);
+  });
 }

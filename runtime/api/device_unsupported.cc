@@ -6,6 +6,7 @@
 // nccl.h's names as comments: every argument is refused unread.
 #include "common/status.h"
 #include "nccl.h"
+#include "runtime/api/api_call.h"
 #include "runtime/api/export.h"
 
 using namespace weft;
@@ -26,8 +27,10 @@ ncclResult_t unsupported(const char* function) {
 
 }  // namespace
 
-#define WEFT_DEVICE_RESULT(name, ...)                                    \
-  WEFT_API ncclResult_t name(__VA_ARGS__) { return unsupported(#name); } \
+#define WEFT_DEVICE_RESULT(name, ...)                         \
+  WEFT_API ncclResult_t name(__VA_ARGS__) {                   \
+    return apiCall(#name, [] { return unsupported(#name); }); \
+  }                                                           \
   WEFT_PROFILING_ALIAS(ncclResult_t, name, __VA_ARGS__)
 
 WEFT_DEVICE_RESULT(ncclDevCommCreate, ncclComm_t /*comm*/, const void* /*requirements*/, void* /*outDevComm*/);

@@ -6,6 +6,7 @@
 #include "common/log.h"
 #include "common/settings.h"
 #include "common/status.h"
+#include "runtime/api/api_call.h"
 #include "runtime/api/export.h"
 #include "runtime/comm/unique_id.h"
 #include "weft/weft.h"
@@ -52,38 +53,40 @@ BootstrapSecret jobSecret(const std::string& address) {
 }  // namespace
 
 WEFT_API ncclResult_t weftCommInitFromEnv(ncclComm_t* comm) {
-  if (!comm) return fail(ncclInvalidArgument, "weftCommInitFromEnv: comm is NULL");
-  WEFT_CHECK(validateSettings());  // WEFT_BOOTSTRAP_PORT is used before ncclCommInitRank checks it
-  LaunchPosition position = launchPosition();
-  if (position.size < 1 || position.rank < 0 || position.rank >= position.size)
-    return fail(ncclInvalidArgument, "weftCommInitFromEnv: rank %d of %d from %s is out of range", position.rank,
-                position.size, position.source);
-  ncclUniqueId id;
-  std::string address;
-  if (const char* fixed = settingText(Setting::NcclCommId)) {
-    address = fixed;
-  } else if (const char* host = getenv("MASTER_ADDR")) {
-    const char* port = settingText(Setting::WeftBootstrapPort);
-    if (!port) port = getenv("MASTER_PORT");
-    if (!port) return fail(ncclInvalidArgument, "weftCommInitFromEnv: MASTER_ADDR is set but MASTER_PORT is not");
-    address = std::string(host).find(':') != std::string::npos ? "[" + std::string(host) + "]:" + port
-                                                               : std::string(host) + ":" + port;
-  }
-  if (address.empty()) {
-    if (position.size > 1)
-      return fail(ncclInvalidArgument,
-                  "weftCommInitFromEnv: %d ranks from %s but no rendezvous address: set NCCL_COMM_ID=host:port or "
-                  "MASTER_ADDR and MASTER_PORT",
+  return apiCall("weftCommInitFromEnv", [&]() -> ncclResult_t {
+    if (!comm) return fail(ncclInvalidArgument, "weftCommInitFromEnv: comm is NULL");
+    WEFT_CHECK(validateSettings());  // WEFT_BOOTSTRAP_PORT is used before ncclCommInitRank checks it
+    LaunchPosition position = launchPosition();
+    if (position.size < 1 || position.rank < 0 || position.rank >= position.size)
+      return fail(ncclInvalidArgument, "weftCommInitFromEnv: rank %d of %d from %s is out of range", position.rank,
                   position.size, position.source);
-    WEFT_CHECK(ncclGetUniqueId(&id));
-  } else {
-    UniqueIdContents contents;
-    WEFT_CHECK(parseSocketAddress(address, "NCCL_COMM_ID/MASTER_ADDR", &contents.root));
-    contents.secret = jobSecret(address);
-    contents.rootAtRankZero = true;
-    encodeUniqueId(contents, &id);
-  }
-  WEFT_INFO(kLogInit | kLogBootstrap, "weftCommInitFromEnv: rank %d of %d from %s, rendezvous %s", position.rank,
-            position.size, position.source, address.empty() ? "(local)" : address.c_str());
-  return ncclCommInitRank(comm, position.size, id, position.rank);
+    ncclUniqueId id;
+    std::string address;
+    if (const char* fixed = settingText(Setting::NcclCommId)) {
+      address = fixed;
+    } else if (const char* host = getenv("MASTER_ADDR")) {
+      const char* port = settingText(Setting::WeftBootstrapPort);
+      if (!port) port = getenv("MASTER_PORT");
+      if (!port) return fail(ncclInvalidArgument, "weftCommInitFromEnv: MASTER_ADDR is set but MASTER_PORT is not");
+      address = std::string(host).find(':') != std::string::npos ? "[" + std::string(host) + "]:" + port
+                                                                 : std::string(host) + ":" + port;
+    }
+    if (address.empty()) {
+      if (position.size > 1)
+        return fail(ncclInvalidArgument,
+                    "weftCommInitFromEnv: %d ranks from %s but no rendezvous address: set NCCL_COMM_ID=host:port or "
+                    "MASTER_ADDR and MASTER_PORT",
+                    position.size, position.source);
+      WEFT_CHECK(ncclGetUniqueId(&id));
+    } else {
+      UniqueIdContents contents;
+      WEFT_CHECK(parseSocketAddress(address, "NCCL_COMM_ID/MASTER_ADDR", &contents.root));
+      contents.secret = jobSecret(address);
+      contents.rootAtRankZero = true;
+      encodeUniqueId(contents, &id);
+    }
+    WEFT_INFO(kLogInit | kLogBootstrap, "weftCommInitFromEnv: rank %d of %d from %s, rendezvous %s", position.rank,
+              position.size, position.source, address.empty() ? "(local)" : address.c_str());
+    return ncclCommInitRank(comm, position.size, id, position.rank);
+  });
 }

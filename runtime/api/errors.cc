@@ -4,6 +4,7 @@
 #include "common/log.h"
 #include "common/status.h"
 #include "nccl.h"
+#include "runtime/api/api_call.h"
 #include "runtime/api/export.h"
 #include "runtime/comm/communicator.h"
 #include "weft/weft.h"
@@ -11,18 +12,22 @@
 using namespace weft;
 
 WEFT_API ncclResult_t ncclGetVersion(int* version) {
-  if (!version) return fail(ncclInvalidArgument, "ncclGetVersion: version is NULL");
-  *version = NCCL_VERSION_CODE;
-  WEFT_LOG(LogLevel::Version, kLogInit, "weft %s (NCCL %d.%d.%d API)", weftVersionString(), NCCL_MAJOR, NCCL_MINOR,
-           NCCL_PATCH);
-  return ncclSuccess;
+  return apiCall("ncclGetVersion", [&]() -> ncclResult_t {
+    if (!version) return fail(ncclInvalidArgument, "ncclGetVersion: version is NULL");
+    *version = NCCL_VERSION_CODE;
+    WEFT_LOG(LogLevel::Version, kLogInit, "weft %s (NCCL %d.%d.%d API)", weftVersionString(), NCCL_MAJOR, NCCL_MINOR,
+             NCCL_PATCH);
+    return ncclSuccess;
+  });
 }
 WEFT_PROFILING_ALIAS(ncclResult_t, ncclGetVersion, int* version);
 
 WEFT_API ncclResult_t weftGetVersion(int* version) {
-  if (!version) return fail(ncclInvalidArgument, "weftGetVersion: version is NULL");
-  *version = WEFT_VERSION_MAJOR * 10000 + WEFT_VERSION_MINOR * 100 + WEFT_VERSION_PATCH;
-  return ncclSuccess;
+  return apiCall("weftGetVersion", [&]() -> ncclResult_t {
+    if (!version) return fail(ncclInvalidArgument, "weftGetVersion: version is NULL");
+    *version = WEFT_VERSION_MAJOR * 10000 + WEFT_VERSION_MINOR * 100 + WEFT_VERSION_PATCH;
+    return ncclSuccess;
+  });
 }
 
 #define WEFT_STRINGIFY2(x) #x

@@ -8,6 +8,7 @@
 #include "common/settings.h"
 #include "common/status.h"
 #include "nccl.h"
+#include "runtime/api/api_call.h"
 #include "runtime/api/export.h"
 #include "runtime/comm/bootstrap.h"
 #include "runtime/comm/communicator.h"
@@ -47,125 +48,152 @@ ncclResult_t checkInitArguments(ncclComm_t* comm, int nranks, int rank) {
 }  // namespace
 
 WEFT_API ncclResult_t ncclGetUniqueId(ncclUniqueId* uniqueId) {
-  if (!uniqueId) return fail(ncclInvalidArgument, "ncclGetUniqueId: uniqueId is NULL");
-  return makeUniqueId(uniqueId);
+  return apiCall("ncclGetUniqueId", [&]() -> ncclResult_t {
+    if (!uniqueId) return fail(ncclInvalidArgument, "ncclGetUniqueId: uniqueId is NULL");
+    return makeUniqueId(uniqueId);
+  });
 }
 WEFT_PROFILING_ALIAS(ncclResult_t, ncclGetUniqueId, ncclUniqueId* uniqueId);
 
 WEFT_API ncclResult_t ncclCommInitRankConfig(ncclComm_t* comm, int nranks, ncclUniqueId commId, int rank,
                                              ncclConfig_t* config) {
-  WEFT_CHECK(checkInitArguments(comm, nranks, rank));
-  UniqueIdContents contents;
-  WEFT_CHECK(decodeUniqueId(commId, &contents));
-  if (groupActive()) {
-    // Inside a group the ranks of one process are initialized together at ncclGroupEnd.
-    *comm = nullptr;
-    std::shared_ptr<ncclConfig_t> copy;
-    if (config) copy = std::make_shared<ncclConfig_t>(*config);
-    groupEnqueueInit([=] { return weft::initRank(comm, nranks, commId, rank, copy.get()); });
-    return ncclSuccess;
-  }
-  return weft::initRank(comm, nranks, commId, rank, config);
+  return apiCall("ncclCommInitRankConfig", [&]() -> ncclResult_t {
+    WEFT_CHECK(checkInitArguments(comm, nranks, rank));
+    UniqueIdContents contents;
+    WEFT_CHECK(decodeUniqueId(commId, &contents));
+    if (groupActive()) {
+      // Inside a group the ranks of one process are initialized together at ncclGroupEnd.
+      *comm = nullptr;
+      std::shared_ptr<ncclConfig_t> copy;
+      if (config) copy = std::make_shared<ncclConfig_t>(*config);
+      groupEnqueueInit([=] { return weft::initRank(comm, nranks, commId, rank, copy.get()); });
+      return ncclSuccess;
+    }
+    return weft::initRank(comm, nranks, commId, rank, config);
+  });
 }
 WEFT_PROFILING_ALIAS(ncclResult_t, ncclCommInitRankConfig, ncclComm_t* comm, int nranks, ncclUniqueId commId, int rank,
                      ncclConfig_t* config);
 
 WEFT_API ncclResult_t ncclCommInitRank(ncclComm_t* comm, int nranks, ncclUniqueId commId, int rank) {
-  return ncclCommInitRankConfig(comm, nranks, commId, rank, nullptr);
+  return apiCall("ncclCommInitRank",
+                 [&]() -> ncclResult_t { return ncclCommInitRankConfig(comm, nranks, commId, rank, nullptr); });
 }
 WEFT_PROFILING_ALIAS(ncclResult_t, ncclCommInitRank, ncclComm_t* comm, int nranks, ncclUniqueId commId, int rank);
 
 WEFT_API ncclResult_t ncclCommInitAll(ncclComm_t* comms, int ndev, const int* devlist) {
-  if (!comms) return fail(ncclInvalidArgument, "ncclCommInitAll: comm is NULL");
-  if (ndev < 1) return fail(ncclInvalidArgument, "ncclCommInitAll: ndev=%d must be at least 1", ndev);
-  ncclUniqueId id;
-  WEFT_CHECK(makeUniqueId(&id));
-  // Every rank is a thread of this process; each init waits for the others, so they run at once.
-  std::vector<ncclResult_t> results(ndev, ncclSuccess);
-  std::vector<std::string> messages(ndev);
-  std::vector<std::thread> threads;
-  for (int r = 0; r < ndev; ++r)
-    threads.emplace_back([&, r] {
-      results[r] = weft::initRank(&comms[r], ndev, id, r, nullptr);
-      if (results[r] == ncclSuccess && devlist) comms[r]->cudaDevice = devlist[r];
-      messages[r] = lastErrorMessage();
-    });
-  for (auto& t : threads) t.join();
-  for (int r = 0; r < ndev; ++r) {
-    if (results[r] == ncclSuccess) continue;
-    for (int other = 0; other < ndev; ++other) {
-      if (results[other] == ncclSuccess) destroyCommunicator(comms[other]);
-      comms[other] = nullptr;
+  return apiCall("ncclCommInitAll", [&]() -> ncclResult_t {
+    if (!comms) return fail(ncclInvalidArgument, "ncclCommInitAll: comm is NULL");
+    if (ndev < 1) return fail(ncclInvalidArgument, "ncclCommInitAll: ndev=%d must be at least 1", ndev);
+    ncclUniqueId id;
+    WEFT_CHECK(makeUniqueId(&id));
+    // Every rank is a thread of this process; each init waits for the others, so they run at once.
+    std::vector<ncclResult_t> results(ndev, ncclSuccess);
+    std::vector<std::string> messages(ndev);
+    std::vector<std::thread> threads;
+    for (int r = 0; r < ndev; ++r)
+      threads.emplace_back([&, r] {
+        results[r] = apiCall("ncclCommInitAll", [&] { return weft::initRank(&comms[r], ndev, id, r, nullptr); });
+        if (results[r] == ncclSuccess && devlist) comms[r]->cudaDevice = devlist[r];
+        messages[r] = lastErrorMessage();
+      });
+    for (auto& t : threads) t.join();
+    for (int r = 0; r < ndev; ++r) {
+      if (results[r] == ncclSuccess) continue;
+      for (int other = 0; other < ndev; ++other) {
+        if (results[other] == ncclSuccess) destroyCommunicator(comms[other]);
+        comms[other] = nullptr;
+      }
+      return fail(results[r], "ncclCommInitAll: rank %d: %s", r, messages[r].c_str());
     }
-    return fail(results[r], "ncclCommInitAll: rank %d: %s", r, messages[r].c_str());
-  }
-  return ncclSuccess;
+    return ncclSuccess;
+  });
 }
 WEFT_PROFILING_ALIAS(ncclResult_t, ncclCommInitAll, ncclComm_t* comm, int ndev, const int* devlist);
 
 WEFT_API ncclResult_t ncclCommFinalize(ncclComm_t comm) {
-  // Host-memory collectives have completed when their call returned: nothing is left to flush.
-  return checkCommunicator(comm);
+  return apiCall("ncclCommFinalize", [&]() -> ncclResult_t {
+    // Host-memory collectives have completed when their call returned: nothing is left to flush.
+    return checkCommunicator(comm);
+  });
 }
 WEFT_PROFILING_ALIAS(ncclResult_t, ncclCommFinalize, ncclComm_t comm);
 
 WEFT_API ncclResult_t ncclCommDestroy(ncclComm_t comm) {
-  if (!comm) return ncclSuccess;  // as NCCL: destroying NULL is a no-op
-  if (comm->magic != kCommMagic) return fail(ncclInvalidArgument, "ncclCommDestroy: comm is not a live communicator");
-  destroyCommunicator(comm);
-  return ncclSuccess;
+  return apiCall("ncclCommDestroy", [&]() -> ncclResult_t {
+    if (!comm) return ncclSuccess;  // as NCCL: destroying NULL is a no-op
+    if (comm->magic != kCommMagic) return fail(ncclInvalidArgument, "ncclCommDestroy: comm is not a live communicator");
+    destroyCommunicator(comm);
+    return ncclSuccess;
+  });
 }
 WEFT_PROFILING_ALIAS(ncclResult_t, ncclCommDestroy, ncclComm_t comm);
 
 WEFT_API ncclResult_t ncclCommAbort(ncclComm_t comm) {
-  if (!comm) return ncclSuccess;
-  if (comm->magic != kCommMagic) return fail(ncclInvalidArgument, "ncclCommAbort: comm is not a live communicator");
-  if (abortCommunicator(comm)) destroyCommunicator(comm);
-  return ncclSuccess;
+  return apiCall("ncclCommAbort", [&]() -> ncclResult_t {
+    if (!comm) return ncclSuccess;
+    if (comm->magic != kCommMagic) return fail(ncclInvalidArgument, "ncclCommAbort: comm is not a live communicator");
+    if (abortCommunicator(comm)) destroyCommunicator(comm);
+    return ncclSuccess;
+  });
 }
 WEFT_PROFILING_ALIAS(ncclResult_t, ncclCommAbort, ncclComm_t comm);
 
 WEFT_API ncclResult_t ncclCommGetAsyncError(ncclComm_t comm, ncclResult_t* asyncError) {
-  if (!comm || comm->magic != kCommMagic) return fail(ncclInvalidArgument, "ncclCommGetAsyncError: comm is invalid");
-  if (!asyncError) return fail(ncclInvalidArgument, "ncclCommGetAsyncError: asyncError is NULL");
-  *asyncError = static_cast<ncclResult_t>(comm->state.asyncError.load());
-  if (*asyncError != ncclSuccess && *asyncError != ncclInProgress) {
-    std::lock_guard<std::mutex> lock(comm->state.errorMutex);
-    fail(*asyncError, "%s", comm->state.lastError.c_str());  // so that ncclGetLastError explains it
-  }
-  return ncclSuccess;
+  return apiCall("ncclCommGetAsyncError", [&]() -> ncclResult_t {
+    if (!comm || comm->magic != kCommMagic) return fail(ncclInvalidArgument, "ncclCommGetAsyncError: comm is invalid");
+    if (!asyncError) return fail(ncclInvalidArgument, "ncclCommGetAsyncError: asyncError is NULL");
+    *asyncError = static_cast<ncclResult_t>(comm->state.asyncError.load());
+    if (*asyncError != ncclSuccess && *asyncError != ncclInProgress) {
+      std::lock_guard<std::mutex> lock(comm->state.errorMutex);
+      fail(*asyncError, "%s", comm->state.lastError.c_str());  // so that ncclGetLastError explains it
+    }
+    return ncclSuccess;
+  });
 }
 WEFT_PROFILING_ALIAS(ncclResult_t, ncclCommGetAsyncError, ncclComm_t comm, ncclResult_t* asyncError);
 
 WEFT_API ncclResult_t ncclCommCount(const ncclComm_t comm, int* count) {
-  if (!comm || comm->magic != kCommMagic) return fail(ncclInvalidArgument, "ncclCommCount: comm is invalid");
-  if (!count) return fail(ncclInvalidArgument, "ncclCommCount: count is NULL");
-  *count = comm->nranks;
-  return ncclSuccess;
+  return apiCall("ncclCommCount", [&]() -> ncclResult_t {
+    if (!comm || comm->magic != kCommMagic) return fail(ncclInvalidArgument, "ncclCommCount: comm is invalid");
+    if (!count) return fail(ncclInvalidArgument, "ncclCommCount: count is NULL");
+    *count = comm->nranks;
+    return ncclSuccess;
+  });
 }
 WEFT_PROFILING_ALIAS(ncclResult_t, ncclCommCount, const ncclComm_t comm, int* count);
 
 WEFT_API ncclResult_t ncclCommCuDevice(const ncclComm_t comm, int* device) {
-  if (!comm || comm->magic != kCommMagic) return fail(ncclInvalidArgument, "ncclCommCuDevice: comm is invalid");
-  if (!device) return fail(ncclInvalidArgument, "ncclCommCuDevice: device is NULL");
-  *device = comm->cudaDevice;
-  return ncclSuccess;
+  return apiCall("ncclCommCuDevice", [&]() -> ncclResult_t {
+    if (!comm || comm->magic != kCommMagic) return fail(ncclInvalidArgument, "ncclCommCuDevice: comm is invalid");
+    if (!device) return fail(ncclInvalidArgument, "ncclCommCuDevice: device is NULL");
+    *device = comm->cudaDevice;
+    return ncclSuccess;
+  });
 }
 WEFT_PROFILING_ALIAS(ncclResult_t, ncclCommCuDevice, const ncclComm_t comm, int* device);
 
 WEFT_API ncclResult_t ncclCommUserRank(const ncclComm_t comm, int* rank) {
-  if (!comm || comm->magic != kCommMagic) return fail(ncclInvalidArgument, "ncclCommUserRank: comm is invalid");
-  if (!rank) return fail(ncclInvalidArgument, "ncclCommUserRank: rank is NULL");
-  *rank = comm->rank;
-  return ncclSuccess;
+  return apiCall("ncclCommUserRank", [&]() -> ncclResult_t {
+    if (!comm || comm->magic != kCommMagic) return fail(ncclInvalidArgument, "ncclCommUserRank: comm is invalid");
+    if (!rank) return fail(ncclInvalidArgument, "ncclCommUserRank: rank is NULL");
+    *rank = comm->rank;
+    return ncclSuccess;
+  });
 }
 WEFT_PROFILING_ALIAS(ncclResult_t, ncclCommUserRank, const ncclComm_t comm, int* rank);
 
-WEFT_API ncclResult_t ncclGroupStart(void) { return groupStart(); }
+WEFT_API ncclResult_t ncclGroupStart(void) {
+  return apiCall("ncclGroupStart", [&]() -> ncclResult_t { return groupStart(); });
+}
 WEFT_PROFILING_ALIAS(ncclResult_t, ncclGroupStart, void);
 
-WEFT_API ncclResult_t ncclGroupEnd(void) { return groupEnd(); }
+WEFT_API ncclResult_t ncclGroupEnd(void) {
+  return apiCall("ncclGroupEnd", [&]() -> ncclResult_t { return groupEnd(); });
+}
 WEFT_PROFILING_ALIAS(ncclResult_t, ncclGroupEnd, void);
 
-WEFT_API ncclResult_t ncclGroupSimulateEnd(ncclSimInfo_t* simInfo) { return groupSimulateEnd(simInfo); }
+WEFT_API ncclResult_t ncclGroupSimulateEnd(ncclSimInfo_t* simInfo) {
+  return apiCall("ncclGroupSimulateEnd", [&]() -> ncclResult_t { return groupSimulateEnd(simInfo); });
+}
 WEFT_PROFILING_ALIAS(ncclResult_t, ncclGroupSimulateEnd, ncclSimInfo_t* simInfo);

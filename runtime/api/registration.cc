@@ -7,6 +7,7 @@
 
 #include "common/status.h"
 #include "nccl.h"
+#include "runtime/api/api_call.h"
 #include "runtime/api/export.h"
 #include "runtime/comm/communicator.h"
 
@@ -45,33 +46,39 @@ ncclResult_t removeRegistration(ncclComm_t comm, const void* handle, bool window
 }  // namespace
 
 WEFT_API ncclResult_t ncclCommRegister(const ncclComm_t comm, void* buff, size_t size, void** handle) {
-  WEFT_CHECK(checkRegion(comm, buff, size, handle, "ncclCommRegister"));
-  RegisteredRegion* region = nullptr;
-  WEFT_CHECK(addRegistration(comm, buff, size, false, &region));
-  *handle = region;
-  return ncclSuccess;
+  return apiCall("ncclCommRegister", [&]() -> ncclResult_t {
+    WEFT_CHECK(checkRegion(comm, buff, size, handle, "ncclCommRegister"));
+    RegisteredRegion* region = nullptr;
+    WEFT_CHECK(addRegistration(comm, buff, size, false, &region));
+    *handle = region;
+    return ncclSuccess;
+  });
 }
 WEFT_PROFILING_ALIAS(ncclResult_t, ncclCommRegister, const ncclComm_t comm, void* buff, size_t size, void** handle);
 
 WEFT_API ncclResult_t ncclCommDeregister(const ncclComm_t comm, void* handle) {
-  return removeRegistration(comm, handle, false, "ncclCommDeregister");
+  return apiCall("ncclCommDeregister",
+                 [&]() -> ncclResult_t { return removeRegistration(comm, handle, false, "ncclCommDeregister"); });
 }
 WEFT_PROFILING_ALIAS(ncclResult_t, ncclCommDeregister, const ncclComm_t comm, void* handle);
 
 WEFT_API ncclResult_t ncclCommWindowRegister(ncclComm_t comm, void* buff, size_t size, ncclWindow_t* win,
                                              int winFlags) {
-  WEFT_CHECK(checkRegion(comm, buff, size, win, "ncclCommWindowRegister"));
-  if (winFlags != NCCL_WIN_DEFAULT && winFlags != NCCL_WIN_COLL_SYMMETRIC)
-    return fail(ncclInvalidArgument, "ncclCommWindowRegister: winFlags=%d is not a known flag", winFlags);
-  RegisteredRegion* region = nullptr;
-  WEFT_CHECK(addRegistration(comm, buff, size, true, &region));
-  *win = reinterpret_cast<ncclWindow_t>(region);
-  return ncclSuccess;
+  return apiCall("ncclCommWindowRegister", [&]() -> ncclResult_t {
+    WEFT_CHECK(checkRegion(comm, buff, size, win, "ncclCommWindowRegister"));
+    if (winFlags != NCCL_WIN_DEFAULT && winFlags != NCCL_WIN_COLL_SYMMETRIC)
+      return fail(ncclInvalidArgument, "ncclCommWindowRegister: winFlags=%d is not a known flag", winFlags);
+    RegisteredRegion* region = nullptr;
+    WEFT_CHECK(addRegistration(comm, buff, size, true, &region));
+    *win = reinterpret_cast<ncclWindow_t>(region);
+    return ncclSuccess;
+  });
 }
 WEFT_PROFILING_ALIAS(ncclResult_t, ncclCommWindowRegister, ncclComm_t comm, void* buff, size_t size, ncclWindow_t* win,
                      int winFlags);
 
 WEFT_API ncclResult_t ncclCommWindowDeregister(ncclComm_t comm, ncclWindow_t win) {
-  return removeRegistration(comm, win, true, "ncclCommWindowDeregister");
+  return apiCall("ncclCommWindowDeregister",
+                 [&]() -> ncclResult_t { return removeRegistration(comm, win, true, "ncclCommWindowDeregister"); });
 }
 WEFT_PROFILING_ALIAS(ncclResult_t, ncclCommWindowDeregister, ncclComm_t comm, ncclWindow_t win);

@@ -13,6 +13,7 @@
 #include "common/log.h"
 #include "common/settings.h"
 #include "common/status.h"
+#include "runtime/api/api_call.h"
 #include "topology/rank_layout.h"
 #include "topology/topology_loader.h"
 
@@ -264,7 +265,8 @@ ncclResult_t initRank(ncclComm_t* comm, int nranks, const ncclUniqueId& commId, 
     created->state.asyncError.store(ncclInProgress);
     *comm = created;
     created->state.initThread = std::thread([created, commId] {
-      ncclResult_t result = initializeCommunicator(created, commId);
+      // On its own thread an exception would abort the process: it becomes the init's error.
+      ncclResult_t result = apiCall("ncclCommInitRankConfig", [&] { return initializeCommunicator(created, commId); });
       if (result != ncclSuccess) {
         std::lock_guard<std::mutex> lock(created->state.errorMutex);
         created->state.lastError = lastErrorMessage();

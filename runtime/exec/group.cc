@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "common/status.h"
+#include "runtime/api/api_call.h"
 #include "runtime/exec/group_simulation.h"
 
 namespace weft {
@@ -26,7 +27,7 @@ ncclResult_t runInits(std::vector<std::function<ncclResult_t()>>& inits) {
   std::vector<std::thread> threads;
   for (size_t i = 0; i < inits.size(); ++i)
     threads.emplace_back([&, i] {
-      results[i] = inits[i]();
+      results[i] = apiCall("ncclGroupEnd", [&] { return inits[i](); });  // a thread's exception would abort
       messages[i] = lastErrorMessage();
     });
   for (auto& t : threads) t.join();

@@ -74,12 +74,20 @@ ncclResult_t IdleWaiter::idle(const std::vector<CollectiveRun*>& active, const s
   // Then block until something can move: sockets wake poll(), shared memory the doorbell.
   // (Yielding instead would hand the core to any other runnable process for a whole time slice.)
   std::vector<pollfd> fds;
+  std::vector<Connection*> polled;
   for (CollectiveRun* run : active)
     for (Connection* c : run->connections())
-      if (c->pollFd() >= 0)
+      if (c->pollFd() >= 0) {
         fds.push_back({c->pollFd(), static_cast<short>(POLLIN | (c->hasPendingSends() ? POLLOUT : 0)), 0});
+        polled.push_back(c);
+      }
   if (!fds.empty()) {
     poll(fds.data(), fds.size(), 1);
+    // Let the transport take what woke us, even from a peer no step waits on yet: a peer that
+    // closed is then seen as closed and leaves the poll set, instead of waking it at once, forever.
+    // An error stays in the connection for checkPeer or recvPeek, when a step waits on that peer.
+    for (size_t i = 0; i < fds.size(); ++i)
+      if (fds[i].revents) (void)polled[i]->progress();
     return ncclSuccess;
   }
   if (comms.size() != 1) {  // one thread driving several ranks: no single doorbell to sleep on

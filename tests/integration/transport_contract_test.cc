@@ -382,6 +382,62 @@ TEST_P(ConnectionContract, PeerThatDiesIsAnErrorNotAHang) {
   for (int fd : {toChild[0], toChild[1], toParent[0], toParent[1]}) close(fd);
 }
 
+// The peer sends its last message and exits normally before this side looked (the race behind
+// perf.hypercube_perf.np3_skips failing with "peer process N died"): the executor checks the
+// peer between a recvPeek that found nothing and the next one, so checkPeer must not fail while
+// the message is still unread. Once it is consumed, waiting for more is an error.
+TEST_P(ConnectionContract, PeerThatExitsAfterItsLastMessageIsNotAnErrorUntilDrained) {
+  Side mine;
+  ASSERT_OK(listenAs(entry(), 0, &mine));
+  int toChild[2], toParent[2];
+  ASSERT_EQ(pipe(toChild), 0);
+  ASSERT_EQ(pipe(toParent), 0);
+  pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    alarm(60);  // never outlive a broken test
+    Side peer;
+    TransportEndpoint parent;
+    std::unique_ptr<Connection> connection;
+    if (listenAs(entry(), 1, &peer) != ncclSuccess) _exit(2);
+    const ssize_t endpointBytes = sizeof(peer.endpoint);
+    if (write(toParent[1], &peer.endpoint, sizeof(peer.endpoint)) != endpointBytes) _exit(3);
+    if (read(toChild[0], &parent, sizeof(parent)) != endpointBytes) _exit(4);
+    if (peer.transport->connect(parent, &connection) != ncclSuccess) _exit(5);
+    if (sendMessage(connection.get(), 7, 100) != ncclSuccess) _exit(6);
+    if (flushSends(connection.get()) != ncclSuccess) _exit(7);
+    _exit(0);
+  }
+  TransportEndpoint peer;
+  const ssize_t endpointBytes = sizeof(TransportEndpoint);
+  ASSERT_EQ(read(toParent[0], &peer, sizeof(peer)), endpointBytes);
+  ASSERT_EQ(write(toChild[1], &mine.endpoint, sizeof(mine.endpoint)), endpointBytes);
+  std::unique_ptr<Connection> connection;
+  ncclResult_t connected = mine.transport->connect(peer, &connection);
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);  // reaped: the peer's pid is gone
+  ASSERT_OK(connected);
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "child status " << status;
+
+  EXPECT_OK(connection->checkPeer()) << "the peer's last message is still unread";
+  EXPECT_TRUE(receiveMessage(connection.get(), 7, 100));
+
+  auto start = Clock::now();
+  ncclResult_t result = ncclSuccess;
+  while (result == ncclSuccess && Clock::now() - start < kDeadline) {
+    const void* data = nullptr;
+    size_t bytes = 0;
+    if ((result = connection->progress()) != ncclSuccess) break;
+    if ((result = connection->recvPeek(&data, &bytes)) != ncclSuccess) break;
+    ASSERT_EQ(data, nullptr) << "a message the peer never sent";
+    if ((result = connection->checkPeer()) != ncclSuccess) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  EXPECT_NE(result, ncclSuccess) << "no error after the peer's last message was consumed";
+  EXPECT_LT(Clock::now() - start, std::chrono::seconds(5));
+  for (int fd : {toChild[0], toChild[1], toParent[0], toParent[1]}) close(fd);
+}
+
 INSTANTIATE_TEST_SUITE_P(EveryTransport, ConnectionContract, ::testing::Range<size_t>(0, transportTable().size()),
                          [](const ::testing::TestParamInfo<size_t>& info) {
                            return std::string(transportTable()[info.param].name);

@@ -6,3 +6,6 @@ weft_test(settings_test SOURCES unit/settings_test.cc)
 weft_test(settings_readme_test SOURCES unit/settings_readme_test.cc)
 target_compile_definitions(settings_readme_test PRIVATE WEFT_README_PATH="${PROJECT_SOURCE_DIR}/README.md")
 weft_test(cpu_features_test SOURCES unit/cpu_features_test.cc)
+# common/deadline.h and common/socket.h: saturating deadlines; connect, keepalive and closed peers.
+weft_test(deadline_test SOURCES unit/deadline_test.cc)
+weft_test(socket_test SOURCES unit/socket_test.cc)

@@ -90,12 +90,22 @@ class ShmConnection : public Connection {
     ShmSegmentHeader* h = peer_->header();
     if (h->aborted.load(std::memory_order_acquire))
       return fail(ncclRemoteError, "shm: peer (pid %d) aborted its communicator", h->pid);
-    if (h->pid != getpid() && kill(h->pid, 0) != 0 && errno == ESRCH)
+    if (h->pid != getpid() && kill(h->pid, 0) != 0 && errno == ESRCH && !peerMayHaveFinished())
       return fail(ncclRemoteError, "shm: peer process %d died", h->pid);
     return ncclSuccess;
   }
 
  private:
+  // A peer that sent its last message and exited is not an error while that message is
+  // still unread here: the caller checks the peer between a recvPeek that found nothing and
+  // the next one, and the message may land (and the peer exit) in between. Once the ring is
+  // drained, or when this side needs room the dead peer will never free, it is an error.
+  bool peerMayHaveFinished() const {
+    bool unread = recvRing_->tail.load(std::memory_order_acquire) != recvHead_;
+    bool sendBlocked = sendTail_ - sendRing_->head.load(std::memory_order_acquire) >= sendSlots_;
+    return unread && !sendBlocked;
+  }
+
   ShmSegment* own_;
   std::unique_ptr<ShmSegment> peer_;
   int ownLocal_;

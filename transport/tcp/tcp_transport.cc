@@ -107,7 +107,7 @@ class TcpConnection : public Connection {
   }
 
   ncclResult_t checkPeer() override { return failed_; }
-  int pollFd() const override { return fd_; }
+  int pollFd() const override { return peerClosed_ && send_.empty() ? -1 : fd_; }
   bool hasPendingSends() const override { return !send_.empty(); }
 
  private:
