@@ -61,6 +61,13 @@ void digestFileContent(const std::string& path, AgreedSettingValue* value) {
 
 AgreedSettingValue digestOne(const SettingSpec& spec) {
   AgreedSettingValue value{};
+  // An invalid value reads as the default, but must not agree with it: the rank that has it
+  // differs from the others, and ranks that all have it fail alike with its own message.
+  if (const char* raw = settingText(spec.id); raw && !isValidSettingText(spec, raw)) {
+    value.hash = fnv1a(raw, 2);
+    setShown(&value, std::string("invalid ") + raw);
+    return value;
+  }
   const std::string text = effectiveText(spec);
   if (isFileValued(spec.id) && text != "unset") {
     digestFileContent(text, &value);

@@ -29,8 +29,8 @@ struct SettingsDigest {
   AgreedSettingValue values[kMaxAgreedSettings];  // the ranksMustAgree rows, in table order
 };
 
-// This process's digest, from the environment as it is now (values as the accessors read them:
-// the environment's if valid, else the default).
+// This process's digest, from the environment as it is now (values as the accessors read them;
+// an invalid value as itself, so that it agrees with no valid one).
 SettingsDigest digestAgreedSettings();
 
 // ncclInvalidArgument when the ranks' digests (indexed by rank) differ, naming the first

@@ -25,12 +25,14 @@ namespace {
 // transport forced for same-host peers, or null for the table's order.
 ncclResult_t forcedTransportFromEnv(const TransportEntry** out) {
   *out = nullptr;
-  if (const char* forced = settingText(Setting::WeftTransport)) {
-    if (!strcmp(forced, "auto")) return ncclSuccess;
-    if ((*out = findTransport(forced))) return ncclSuccess;
+  // Through the accessor: an invalid value reads as auto here and fails init after bootstrap.
+  if (const std::optional<std::string> forced = settingString(Setting::WeftTransport);
+      settingText(Setting::WeftTransport)) {
+    if (*forced == "auto") return ncclSuccess;
+    if ((*out = findTransport(forced->c_str()))) return ncclSuccess;
     std::string valid = "auto";
     for (const TransportEntry& entry : transportTable()) valid += std::string(", ") + entry.name;
-    return fail(ncclInvalidArgument, "WEFT_TRANSPORT=%s: valid values are %s", forced, valid.c_str());
+    return fail(ncclInvalidArgument, "WEFT_TRANSPORT=%s: valid values are %s", forced->c_str(), valid.c_str());
   }
   if (settingBool(Setting::NcclShmDisable)) *out = findTransport("tcp");
   return ncclSuccess;
@@ -264,7 +266,8 @@ ncclResult_t newCommunicator(int nranks, int rank, const ncclConfig_t* config, n
   comm->config = defaults;
   if (config) memcpy(&comm->config, config, std::min(sizeof(ncclConfig_t), config->size));
   comm->config.size = sizeof(ncclConfig_t);
-  WEFT_CHECK(validateSettings());  // a bad value fails every rank here, before bootstrap
+  // A bad value of a rank-local setting fails here; agreed ones are checked after bootstrap.
+  WEFT_CHECK(validateSettings(SettingsToValidate::RankLocal));
   WEFT_CHECK(forcedTransportFromEnv(&comm->net.forcedTransport));
   *out = comm.release();
   return ncclSuccess;
@@ -279,6 +282,7 @@ static ncclResult_t initializeCommunicatorSteps(ncclComm* comm, const ncclUnique
   // rank alone has fails every rank through the settings check, and one that every rank has
   // fails them all alike; failing here would leave the other ranks waiting for this one.
   DeferredError deferred;
+  deferred.keep(validateSettings(SettingsToValidate::Agreed));
   deferred.keep(compressionConfigFromEnv(&comm->compression.env));
   deferred.keep(checkAlgorithmEnv());
   readAgreedSettings(comm);

@@ -217,28 +217,34 @@ TEST(TuningFile, SameContentAtDifferentPathsGivesCorrectResults) {
   EXPECT_EQ(describeFailures(outcomes), "");
 }
 
-// An invalid value on one rank only is a value that differs: every rank fails, none waits.
+// An invalid value on one rank only is a value that differs: every rank fails, none waits for
+// the rank that rejected it (an algorithm name checked at init, a number checked at creation).
 TEST(InvalidValueOnOneRank, FailsEveryRank) {
-  auto outcomes = runRankProcesses(
-      kRanks,
-      [&](int rank, const ncclUniqueId& id) {
-        setenv("WEFT_TIMEOUT", "20", 1);
-        if (rank == kOddRank) setenv("WEFT_ALGO", "spiral", 1);
-        const auto start = std::chrono::steady_clock::now();
-        ncclComm_t comm = nullptr;
-        const ncclResult_t result = ncclCommInitRank(&comm, kRanks, id, rank);
-        const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-        if (result == ncclSuccess) ncclCommDestroy(comm);
-        if (result != ncclInvalidArgument) return 1;
-        if (seconds > kInitSeconds) return 2;
-        const std::string message = ncclGetLastError(nullptr);
-        return message.find("WEFT_ALGO differs between ranks: unset on ranks 0,2,3; spiral on rank 1") !=
-                       std::string::npos
-                   ? 0
-                   : 3;
-      },
-      40);
-  EXPECT_EQ(describeFailures(outcomes), "");
+  const char* const cases[][3] = {
+      {"WEFT_ALGO", "spiral", "WEFT_ALGO differs between ranks: unset on ranks 0,2,3; spiral on rank 1"},
+      {"WEFT_SHM_SLOT_BYTES", "100",
+       "WEFT_SHM_SLOT_BYTES differs between ranks: 524288 on ranks 0,2,3; invalid 100 on rank 1"}};
+  for (const auto& c : cases) {
+    auto outcomes = runRankProcesses(
+        kRanks,
+        [&](int rank, const ncclUniqueId& id) {
+          setenv("WEFT_TIMEOUT", "20", 1);
+          if (rank == kOddRank) setenv(c[0], c[1], 1);
+          const auto start = std::chrono::steady_clock::now();
+          ncclComm_t comm = nullptr;
+          const ncclResult_t result = ncclCommInitRank(&comm, kRanks, id, rank);
+          const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+          if (result == ncclSuccess) ncclCommDestroy(comm);
+          if (result != ncclInvalidArgument) return 1;
+          if (seconds > kInitSeconds) return 2;
+          const std::string message = ncclGetLastError(nullptr);
+          if (message.find(c[2]) != std::string::npos) return 0;
+          fprintf(stderr, "rank %d: '%s'\n", rank, message.c_str());
+          return 3;
+        },
+        40);
+    EXPECT_EQ(describeFailures(outcomes), "") << c[0] << "=" << c[1];
+  }
 }
 
 // Hosts whose machine models differ (here 8 NICs on one host, 1 on the other) used to build
