@@ -168,9 +168,16 @@ std::vector<std::string> unsupportedNcclVariables() {
   return out;
 }
 
-ncclResult_t validateSettings() {
+bool isValidSettingText(const SettingSpec& spec, const char* text) {
+  SettingValue ignored;
+  return tryParse(spec, text, &ignored);
+}
+
+ncclResult_t validateSettings(SettingsToValidate which) {
   for (const SettingSpec& spec : allSettings()) {
     if (spec.lenient) continue;
+    if (which == SettingsToValidate::RankLocal && spec.ranksMustAgree) continue;
+    if (which == SettingsToValidate::Agreed && !spec.ranksMustAgree) continue;
     SettingValue ignored;
     if (const char* text = settingText(spec.id)) WEFT_CHECK(parseSetting(spec, text, &ignored));
   }

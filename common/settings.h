@@ -1,9 +1,9 @@
 // weft's settings: every environment variable the library reads is declared once, as a row of
 // the table in common/settings_table.cc (name, type, default, valid values, description, and
 // whether all ranks must agree on it), and parsed here in one way. A value outside what its row
-// allows fails communicator creation (validateSettings) with a message naming the variable, the
-// value and what is valid; the typed accessors below fall back to the default (with a warning)
-// when asked before any communicator exists. Tests may still set variables with setenv: the
+// allows fails communicator init (validateSettings: at creation, or for the rows ranks must agree
+// on, right after bootstrap) with a message naming the variable, the value and what is valid;
+// the typed accessors below fall back to the default (with a warning) when the value is invalid. Tests may still set variables with setenv: the
 // accessors read the environment on every call.
 #pragma once
 
@@ -91,10 +91,18 @@ std::string describeValidValues(const SettingSpec& spec);
 // "WEFT_SLICE_BYTES=-5 is invalid: expected an integer from 4096 to 1073741824".
 ncclResult_t parseSetting(const SettingSpec& spec, const char* text, SettingValue* out);
 
-// Checks every strict setting in the environment; the first bad one fails with parseSetting's
-// message. NCCL_* variables weft does not implement are a warning (once per process), so
-// environments tuned for NCCL keep working.
-ncclResult_t validateSettings();
+// Whether `text` is a valid value of `spec`; records nothing.
+bool isValidSettingText(const SettingSpec& spec, const char* text);
+
+// Which rows validateSettings checks: the agreed ones (ranksMustAgree) are checked after the
+// ranks have compared them, so that a bad value on one rank fails every rank instead of leaving
+// the others waiting for it at bootstrap.
+enum class SettingsToValidate { All, RankLocal, Agreed };
+
+// Checks every strict setting in the environment (of `which` rows); the first bad one fails
+// with parseSetting's message. NCCL_* variables weft does not implement are a warning (once per
+// process), so environments tuned for NCCL keep working.
+ncclResult_t validateSettings(SettingsToValidate which = SettingsToValidate::All);
 // NAME=value of each NCCL_* variable in the environment that no row declares.
 std::vector<std::string> unsupportedNcclVariables();
 

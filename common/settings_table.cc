@@ -3,6 +3,7 @@
 #include <array>
 
 #include "common/settings.h"
+#include "common/settings_digest.h"
 
 namespace weft {
 namespace {
@@ -85,6 +86,13 @@ constexpr bool rowsInEnumOrder() {
   return true;
 }
 static_assert(rowsInEnumOrder(), "kSettings rows must follow the order of enum Setting");
+
+constexpr size_t agreedRowCount() {
+  size_t count = 0;
+  for (const SettingSpec& spec : kSettings) count += spec.ranksMustAgree ? 1 : 0;
+  return count;
+}
+static_assert(agreedRowCount() <= kMaxAgreedSettings, "raise kMaxAgreedSettings (common/settings_digest.h)");
 
 }  // namespace
 

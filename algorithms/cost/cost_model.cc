@@ -122,6 +122,19 @@ ncclResult_t linkTableFromEnv(const TopologyModel* model, LinkTable* table) {
   return ncclSuccess;
 }
 
+LinkTable slowestLinkTable(const std::vector<LinkTable>& tables) {
+  if (tables.empty()) return LinkTable();
+  LinkTable slowest = tables.front();
+  for (const LinkTable& table : tables) {
+    for (size_t i = 0; i < slowest.links.size(); ++i) {
+      slowest.links[i].latencyUs = std::max(slowest.links[i].latencyUs, table.links[i].latencyUs);
+      slowest.links[i].bandwidthGBps = std::min(slowest.links[i].bandwidthGBps, table.links[i].bandwidthGBps);
+    }
+    slowest.nicsPerNode = std::min(slowest.nicsPerNode, table.nicsPerNode);
+  }
+  return slowest;
+}
+
 CostModel costModelFromLinks(const LinkTable& table, IntraNodeMedium medium, const TopologyModel* model) {
   if (medium == IntraNodeMedium::Auto) {
     medium = IntraNodeMedium::Memory;

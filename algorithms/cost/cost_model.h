@@ -85,6 +85,11 @@ ncclResult_t applyTuningText(const std::string& text, const std::string& origin,
 // The link table for this process: from the topology, then WEFT_TUNING_FILE when set.
 ncclResult_t linkTableFromEnv(const TopologyModel* model, LinkTable* table);
 
+// The terms every rank of a communicator can count on when the ranks' tables differ (hosts with
+// other NICs or machine models): per link class the highest latency and lowest bandwidth, and
+// the fewest NICs. Every rank computes it from the same tables, so all price alike.
+LinkTable slowestLinkTable(const std::vector<LinkTable>& tables);
+
 // Chooses the hop classes for a communicator.
 CostModel costModelFromLinks(const LinkTable& table, IntraNodeMedium medium, const TopologyModel* model = nullptr);
 

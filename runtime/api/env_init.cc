@@ -55,7 +55,9 @@ BootstrapSecret jobSecret(const std::string& address) {
 WEFT_API ncclResult_t weftCommInitFromEnv(ncclComm_t* comm) {
   return apiCall("weftCommInitFromEnv", [&]() -> ncclResult_t {
     if (!comm) return fail(ncclInvalidArgument, "weftCommInitFromEnv: comm is NULL");
-    WEFT_CHECK(validateSettings());  // WEFT_BOOTSTRAP_PORT is used before ncclCommInitRank checks it
+    // WEFT_BOOTSTRAP_PORT is used before ncclCommInitRank checks it; agreed settings are checked
+    // after bootstrap, where a bad value on one rank fails every rank.
+    WEFT_CHECK(validateSettings(SettingsToValidate::RankLocal));
     LaunchPosition position = launchPosition();
     if (position.size < 1 || position.rank < 0 || position.rank >= position.size)
       return fail(ncclInvalidArgument, "weftCommInitFromEnv: rank %d of %d from %s is out of range", position.rank,

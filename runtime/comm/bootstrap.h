@@ -10,10 +10,21 @@
 #include <cstdint>
 #include <vector>
 
+#include "common/settings_digest.h"
 #include "runtime/comm/unique_id.h"
+#include "topology/link_model.h"
 #include "transport/fd_broker.h"
 
 namespace weft {
+
+// A rank's link table (algorithms/cost/cost_model.h: from its machine model, NICs and tuning
+// file) as plain numbers, so that all ranks can price schedules with the same terms.
+struct LinkTerms {
+  double latencyUs[static_cast<size_t>(LinkType::Count)];
+  double bandwidthGBps[static_cast<size_t>(LinkType::Count)];
+  int32_t nicsPerNode;
+  int32_t reserved;
+};
 
 // What every rank tells every other rank. Fixed size and plain data: it travels as bytes.
 struct RankInfo {
@@ -28,6 +39,10 @@ struct RankInfo {
   // topology/rank_placement.h's record: host, CPU binding, NUMA node, GPU, NIC.
   uint32_t placementBytes;
   uint8_t placement[1024];
+  // What shapes schedules and messages, compared at init: the ranksMustAgree settings and the
+  // link terms (every rank prices with the slowest of each).
+  SettingsDigest settings;
+  LinkTerms links;
 };
 
 struct BootstrapResult {

@@ -12,6 +12,7 @@
 #include "common/hash.h"
 #include "common/log.h"
 #include "common/settings.h"
+#include "common/settings_digest.h"
 #include "common/status.h"
 #include "runtime/api/api_call.h"
 #include "topology/rank_layout.h"
@@ -25,12 +26,14 @@ namespace {
 // transport forced for same-host peers, or null for the table's order.
 ncclResult_t forcedTransportFromEnv(const TransportEntry** out) {
   *out = nullptr;
-  if (const char* forced = settingText(Setting::WeftTransport)) {
-    if (!strcmp(forced, "auto")) return ncclSuccess;
-    if ((*out = findTransport(forced))) return ncclSuccess;
+  // Through the accessor: an invalid value reads as auto here and fails init after bootstrap.
+  if (const std::optional<std::string> forced = settingString(Setting::WeftTransport);
+      settingText(Setting::WeftTransport)) {
+    if (*forced == "auto") return ncclSuccess;
+    if ((*out = findTransport(forced->c_str()))) return ncclSuccess;
     std::string valid = "auto";
     for (const TransportEntry& entry : transportTable()) valid += std::string(", ") + entry.name;
-    return fail(ncclInvalidArgument, "WEFT_TRANSPORT=%s: valid values are %s", forced, valid.c_str());
+    return fail(ncclInvalidArgument, "WEFT_TRANSPORT=%s: valid values are %s", forced->c_str(), valid.c_str());
   }
   if (settingBool(Setting::NcclShmDisable)) *out = findTransport("tcp");
   return ncclSuccess;
@@ -113,16 +116,77 @@ ncclResult_t describePlacement(ncclComm* comm, RankInfo* mine) {
   return ncclSuccess;
 }
 
-// The cost model the algorithm selection prices schedules with: the machine's links, or a
-// tuning file's measured terms (WEFT_TUNING_FILE). Host-memory ranks meet in memory.
-ncclResult_t buildCostModel(ncclComm* comm) {
-  const TopologyModel* model = nullptr;
-  WEFT_CHECK(processTopology(&model));
+// This rank's link terms: its machine's links (NICs from its own topology), then the tuning
+// file's measured terms (WEFT_TUNING_FILE). A failure is returned to be deferred (below).
+struct OwnLinks {
   LinkTable table;
-  WEFT_CHECK(linkTableFromEnv(model, &table));
-  comm->layout.costModel = costModelFromLinks(table, IntraNodeMedium::Memory, model);
+  ncclResult_t result = ncclSuccess;
+};
+
+OwnLinks ownLinkTable() {
+  OwnLinks own;
+  const TopologyModel* model = nullptr;
+  own.result = processTopology(&model);
+  if (own.result == ncclSuccess) own.result = linkTableFromEnv(model, &own.table);
+  return own;
+}
+
+// The first failure of several checks, with its message, returned later.
+class DeferredError {
+ public:
+  void keep(ncclResult_t result) {
+    if (result == ncclSuccess || result_ != ncclSuccess) return;
+    result_ = result;
+    message_ = lastErrorMessage();
+  }
+  ncclResult_t raise() const { return result_ == ncclSuccess ? ncclSuccess : fail(result_, "%s", message_.c_str()); }
+
+ private:
+  ncclResult_t result_ = ncclSuccess;
+  std::string message_;
+};
+
+LinkTerms linkTermsOf(const LinkTable& table) {
+  LinkTerms terms{};
+  for (size_t i = 0; i < table.links.size(); ++i) {
+    terms.latencyUs[i] = table.links[i].latencyUs;
+    terms.bandwidthGBps[i] = table.links[i].bandwidthGBps;
+  }
+  terms.nicsPerNode = table.nicsPerNode;
+  return terms;
+}
+
+LinkTable linkTableOf(const LinkTerms& terms) {
+  LinkTable table;
+  for (size_t i = 0; i < table.links.size(); ++i) table.links[i] = {terms.latencyUs[i], terms.bandwidthGBps[i]};
+  table.nicsPerNode = terms.nicsPerNode;
+  return table;
+}
+
+// The cost model the algorithm selection prices schedules with: the slowest of every rank's
+// link terms, so that ranks on hosts with other NICs still choose the same algorithm and
+// channel count. Host-memory ranks meet in memory.
+void buildCostModel(ncclComm* comm) {
+  std::vector<LinkTable> tables;
+  for (const RankInfo& info : comm->layout.ranks) tables.push_back(linkTableOf(info.links));
+  comm->layout.costModel = costModelFromLinks(slowestLinkTable(tables), IntraNodeMedium::Memory);
   applyChannelEnv(&comm->layout.costModel);
-  return ncclSuccess;
+}
+
+// Every rank compares every rank's settings digest: the same table gives the same verdict, so
+// a difference fails every rank at once.
+ncclResult_t checkRanksAgree(const ncclComm* comm) {
+  std::vector<const SettingsDigest*> digests;
+  for (const RankInfo& info : comm->layout.ranks) digests.push_back(&info.settings);
+  return checkSettingsAgree(digests);
+}
+
+// The agreed settings that calls read later, read now with the digest that vouches for them.
+void readAgreedSettings(ncclComm* comm) {
+  comm->agreed.ncclAlgo = settingString(Setting::NcclAlgo);
+  comm->agreed.weftAlgo = settingString(Setting::WeftAlgo);
+  comm->agreed.direct = settingBool(Setting::WeftDirect);
+  comm->agreed.directMinBytes = settingSize(Setting::WeftDirectMinBytes);
 }
 
 // Local ranks and the ring order come from the topology layer's rank layout.
@@ -153,7 +217,7 @@ ncclResult_t validateConfig(const ncclConfig_t* config) {
   return ncclSuccess;
 }
 
-ncclResult_t bootstrapCommunicator(ncclComm* comm, const ncclUniqueId& id) {
+ncclResult_t bootstrapCommunicator(ncclComm* comm, const ncclUniqueId& id, const LinkTable& links) {
   double timeout = settingDouble(Setting::WeftTimeout);
   UniqueIdContents contents;
   WEFT_CHECK(decodeUniqueId(id, &contents));
@@ -181,6 +245,8 @@ ncclResult_t bootstrapCommunicator(ncclComm* comm, const ncclUniqueId& id) {
   // The communicator token is only known after bootstrap; listeners are opened now so that
   // their addresses can travel in the table, and the token is set before any peer can use it.
   WEFT_CHECK(listenOnEveryTransport(comm, dataAddress, timeout, &mine));
+  mine.settings = digestAgreedSettings();
+  mine.links = linkTermsOf(links);
 
   BootstrapResult result;
   WEFT_CHECK(exchangeRankInfo(rootFd, contents, comm->nranks, mine, timeout, &result));
@@ -201,7 +267,8 @@ ncclResult_t newCommunicator(int nranks, int rank, const ncclConfig_t* config, n
   comm->config = defaults;
   if (config) memcpy(&comm->config, config, std::min(sizeof(ncclConfig_t), config->size));
   comm->config.size = sizeof(ncclConfig_t);
-  WEFT_CHECK(validateSettings());  // a bad value fails every rank here, before bootstrap
+  // A bad value of a rank-local setting fails here; agreed ones are checked after bootstrap.
+  WEFT_CHECK(validateSettings(SettingsToValidate::RankLocal));
   WEFT_CHECK(forcedTransportFromEnv(&comm->net.forcedTransport));
   *out = comm.release();
   return ncclSuccess;
@@ -212,14 +279,23 @@ static ncclResult_t initializeCommunicatorSteps(ncclComm* comm, const ncclUnique
   const int rank = comm->rank;
   const int nranks = comm->nranks;
   setLogRank(rank);
-  // Before bootstrap: a bad value fails every rank at once, not the first collective.
-  WEFT_CHECK(compressionConfigFromEnv(&comm->compression.env));
-  WEFT_CHECK(checkAlgorithmEnv());
-  WEFT_CHECK(bootstrapCommunicator(comm, id));
+  // Values of agreed settings are checked now but fail only after bootstrap: a value that one
+  // rank alone has fails every rank through the settings check, and one that every rank has
+  // fails them all alike; failing here would leave the other ranks waiting for this one.
+  DeferredError deferred;
+  deferred.keep(validateSettings(SettingsToValidate::Agreed));
+  deferred.keep(compressionConfigFromEnv(&comm->compression.env));
+  deferred.keep(checkAlgorithmEnv());
+  readAgreedSettings(comm);
+  const OwnLinks links = ownLinkTable();
+  deferred.keep(links.result);
+  WEFT_CHECK(bootstrapCommunicator(comm, id, links.table));
+  WEFT_CHECK(checkRanksAgree(comm));
+  WEFT_CHECK(deferred.raise());
 
   const RankInfo& me = comm->layout.ranks[rank];
   WEFT_CHECK(applyRankLayout(comm));
-  WEFT_CHECK(buildCostModel(comm));
+  buildCostModel(comm);
   comm->net.connections.resize(nranks);
   comm->net.connectionTable.assign(nranks, nullptr);
   comm->net.sliceBytes = settingSize(Setting::WeftSliceBytes);

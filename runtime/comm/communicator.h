@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -42,6 +43,16 @@ struct CommLayout {
   std::vector<std::vector<int>> nodes;  // ranks of each host, from topology's RankLayout
   CostModel costModel;                  // alpha-beta terms of this communicator's links
   uint64_t commToken[2]{};
+};
+
+// Settings that calls read after init, read once with the others that shape schedules and
+// checked at init to be equal on every rank (common/settings_digest.h); a setenv on one rank
+// after init cannot make the ranks build different schedules.
+struct CommAgreedSettings {
+  std::optional<std::string> ncclAlgo;  // NCCL_ALGO
+  std::optional<std::string> weftAlgo;  // WEFT_ALGO
+  bool direct = true;                   // WEFT_DIRECT
+  size_t directMinBytes = 0;            // WEFT_DIRECT_MIN_BYTES
 };
 
 // The transports and per-peer connections; built at init and by connectPeers, driven by the
@@ -105,6 +116,7 @@ struct ncclComm {
   ncclConfig_t config{};
 
   weft::CommLayout layout;
+  weft::CommAgreedSettings agreed;
   weft::CommConnections net;
   weft::CommState state;
   weft::CommExecution exec;

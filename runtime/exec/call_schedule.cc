@@ -55,7 +55,8 @@ ncclResult_t selectForCall(const CollectiveCall& call, Algorithm* out) {
   input.nodes = comm->layout.nodes;
   input.model = comm->layout.costModel;
   input.directAvailable = false;  // decided per call by the direct path's handshake instead
-  readAlgorithmEnv(&input);
+  input.ncclAlgo = comm->agreed.ncclAlgo;
+  input.weftAlgo = comm->agreed.weftAlgo;
   AlgorithmChoice choice;
   WEFT_CHECK(selectAlgorithm(input, &choice));
   // An algorithm that needs mapped buffers runs only where the direct path's handshake says so.

@@ -2,7 +2,6 @@
 
 #include "common/dtype.h"
 #include "common/log.h"
-#include "common/settings.h"
 #include "common/status.h"
 #include "runtime/comm/communicator.h"
 
@@ -10,11 +9,9 @@ namespace weft {
 
 bool directPathEligible(const CollectiveCall& call) {
   ncclComm* comm = call.comm;
-  static const bool enabled = settingBool(Setting::WeftDirect);
-  static const size_t minBytes = settingSize(Setting::WeftDirectMinBytes);
-  return enabled && call.kind == Collective::AllReduce && comm->nranks > 1 &&
+  return comm->agreed.direct && call.kind == Collective::AllReduce && comm->nranks > 1 &&
          static_cast<int>(comm->layout.localRanks.size()) == comm->nranks && sameHostPeersShareMemory(comm) &&
-         call.count * dataTypeSize(call.datatype) >= minBytes;
+         call.count * dataTypeSize(call.datatype) >= comm->agreed.directMinBytes;
 }
 
 ncclResult_t beginDirectHandshake(const CollectiveCall& call, const PreparedSchedule** plan, RunBuffers* buffers) {

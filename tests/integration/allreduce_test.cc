@@ -135,7 +135,7 @@ INSTANTIATE_TEST_SUITE_P(Algorithms, ForcedAlgorithm,
                                                               "ring x4 channels"),
                                             ::testing::Values(2, 3, 4, 8)));
 
-// A bad override fails communicator creation on every rank (before bootstrap, so no rank waits
+// A bad override fails communicator init on every rank (right after bootstrap, so no rank waits
 // for another), with a message naming the variable, the bad name and the valid ones.
 void expectInitRefuses(const char* variable, const char* value) {
   auto outcomes = runRankProcesses(

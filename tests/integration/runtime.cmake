@@ -18,3 +18,7 @@ weft_test(api_boundary_test SOURCES integration/api_boundary_test.cc LIBS weft_t
 weft_test(closed_peer_test SOURCES integration/closed_peer_test.cc LIBS weft_test_support)
 # ncclCommAbort during calls in flight (WEFT_ABORT_TRIALS per case; the slow label runs 100).
 weft_test(abort_test SOURCES integration/abort_test.cc LIBS weft_test_support)
+# Settings that shape schedules set differently on one rank: init fails on every rank, naming them.
+weft_test(settings_agreement_test SOURCES integration/settings_agreement_test.cc LIBS weft_test_support)
+target_compile_definitions(settings_agreement_test PRIVATE
+                           WEFT_TOPO_FIXTURE_DIR="${CMAKE_CURRENT_LIST_DIR}/../fixtures/topology")

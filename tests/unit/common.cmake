@@ -3,6 +3,7 @@ weft_test(numeric_test SOURCES unit/numeric_test.cc)
 weft_test(reduce_test SOURCES unit/reduce_test.cc)
 # common/settings: the declared environment variables, and the README's table of them.
 weft_test(settings_test SOURCES unit/settings_test.cc)
+weft_test(settings_digest_test SOURCES unit/settings_digest_test.cc)
 weft_test(settings_readme_test SOURCES unit/settings_readme_test.cc)
 target_compile_definitions(settings_readme_test PRIVATE WEFT_README_PATH="${PROJECT_SOURCE_DIR}/README.md")
 weft_test(cpu_features_test SOURCES unit/cpu_features_test.cc)

@@ -57,6 +57,11 @@ ncclResult_t ShmSegment::open(int fd, int peerRank) {
     base_ = nullptr;
     return fail(ncclSystemError, "shm: mmap of peer segment failed: %s", strerror(errno));
   }
+  // The geometry comes from the peer: slots index the ring header's 64 sizes.
+  const ShmLayout peerLayout = layout();
+  if (peerLayout.slots == 0 || peerLayout.slots > 64 || peerLayout.slotBytes == 0 || peerLayout.slotBytes % 64)
+    return fail(ncclSystemError, "shm: rank %d's segment has a bad ring geometry (%u slots of %zu bytes)", peerRank,
+                peerLayout.slots, peerLayout.slotBytes);
   if (header()->magic != kShmSegmentMagic || layout().totalBytes() != bytes_)
     return fail(ncclSystemError, "shm: rank %d's segment is not a weft segment of the expected size", peerRank);
   return ncclSuccess;

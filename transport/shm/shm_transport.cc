@@ -35,6 +35,7 @@ class ShmConnection : public Connection {
     sendSlots_ = peer_->header()->slots;
     sendSlotBytes_ = peer_->header()->slotBytes;
     recvSlots_ = own_->header()->slots;
+    recvSlotBytes_ = own_->header()->slotBytes;
     sendTail_ = sendRing_->tail.load(std::memory_order_relaxed);
     recvHead_ = recvRing_->head.load(std::memory_order_relaxed);
   }
@@ -74,7 +75,14 @@ class ShmConnection : public Connection {
       }
     }
     uint64_t index = recvHead_ % recvSlots_;
-    *bytes = recvRing_->sizes[index];
+    const size_t size = recvRing_->sizes[index];
+    // The size is the peer's word in shared memory: never let it reach past this rank's slot.
+    if (size > recvSlotBytes_)
+      return fail(ncclInvalidUsage,
+                  "shm: local rank %d published a message of %zu bytes into a slot of %zu bytes "
+                  "(WEFT_SHM_SLOT_BYTES differs between the ranks?)",
+                  peerLocal_, size, recvSlotBytes_);
+    *bytes = size;
     *data = own_->slot(peerLocal_, index);
     return ncclSuccess;
   }
@@ -115,6 +123,7 @@ class ShmConnection : public Connection {
   uint32_t sendSlots_;
   size_t sendSlotBytes_;
   uint32_t recvSlots_;
+  size_t recvSlotBytes_;
   uint64_t sendTail_ = 0;
   uint64_t cachedSendHead_ = 0;
   uint64_t recvHead_ = 0;

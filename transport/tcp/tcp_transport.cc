@@ -162,9 +162,15 @@ class TcpConnection : public Connection {
       }
       recvOffset_ += n;
       if (recvOffset_ == sizeof(FrameHeader)) {
-        if (recvHeader_.magic != kFrameMagic || recvHeader_.bytes > recv_.slotBytes)
+        if (recvHeader_.magic != kFrameMagic)
           return failed_ = fail(ncclSystemError, "tcp: corrupt frame from rank %d (magic %08x, %u bytes)", peerRank_,
                                 recvHeader_.magic, recvHeader_.bytes);
+        // Never read a frame past the slot it lands in.
+        if (recvHeader_.bytes > recv_.slotBytes)
+          return failed_ = fail(ncclInvalidUsage,
+                                "tcp: rank %d sent a message of %u bytes, above this rank's slot of %zu bytes "
+                                "(WEFT_TCP_SLOT_BYTES differs between the ranks?)",
+                                peerRank_, recvHeader_.bytes, recv_.slotBytes);
       }
       if (recvOffset_ >= sizeof(FrameHeader) && recvOffset_ - sizeof(FrameHeader) == recvHeader_.bytes) {
         recv_.sizes[recv_.tail % recv_.slots] = recvHeader_.bytes;
