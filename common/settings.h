@@ -3,8 +3,9 @@
 // whether all ranks must agree on it), and parsed here in one way. A value outside what its row
 // allows fails communicator init (validateSettings: at creation, or for the rows ranks must agree
 // on, right after bootstrap) with a message naming the variable, the value and what is valid;
-// the typed accessors below fall back to the default (with a warning) when the value is invalid. Tests may still set variables with setenv: the
-// accessors read the environment on every call.
+// the typed accessors below fall back to the default (with a warning) when the value is
+// invalid. Tests may still set variables with setenv: the accessors read the environment on
+// every call.
 #pragma once
 
 #include <cstddef>
