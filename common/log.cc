@@ -94,7 +94,7 @@ void configureLocked() {
   config.subsysMask = parseSubsys(settingText(Setting::NcclDebugSubsys));
   if (const char* file = settingText(Setting::NcclDebugFile)) {
     std::string name = expandFileName(file, config.host);
-    if (FILE* sink = fopen(name.c_str(), "w")) {
+    if (FILE* sink = fopen(name.c_str(), "we")) {  // "e": close-on-exec, programs the rank starts must not inherit it
       setvbuf(sink, nullptr, _IOLBF, 0);
       config.sink = sink;
     }

@@ -47,7 +47,7 @@ bool secretsEqual(const BootstrapSecret& a, const BootstrapSecret& b) {
   return diff == 0;
 }
 
-// One connection the root has accepted but not yet admitted.
+// One connection a root listener has accepted but not yet admitted.
 struct Pending {
   int fd;
   SocketAddress from;
@@ -56,87 +56,44 @@ struct Pending {
   Deadline deadline;
 };
 
+// One unique id's root: the ranks admitted so far, until all nranks are in or the deadline.
 class BootstrapRoot {
  public:
-  BootstrapRoot(int listenFd, const BootstrapSecret& secret, double timeoutSeconds)
-      : listenFd_(listenFd), secret_(secret), timeoutSeconds_(timeoutSeconds) {}
-
-  void run() {
-    Deadline deadline = Deadline::after(timeoutSeconds_);
-    while (!complete() && !deadline.expired() && !stopping_.load()) {
-      std::vector<pollfd> fds{{listenFd_, POLLIN, 0}};
-      for (auto& p : pending_) fds.push_back({p.fd, POLLIN, 0});
-      poll(fds.data(), fds.size(), 100);
-      if (fds[0].revents & POLLIN) acceptOne();
-      for (size_t i = pending_.size(); i-- > 0;) readPending(i);
-    }
-    if (complete()) {
-      reply(ncclSuccess);
-    } else {
-      if (!stopping_.load())
-        WEFT_WARN("bootstrap root: only %zu of %d ranks arrived before the WEFT_TIMEOUT deadline (%.0f s)",
-                  admitted_.size(), nranks_, timeoutSeconds_);
-      reply(ncclRemoteError);
-    }
-    for (auto& p : pending_) close(p.fd);
-    close(listenFd_);
+  BootstrapRoot(const BootstrapSecret& secret, double timeoutSeconds)
+      : secret_(secret), timeoutSeconds_(timeoutSeconds), deadline_(Deadline::after(timeoutSeconds)) {}
+  ~BootstrapRoot() {
+    for (const auto& a : admitted_) close(a.fd);
   }
 
-  void stop() { stopping_.store(true); }
-
- private:
+  bool holds(const BootstrapSecret& secret) const { return secretsEqual(secret, secret_); }
   bool complete() const { return nranks_ > 0 && static_cast<int>(admitted_.size()) == nranks_; }
+  bool expired() const { return deadline_.expired(); }
 
-  void acceptOne() {
-    Pending p{};
-    p.from.length = sizeof(p.from.storage);
-    p.fd =
-        accept4(listenFd_, reinterpret_cast<sockaddr*>(&p.from.storage), &p.from.length, SOCK_CLOEXEC | SOCK_NONBLOCK);
-    if (p.fd < 0) return;
-    // A stranger that connects and says nothing is dropped after a few seconds.
-    p.deadline = Deadline::after(timeoutSeconds_ < 10 ? timeoutSeconds_ : 10);
-    pending_.push_back(p);
-  }
-
-  void reject(size_t index, const char* reason) {
-    WEFT_WARN("bootstrap root: rejected connection from %s: %s", pending_[index].from.toString().c_str(), reason);
-    close(pending_[index].fd);
-    pending_.erase(pending_.begin() + index);
-  }
-
-  void readPending(size_t index) {
-    Pending& p = pending_[index];
-    ssize_t n = recv(p.fd, reinterpret_cast<char*>(&p.hello) + p.got, sizeof(Hello) - p.got, MSG_DONTWAIT);
-    if (n == 0) return reject(index, "closed before its hello was complete");
-    if (n < 0) {
-      if (errno != EAGAIN && errno != EINTR) return reject(index, strerror(errno));
-      if (p.deadline.expired()) return reject(index, "sent no complete hello in time");
-      return;
-    }
-    p.got += n;
-    // Check the magic as soon as it is in, so that garbage is refused without waiting.
-    if (p.got >= sizeof(uint64_t) && p.hello.magic != kHelloMagic) return reject(index, "not a weft bootstrap hello");
-    if (p.got < sizeof(Hello)) return;
-    const Hello& h = p.hello;
-    if (h.version != kProtocolVersion) return reject(index, "protocol version mismatch");
-    if (!secretsEqual(h.secret, secret_)) return reject(index, "wrong secret");
-    if (h.infoBytes != sizeof(RankInfo)) return reject(index, "rank info of the wrong size");
-    if (h.nranks < 1 || h.nranks > kMaxRanks) return reject(index, "bad rank count");
+  // Takes a connection whose hello proved this root's secret; false (with the reason) if refused.
+  bool admit(int fd, const Hello& h, const char** reason) {
     if (nranks_ == 0) nranks_ = h.nranks;
     if (h.nranks != nranks_) {
       WEFT_WARN("bootstrap root: rank %d says nranks=%d but the first rank said %d", h.info.rank, h.nranks, nranks_);
-      return reject(index, "nranks disagrees with the other ranks");
+      return *reason = "nranks disagrees with the other ranks", false;
     }
-    if (h.info.rank < 0 || h.info.rank >= nranks_) return reject(index, "rank out of range");
+    if (h.info.rank < 0 || h.info.rank >= nranks_) return *reason = "rank out of range", false;
     for (const auto& a : admitted_)
-      if (a.info.rank == h.info.rank) return reject(index, "duplicate rank");
-    admitted_.push_back({p.fd, h.info});
-    WEFT_INFO(kLogBootstrap, "bootstrap root: admitted rank %d (%zu/%d) from %s", h.info.rank, admitted_.size(),
-              nranks_, p.from.toString().c_str());
-    pending_.erase(pending_.begin() + index);
+      if (a.info.rank == h.info.rank) return *reason = "duplicate rank", false;
+    admitted_.push_back({fd, h.info});
+    WEFT_INFO(kLogBootstrap, "bootstrap root: admitted rank %d (%zu/%d)", h.info.rank, admitted_.size(), nranks_);
+    return true;
   }
 
-  void reply(ncclResult_t status) {
+  // Sends every admitted rank the table (or the failure) and closes their connections.
+  void finish(bool stopping) {
+    ncclResult_t status = complete() ? ncclSuccess : ncclRemoteError;
+    if (!complete() && !stopping) {
+      if (admitted_.empty())  // an id nobody used: not an error, its resources are simply freed
+        WEFT_INFO(kLogBootstrap, "bootstrap root: no rank used this id within WEFT_TIMEOUT (%.0f s)", timeoutSeconds_);
+      else
+        WEFT_WARN("bootstrap root: only %zu of %d ranks arrived before the WEFT_TIMEOUT deadline (%.0f s)",
+                  admitted_.size(), nranks_, timeoutSeconds_);
+    }
     ReplyHeader header{kReplyMagic, status, nranks_, {0, 0}};
     BootstrapSecret token{};
     randomSecret(&token);
@@ -150,80 +107,212 @@ class BootstrapRoot {
         sendAll(a.fd, table.data(), table.size() * sizeof(RankInfo), deadline);
       close(a.fd);
     }
+    admitted_.clear();
   }
 
+ private:
   struct Admitted {
     int fd;
     RankInfo info;
   };
-  int listenFd_;
   BootstrapSecret secret_;
   double timeoutSeconds_;
+  Deadline deadline_;
   int nranks_ = 0;
-  std::vector<Pending> pending_;
   std::vector<Admitted> admitted_;
-  std::atomic<bool> stopping_{false};
 };
 
-class RootRegistry;
-RootRegistry& rootRegistry();
+// A listening socket and the roots reached through it. Every id from ncclGetUniqueId shares one
+// listener (hellos are told apart by their secret); a fixed address (NCCL_COMM_ID) has its own.
+struct RootListener {
+  int fd = -1;
+  SocketAddress requested;  // what the caller asked for (port 0: any)
+  SocketAddress bound;
+  std::vector<Pending> pending;
+  std::vector<std::unique_ptr<BootstrapRoot>> roots;
+  double strangerSeconds = 10;
+};
 
-// Root threads are joined at process exit so that none runs during static destruction.
-class RootRegistry {
+// Every root of the process, served by one thread that lives while any root does: an id that
+// is never used costs no thread of its own and is dropped at its WEFT_TIMEOUT deadline, and
+// the thread is joined when the next one starts or at exit.
+class RootService {
  public:
-  RootRegistry() {
-    pthread_atfork(nullptr, nullptr, [] { rootRegistry().forgetAfterFork(); });
+  RootService() {
+    pthread_atfork(nullptr, nullptr, [] { instance().forgetAfterFork(); });
   }
-  // A forked child has none of the parent's threads: it must neither join nor stop them.
-  void forgetAfterFork() {
-    new std::vector<std::thread>(std::move(threads_));  // leaked on purpose
-    threads_.clear();
-    for (auto& r : roots_) r.release();
-    roots_.clear();
+  ~RootService() {
+    std::unique_lock<std::mutex> lock(mutex_);
+    stopping_ = true;
+    lock.unlock();
+    if (thread_.joinable()) thread_.join();
+    for (auto& l : listeners_) closeListener(*l, true);
   }
-  void add(std::unique_ptr<BootstrapRoot> root) {
+
+  static RootService& instance() {
+    static RootService service;
+    return service;
+  }
+
+  ncclResult_t add(const SocketAddress& address, const BootstrapSecret& secret, double timeoutSeconds,
+                   SocketAddress* bound) {
     std::lock_guard<std::mutex> lock(mutex_);
-    BootstrapRoot* raw = root.get();
-    roots_.push_back(std::move(root));
-    threads_.emplace_back([raw] { raw->run(); });
+    RootListener* listener = nullptr;
+    if (address.port() == 0)
+      for (auto& l : listeners_)
+        if (l->requested.length == address.length &&
+            memcmp(&l->requested.storage, &address.storage, address.length) == 0)
+          listener = l.get();
+    if (!listener) {
+      auto created = std::make_unique<RootListener>();
+      WEFT_CHECK(openListener(address, &created->fd, &created->bound));
+      created->requested = address;
+      listener = listeners_.emplace_back(std::move(created)).get();
+    }
+    listener->strangerSeconds = timeoutSeconds < 10 ? timeoutSeconds : 10;
+    listener->roots.push_back(std::make_unique<BootstrapRoot>(secret, timeoutSeconds));
+    *bound = listener->bound;
+    if (!running_) {
+      if (thread_.joinable()) thread_.join();  // the last one ended: it touches nothing any more
+      running_ = true;
+      thread_ = std::thread([this] { run(); });
+    }
+    return ncclSuccess;
   }
-  ~RootRegistry() {
+
+  size_t rootCount() {
     std::lock_guard<std::mutex> lock(mutex_);
-    for (auto& r : roots_) r->stop();
-    for (auto& t : threads_) t.join();
+    size_t count = 0;
+    for (auto& l : listeners_) count += l->roots.size();
+    return count;
   }
 
  private:
-  std::mutex mutex_;
-  std::vector<std::unique_ptr<BootstrapRoot>> roots_;
-  std::vector<std::thread> threads_;
-};
+  // A forked child has none of the parent's threads: it must neither join nor stop them.
+  void forgetAfterFork() {
+    new std::thread(std::move(thread_));  // leaked on purpose: joining a thread that is not there
+    new (&mutex_) std::mutex();
+    for (auto& l : listeners_) l.release();  // the parent's; leaked with their descriptors
+    listeners_.clear();
+    running_ = false;
+  }
 
-RootRegistry& rootRegistry() {
-  static RootRegistry registry;
-  return registry;
-}
+  static ncclResult_t openListener(const SocketAddress& address, int* fd, SocketAddress* bound) {
+    ncclResult_t result = listenSocket(address, fd, bound);
+    if (result != ncclSuccess && address.port() != 0) {
+      // The named host may be an alias of this machine that cannot be bound: take the port on
+      // every interface instead; the secret still guards admission.
+      SocketAddress any{};
+      any.storage.ss_family = address.storage.ss_family;
+      any.length = address.length;
+      any.setPort(address.port());
+      result = listenSocket(any, fd, bound);
+    }
+    WEFT_CHECK(result);
+    WEFT_INFO(kLogBootstrap, "bootstrap root listening on %s", bound->toString().c_str());
+    return ncclSuccess;
+  }
+
+  static void closeListener(RootListener& l, bool stopping) {
+    for (auto& root : l.roots) root->finish(stopping);
+    l.roots.clear();
+    for (auto& p : l.pending) close(p.fd);
+    l.pending.clear();
+    closeSocket(l.fd);
+  }
+
+  void run() {
+    std::unique_lock<std::mutex> lock(mutex_);
+    while (!stopping_) {
+      std::vector<pollfd> fds;
+      for (auto& l : listeners_) {
+        fds.push_back({l->fd, POLLIN, 0});
+        for (auto& p : l->pending) fds.push_back({p.fd, POLLIN, 0});
+      }
+      lock.unlock();  // add() may run meanwhile; it only appends, and the next pass sees it
+      poll(fds.data(), fds.size(), 100);
+      lock.lock();
+      size_t at = 0;
+      for (size_t i = 0; i < listeners_.size() && at < fds.size(); ++i) {
+        RootListener& l = *listeners_[i];
+        bool readable = fds[at].fd == l.fd && (fds[at].revents & POLLIN);
+        at += 1 + l.pending.size();
+        if (readable) acceptOne(l);
+        for (size_t k = l.pending.size(); k-- > 0;) readPending(l, k);
+      }
+      for (size_t i = listeners_.size(); i-- > 0;) {
+        RootListener& l = *listeners_[i];
+        for (size_t k = l.roots.size(); k-- > 0;) {
+          if (!l.roots[k]->complete() && !l.roots[k]->expired()) continue;
+          l.roots[k]->finish(false);
+          l.roots.erase(l.roots.begin() + k);
+        }
+        if (l.roots.empty()) {  // nothing left to admit: free the port
+          closeListener(l, false);
+          listeners_.erase(listeners_.begin() + i);
+        }
+      }
+      if (listeners_.empty()) break;
+    }
+    running_ = false;
+  }
+
+  void acceptOne(RootListener& l) {
+    Pending p{};
+    p.from.length = sizeof(p.from.storage);
+    p.fd = accept4(l.fd, reinterpret_cast<sockaddr*>(&p.from.storage), &p.from.length, SOCK_CLOEXEC | SOCK_NONBLOCK);
+    if (p.fd < 0) return;
+    p.deadline = Deadline::after(l.strangerSeconds);  // one that connects and says nothing is dropped
+    l.pending.push_back(p);
+  }
+
+  static void reject(RootListener& l, size_t index, const char* reason) {
+    WEFT_WARN("bootstrap root: rejected connection from %s: %s", l.pending[index].from.toString().c_str(), reason);
+    close(l.pending[index].fd);
+    l.pending.erase(l.pending.begin() + index);
+  }
+
+  void readPending(RootListener& l, size_t index) {
+    Pending& p = l.pending[index];
+    ssize_t n = recv(p.fd, reinterpret_cast<char*>(&p.hello) + p.got, sizeof(Hello) - p.got, MSG_DONTWAIT);
+    if (n == 0) return reject(l, index, "closed before its hello was complete");
+    if (n < 0) {
+      if (errno != EAGAIN && errno != EINTR) return reject(l, index, strerror(errno));
+      if (p.deadline.expired()) return reject(l, index, "sent no complete hello in time");
+      return;
+    }
+    p.got += n;
+    // Check the magic as soon as it is in, so that garbage is refused without waiting.
+    if (p.got >= sizeof(uint64_t) && p.hello.magic != kHelloMagic)
+      return reject(l, index, "not a weft bootstrap hello");
+    if (p.got < sizeof(Hello)) return;
+    const Hello& h = p.hello;
+    if (h.version != kProtocolVersion) return reject(l, index, "protocol version mismatch");
+    if (h.infoBytes != sizeof(RankInfo)) return reject(l, index, "rank info of the wrong size");
+    if (h.nranks < 1 || h.nranks > kMaxRanks) return reject(l, index, "bad rank count");
+    BootstrapRoot* root = nullptr;
+    for (auto& r : l.roots)
+      if (r->holds(h.secret)) root = r.get();
+    if (!root) return reject(l, index, "wrong secret");
+    const char* reason = nullptr;
+    if (!root->admit(p.fd, h, &reason)) return reject(l, index, reason);
+    l.pending.erase(l.pending.begin() + index);
+  }
+
+  std::mutex mutex_;
+  std::vector<std::unique_ptr<RootListener>> listeners_;
+  std::thread thread_;
+  bool running_ = false;
+  bool stopping_ = false;
+};
 
 }  // namespace
 
 ncclResult_t startBootstrapRoot(const SocketAddress& address, const BootstrapSecret& secret, SocketAddress* bound) {
-  int fd = -1;
-  ncclResult_t result = listenSocket(address, &fd, bound);
-  if (result != ncclSuccess && address.port() != 0) {
-    // The named host may be an alias of this machine that cannot be bound: take the port on
-    // every interface instead; the secret still guards admission.
-    SocketAddress any{};
-    any.storage.ss_family = address.storage.ss_family;
-    any.length = address.length;
-    any.setPort(address.port());
-    result = listenSocket(any, &fd, bound);
-  }
-  WEFT_CHECK(result);
-  WEFT_INFO(kLogBootstrap, "bootstrap root listening on %s", bound->toString().c_str());
-  double timeout = settingDouble(Setting::WeftTimeout);
-  rootRegistry().add(std::make_unique<BootstrapRoot>(fd, secret, timeout));
-  return ncclSuccess;
+  return RootService::instance().add(address, secret, settingDouble(Setting::WeftTimeout), bound);
 }
+
+size_t liveBootstrapRoots() { return RootService::instance().rootCount(); }
 
 ncclResult_t connectToRoot(const UniqueIdContents& id, double timeoutSeconds, int* fd, SocketAddress* localAddress) {
   ncclResult_t result = connectSocket(id.root, Deadline::after(timeoutSeconds), fd);

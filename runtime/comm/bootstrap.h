@@ -50,9 +50,13 @@ struct BootstrapResult {
   uint64_t commToken[2];        // random, shared by the ranks of this communicator only
 };
 
-// Starts a root listening on `address` (port 0: any) in a background thread that lives until
-// the communicator is formed or WEFT_TIMEOUT passes. `bound` receives the actual address.
+// Starts a root listening on `address` (port 0: any) that lives until the communicator is
+// formed or WEFT_TIMEOUT passes. `bound` receives the actual address. One thread serves every
+// root of the process, and ids asked for on the same address share one port; both go away when
+// the last root does.
 ncclResult_t startBootstrapRoot(const SocketAddress& address, const BootstrapSecret& secret, SocketAddress* bound);
+// Roots still waiting for ranks (for tests).
+size_t liveBootstrapRoots();
 
 // Connects to the root and exchanges RankInfo. `localAddress` receives the address this host
 // used to reach the root (a good default for data listeners).

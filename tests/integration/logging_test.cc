@@ -1,6 +1,7 @@
 // NCCL_DEBUG / NCCL_DEBUG_SUBSYS / NCCL_DEBUG_FILE: lines carry host, pid and rank; INFO says
 // which transport each peer uses and which algorithm each collective chose.
 #include <gtest/gtest.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -66,6 +67,40 @@ TEST(Logging, WarnLevelReportsBadArgumentsWithoutInfoLines) {
   EXPECT_NE(log.find("NCCL WARN"), std::string::npos) << log;
   EXPECT_NE(log.find("datatype=99"), std::string::npos) << log;
   EXPECT_EQ(log.find("NCCL INFO"), std::string::npos) << "WARN level prints no INFO lines";
+}
+
+// The debug file is opened close-on-exec: a program the rank starts (a shell, a compiler, a
+// data loader) must not inherit it. The child lists its own descriptors.
+TEST(Logging, DebugFileIsNotInheritedAcrossExec) {
+  const std::string path = "/tmp/weft-log-cloexec-" + std::to_string(getpid()) + ".txt";
+  setenv("NCCL_DEBUG", "VERSION", 1);
+  setenv("NCCL_DEBUG_FILE", path.c_str(), 1);
+  ncclResetDebugInit();
+  int version = 0;
+  ASSERT_EQ(ncclGetVersion(&version), ncclSuccess);  // logs its line, so the file is open
+  int out[2];
+  ASSERT_EQ(pipe(out), 0);
+  pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    dup2(out[1], 1);
+    execlp("ls", "ls", "-l", "/proc/self/fd", static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  close(out[1]);
+  std::string listing;
+  char buffer[4096];
+  for (ssize_t n; (n = read(out[0], buffer, sizeof(buffer))) > 0;) listing.append(buffer, n);
+  close(out[0]);
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  unsetenv("NCCL_DEBUG_FILE");
+  unsetenv("NCCL_DEBUG");
+  ncclResetDebugInit();
+  EXPECT_NE(readFile(path).find("API)"), std::string::npos) << "the file was not written";
+  unlink(path.c_str());
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << listing;
+  EXPECT_EQ(listing.find(path), std::string::npos) << "inherited by an exec'd program:\n" << listing;
 }
 
 }  // namespace

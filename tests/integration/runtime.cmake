@@ -12,6 +12,8 @@ weft_test(collectives_test SOURCES integration/collectives_test.cc LIBS weft_tes
 weft_test(comm_management_test SOURCES integration/comm_management_test.cc LIBS weft_test_support)
 weft_test(logging_test SOURCES integration/logging_test.cc LIBS weft_test_support)
 weft_test(premulsum_lifetime_test SOURCES integration/premulsum_lifetime_test.cc LIBS weft_test_support)
+# Unused unique ids: no thread or port each, all released at WEFT_TIMEOUT.
+weft_test(unique_id_root_test SOURCES integration/unique_id_root_test.cc LIBS weft_test_support)
 # No exception escapes through the C API (std::bad_alloc under an address-space limit).
 weft_test(api_boundary_test SOURCES integration/api_boundary_test.cc LIBS weft_test_support)
 # A closed TCP peer must not make a waiting rank spin (CPU time against wall time).

@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <regex>
@@ -210,6 +211,22 @@ TEST(Weftrun, RanksIgnoringSigtermAreKilledAfterTheGracePeriod) {
   EXPECT_GE(r.seconds, 1.5) << "SIGKILL comes after a 2 s grace period";
   EXPECT_LT(r.seconds, 10.0);
   EXPECT_NE(r.err.find("ignored SIGTERM"), std::string::npos) << r.err;
+}
+
+// A rank's stdin is /dev/null, and the descriptor weftrun opened it through is not left open
+// in the rank: the rank (ls here) lists its own descriptors; /dev/null may be fd 0 and any fd
+// this test process itself already had open on it (ctest's), nothing else.
+TEST(Weftrun, RankInheritsNoStrayDescriptors) {
+  std::set<std::string> allowed = {"0"};
+  for (const auto& entry : std::filesystem::directory_iterator("/proc/self/fd")) {
+    std::error_code error;
+    if (std::filesystem::read_symlink(entry.path(), error) == "/dev/null") allowed.insert(entry.path().filename());
+  }
+  RunResult r = runWeftrun({"-n", "1", "--no-prefix", "ls", "-l", "/proc/self/fd"});
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  std::regex devNull(R"((\d+) -> /dev/null)");
+  for (std::sregex_iterator it(r.out.begin(), r.out.end(), devNull), end; it != end; ++it)
+    EXPECT_TRUE(allowed.count((*it)[1].str())) << "fd " << (*it)[1].str() << " leaked into the rank:\n" << r.out;
 }
 
 TEST(Weftrun, AllRanksSucceedingExitsZero) {

@@ -159,8 +159,10 @@ bool Job::spawn(int rank, const std::vector<std::string>& env) {
     sigset_t none;
     sigemptyset(&none);
     sigprocmask(SIG_SETMASK, &none, nullptr);
-    int devnull = open("/dev/null", O_RDONLY);
-    if (devnull >= 0) dup2(devnull, 0);
+    // Close-on-exec, so that only its copy on fd 0 reaches the rank (dup2 clears the flag).
+    int devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
+    if (devnull > 0) dup2(devnull, 0);
+    if (devnull == 0) fcntl(0, F_SETFD, 0);
     dup2(out[1], 1);
     dup2(err[1], 2);
     execvpe(argv[0], argv.data(), envp.data());
