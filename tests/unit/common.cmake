@@ -6,3 +6,5 @@ weft_test(settings_test SOURCES unit/settings_test.cc)
 weft_test(settings_readme_test SOURCES unit/settings_readme_test.cc)
 target_compile_definitions(settings_readme_test PRIVATE WEFT_README_PATH="${PROJECT_SOURCE_DIR}/README.md")
 weft_test(cpu_features_test SOURCES unit/cpu_features_test.cc)
+# The reference every collective test compares against: wrong results must fail it.
+weft_test(reference_test SOURCES unit/reference_test.cc support/reference.cc)
