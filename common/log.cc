@@ -144,7 +144,11 @@ void logMessage(LogLevel level, const char* file, int line, const char* format, 
     fprintf(config.sink, "%s:%d:%ld%s NCCL %s %s\n", config.host, getpid(), tid, rankText, levelName(level), body);
 }
 
-void setLogRank(int rank) { logRank = rank; }
+int setLogRank(int rank) {
+  const int previous = logRank;
+  logRank = rank;
+  return previous;
+}
 
 void resetLogConfig() {
   std::lock_guard<std::mutex> lock(configMutex);

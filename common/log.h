@@ -28,8 +28,21 @@ bool logEnabled(LogLevel level, uint32_t subsys);
 void logMessage(LogLevel level, const char* file, int line, const char* format, ...)
     __attribute__((format(printf, 4, 5)));
 
-// The rank printed in this thread's log lines (-1: none); the runtime sets it around calls.
-void setLogRank(int rank);
+// The rank printed in this thread's log lines (-1: none); returns the previous one.
+int setLogRank(int rank);
+
+// This thread's log rank for a scope: one thread may drive several communicators' calls (a
+// group over ncclCommInitAll's ranks), so the runtime sets the rank of the call it works on.
+class ScopedLogRank {
+ public:
+  explicit ScopedLogRank(int rank) : previous_(setLogRank(rank)) {}
+  ~ScopedLogRank() { setLogRank(previous_); }
+  ScopedLogRank(const ScopedLogRank&) = delete;
+  ScopedLogRank& operator=(const ScopedLogRank&) = delete;
+
+ private:
+  int previous_;
+};
 // Re-reads the NCCL_DEBUG* variables (ncclResetDebugInit).
 void resetLogConfig();
 

@@ -97,6 +97,7 @@ RunBuffers userBuffers(const CollectiveCall& call) {
 // Starts the queue's next item (or the direct-path handshake that decides how to run it).
 ncclResult_t startNext(CommQueue& queue) {
   CancelScope abortable(&queue.comm->state.aborted);  // connection set-up and mapping wait on peers
+  ScopedLogRank logAs(queue.comm->rank);              // its selection and plan lines name this rank
   queue.running.reset();
   if (queue.handshakeFor) {
     const CollectiveCall& call = *queue.handshakeFor;

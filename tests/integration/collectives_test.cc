@@ -26,14 +26,15 @@ struct Checker {
   const char* what;
   size_t failures = 0;
 
-  // Compares `count` elements against expected(i); prints the first mismatches.
+  // Compares `count` elements against expected(i), the result of `op` over `nranks` ranks (a
+  // copy is a Sum over one rank: exact); prints the first mismatches.
   void expect(const void* actual, size_t count, ncclDataType_t type, const std::function<double(size_t)>& expected,
-              int toleranceRanks, size_t scenario) {
+              int nranks, ncclRedOp_t op, size_t scenario) {
     size_t size = dataTypeSize(type);
     for (size_t i = 0; i < count; ++i) {
       double want = expected(i);
       double got = toDouble(static_cast<const char*>(actual) + i * size, type);
-      if (std::fabs(got - want) > tolerance(want, toleranceRanks, type)) {
+      if (!matches(got, want, tolerance(want, nranks, type, op))) {
         if (failures < 3)
           fprintf(stderr, "rank %d %s %s #%zu: element %zu is %g, expected %g\n", rank, what, dataTypeName(type),
                   scenario, i, got, want);
@@ -77,7 +78,8 @@ size_t collectiveGrid(int rank, int n, const ncclUniqueId& id, const std::vector
           void* dst = inPlace ? buf.data() : out.data();
           if (!call(ncclBroadcast(buf.data(), dst, count, type, root, comm, nullptr), "ncclBroadcast")) return 1002;
           c.expect(
-              dst, count, type, [&](size_t i) { return inputValue(root, i, type, ncclSum, seed); }, 1, scenario);
+              dst, count, type, [&](size_t i) { return inputValue(root, i, type, ncclSum, seed); }, 1, ncclSum,
+              scenario);
           wrong += c.failures;
         }
         // Reduce, every op
@@ -89,7 +91,7 @@ size_t collectiveGrid(int rank, int n, const ncclUniqueId& id, const std::vector
           if (!call(ncclReduce(buf.data(), dst, count, type, op, root, comm, nullptr), "ncclReduce")) return 1003;
           if (rank == root)
             c.expect(
-                dst, count, type, [&](size_t i) { return expectedReduction(n, i, type, op, seed); }, n, scenario);
+                dst, count, type, [&](size_t i) { return expectedReduction(n, i, type, op, seed); }, n, op, scenario);
           wrong += c.failures;
         }
         // AllGather: block r of recv is rank r's input.
@@ -106,7 +108,7 @@ size_t collectiveGrid(int rank, int n, const ncclUniqueId& id, const std::vector
           for (int r = 0; r < n; ++r)
             c.expect(
                 recv.data() + r * count * es, count, type,
-                [&](size_t i) { return inputValue(r, i, type, ncclSum, seed); }, 1, scenario);
+                [&](size_t i) { return inputValue(r, i, type, ncclSum, seed); }, 1, ncclSum, scenario);
           wrong += c.failures;
         }
         // ReduceScatter, every op: rank r gets block r of the reduction of everyone's n*count inputs.
@@ -119,7 +121,7 @@ size_t collectiveGrid(int rank, int n, const ncclUniqueId& id, const std::vector
             return 1005;
           c.expect(
               recv, count, type, [&](size_t i) { return expectedReduction(n, rank * count + i, type, op, seed); }, n,
-              scenario);
+              op, scenario);
           wrong += c.failures;
         }
         // AlltoAll: block j of my recv is block `rank` of rank j's send.
@@ -131,7 +133,7 @@ size_t collectiveGrid(int rank, int n, const ncclUniqueId& id, const std::vector
           for (int j = 0; j < n; ++j)
             c.expect(
                 static_cast<char*>(recv) + j * count * es, count, type,
-                [&](size_t i) { return inputValue(j, rank * count + i, type, ncclSum, seed); }, 1, scenario);
+                [&](size_t i) { return inputValue(j, rank * count + i, type, ncclSum, seed); }, 1, ncclSum, scenario);
           wrong += c.failures;
         }
         // Gather to root.
@@ -149,7 +151,7 @@ size_t collectiveGrid(int rank, int n, const ncclUniqueId& id, const std::vector
             for (int r = 0; r < n; ++r)
               c.expect(
                   recv.data() + r * count * es, count, type,
-                  [&](size_t i) { return inputValue(r, i, type, ncclSum, seed); }, 1, scenario);
+                  [&](size_t i) { return inputValue(r, i, type, ncclSum, seed); }, 1, ncclSum, scenario);
           wrong += c.failures;
         }
         // Scatter from root: my block of root's n*count input.
@@ -160,7 +162,7 @@ size_t collectiveGrid(int rank, int n, const ncclUniqueId& id, const std::vector
           if (!call(ncclScatter(send.data(), recv, count, type, root, comm, nullptr), "ncclScatter")) return 1008;
           c.expect(
               recv, count, type, [&](size_t i) { return inputValue(root, rank * count + i, type, ncclSum, seed); }, 1,
-              scenario);
+              ncclSum, scenario);
           wrong += c.failures;
         }
       }
@@ -232,39 +234,40 @@ TEST(CollectivesLarge, MillionPlusThreeAtTwoRanks) {
       return 2;
     c.expect(
         recv.data(), count, ncclFloat32,
-        [&](size_t i) { return expectedReduction(2, rank * count + i, ncclFloat32, ncclSum, 9); }, 2, 0);
+        [&](size_t i) { return expectedReduction(2, rank * count + i, ncclFloat32, ncclSum, 9); }, 2, ncclSum, 0);
     if (ncclAllGather(send.data(), recv.data(), count, ncclFloat32, comm, nullptr) != ncclSuccess) return 3;
     for (int r = 0; r < 2; ++r)
       c.expect(
           recv.data() + r * count, count, ncclFloat32,
-          [&](size_t i) { return inputValue(r, i, ncclFloat32, ncclSum, 9); }, 1, 1);
+          [&](size_t i) { return inputValue(r, i, ncclFloat32, ncclSum, 9); }, 1, ncclSum, 1);
     if (ncclAlltoAll(send.data(), recv.data(), count, ncclFloat32, comm, nullptr) != ncclSuccess) return 4;
     for (int j = 0; j < 2; ++j)
       c.expect(
           recv.data() + j * count, count, ncclFloat32,
-          [&](size_t i) { return inputValue(j, rank * count + i, ncclFloat32, ncclSum, 9); }, 1, 2);
+          [&](size_t i) { return inputValue(j, rank * count + i, ncclFloat32, ncclSum, 9); }, 1, ncclSum, 2);
     if (ncclBroadcast(send.data(), recv.data(), count, ncclFloat32, 1, comm, nullptr) != ncclSuccess) return 5;
     c.expect(
-        recv.data(), count, ncclFloat32, [&](size_t i) { return inputValue(1, i, ncclFloat32, ncclSum, 9); }, 1, 3);
+        recv.data(), count, ncclFloat32, [&](size_t i) { return inputValue(1, i, ncclFloat32, ncclSum, 9); }, 1,
+        ncclSum, 3);
     if (ncclAllReduce(send.data(), recv.data(), count, ncclFloat32, ncclSum, comm, nullptr) != ncclSuccess) return 7;
     c.expect(
         recv.data(), count, ncclFloat32, [&](size_t i) { return expectedReduction(2, i, ncclFloat32, ncclSum, 9); }, 2,
-        4);
+        ncclSum, 4);
     if (ncclReduce(send.data(), recv.data(), count, ncclFloat32, ncclSum, 0, comm, nullptr) != ncclSuccess) return 8;
     if (rank == 0)
       c.expect(
           recv.data(), count, ncclFloat32, [&](size_t i) { return expectedReduction(2, i, ncclFloat32, ncclSum, 9); },
-          2, 5);
+          2, ncclSum, 5);
     if (ncclGather(send.data(), recv.data(), count, ncclFloat32, 1, comm, nullptr) != ncclSuccess) return 9;
     if (rank == 1)
       for (int r = 0; r < 2; ++r)
         c.expect(
             recv.data() + r * count, count, ncclFloat32,
-            [&](size_t i) { return inputValue(r, i, ncclFloat32, ncclSum, 9); }, 1, 6);
+            [&](size_t i) { return inputValue(r, i, ncclFloat32, ncclSum, 9); }, 1, ncclSum, 6);
     if (ncclScatter(send.data(), recv.data(), count, ncclFloat32, 0, comm, nullptr) != ncclSuccess) return 10;
     c.expect(
         recv.data(), count, ncclFloat32,
-        [&](size_t i) { return inputValue(0, rank * count + i, ncclFloat32, ncclSum, 9); }, 1, 7);
+        [&](size_t i) { return inputValue(0, rank * count + i, ncclFloat32, ncclSum, 9); }, 1, ncclSum, 7);
     ncclCommDestroy(comm);
     return c.failures == 0 ? 0 : 6;
   });
@@ -332,11 +335,11 @@ TEST(Groups, MixedCollectivesAndPreMulSum) {
     Checker c{rank, "group"};
     c.expect(
         a.data(), count, ncclFloat64, [&](size_t i) { return 2 * expectedReduction(n, i, ncclFloat64, ncclSum, 3); }, n,
-        0);
+        ncclSum, 0);
     for (int r = 0; r < n; ++r)
       c.expect(
           gathered.data() + r * count, count, ncclFloat64,
-          [&](size_t i) { return inputValue(r, i, ncclFloat64, ncclSum, 4); }, 1, 1);
+          [&](size_t i) { return inputValue(r, i, ncclFloat64, ncclSum, 4); }, 1, ncclSum, 1);
     if (ncclRedOpDestroy(premul, comm) != ncclSuccess) return 5;
     if (ncclAllReduce(a.data(), a.data(), count, ncclFloat64, premul, comm, nullptr) != ncclInvalidArgument) return 6;
     ncclCommDestroy(comm);
@@ -397,28 +400,41 @@ TEST(PreMulSum, DeviceResidenceReadsTheScalarWhenTheCollectiveRuns) {
   }
 }
 
+// ncclGroupSimulateEnd prices the group without running it: a larger call costs more, calls
+// on one communicator add up (they run one after another), calls on different communicators
+// overlap (the group takes as long as the slowest).
 TEST(Groups, SimulateEndPredictsWithoutRunning) {
-  ncclComm_t comms[2];
+  ncclComm_t comms[2], others[2];
   ASSERT_EQ(ncclCommInitAll(comms, 2, nullptr), ncclSuccess);
+  ASSERT_EQ(ncclCommInitAll(others, 2, nullptr), ncclSuccess);
   std::vector<float> data[2] = {std::vector<float>(1 << 20, 1.0f), std::vector<float>(1 << 20, 1.0f)};
-  ncclSimInfo_t small = NCCL_SIM_INFO_INITIALIZER, large = NCCL_SIM_INFO_INITIALIZER;
-  ASSERT_EQ(ncclGroupStart(), ncclSuccess);
-  for (int r = 0; r < 2; ++r)
-    ASSERT_EQ(ncclAllReduce(data[r].data(), data[r].data(), 16, ncclFloat32, ncclSum, comms[r], nullptr), ncclSuccess);
-  ASSERT_EQ(ncclGroupSimulateEnd(&small), ncclSuccess);
-  ASSERT_EQ(ncclGroupStart(), ncclSuccess);
-  for (int r = 0; r < 2; ++r)
-    ASSERT_EQ(ncclAllReduce(data[r].data(), data[r].data(), 1 << 20, ncclFloat32, ncclSum, comms[r], nullptr),
-              ncclSuccess);
-  ASSERT_EQ(ncclGroupSimulateEnd(&large), ncclSuccess);
-  EXPECT_GT(small.estimatedTime, 0.0f);
-  EXPECT_GT(large.estimatedTime, small.estimatedTime);
+  // Simulates one group of `calls` all-reduces of `count` floats on each rank of `on`.
+  auto simulate = [&](std::vector<std::pair<ncclComm_t*, size_t>> calls) {
+    ncclSimInfo_t info = NCCL_SIM_INFO_INITIALIZER;
+    EXPECT_EQ(ncclGroupStart(), ncclSuccess);
+    for (auto [on, count] : calls)
+      for (int r = 0; r < 2; ++r)
+        EXPECT_EQ(ncclAllReduce(data[r].data(), data[r].data(), count, ncclFloat32, ncclSum, on[r], nullptr),
+                  ncclSuccess);
+    EXPECT_EQ(ncclGroupSimulateEnd(&info), ncclSuccess);
+    return static_cast<double>(info.estimatedTime);
+  };
+  const double small = simulate({{comms, 16}}), large = simulate({{comms, 1 << 20}});
+  const double medium = simulate({{others, 1 << 16}});
+  EXPECT_GT(small, 0.0);
+  EXPECT_GT(large, small);
+  EXPECT_GT(large, medium);
+  EXPECT_NEAR(simulate({{comms, 1 << 20}, {comms, 16}}), large + small, 1e-4 * large) << "one communicator: in turn";
+  EXPECT_NEAR(simulate({{comms, 1 << 20}, {others, 1 << 16}}), large, 1e-4 * large) << "two: side by side";
+  EXPECT_NEAR(simulate({{comms, 16}, {others, 1 << 16}}), medium, 1e-4 * medium);
   EXPECT_EQ(data[0][0], 1.0f) << "a simulated group must not run";
+  EXPECT_EQ(data[1][(1 << 20) - 1], 1.0f);
   ncclSimInfo_t uninitialized{};
   ASSERT_EQ(ncclGroupStart(), ncclSuccess);
   EXPECT_EQ(ncclGroupSimulateEnd(&uninitialized), ncclInvalidArgument);
   EXPECT_EQ(ncclGroupEnd(), ncclSuccess);
   for (auto* c : comms) ncclCommDestroy(c);
+  for (auto* c : others) ncclCommDestroy(c);
 }
 
 }  // namespace

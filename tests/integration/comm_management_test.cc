@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstring>
 #include <thread>
 #include <vector>
 
@@ -134,28 +135,41 @@ TEST(Split, RandomColorsAndKeysMatchTheReference) {
   }
 }
 
+// Non-blocking init returns ncclInProgress; a split of a non-blocking parent without a config
+// inherits blocking = 0 and returns ncclInProgress too, while a blocking parent's split returns
+// ncclSuccess (so the result shows the inherited setting, not a fixed answer).
+ncclResult_t waitForInit(ncclComm_t comm) {
+  ncclResult_t state = ncclInProgress;
+  auto start = std::chrono::steady_clock::now();
+  while (state == ncclInProgress && std::chrono::steady_clock::now() - start < std::chrono::seconds(30)) {
+    if (ncclCommGetAsyncError(comm, &state) != ncclSuccess) return ncclInternalError;
+    if (state == ncclInProgress) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  return state;
+}
+
 TEST(Split, InheritsTheParentsConfig) {
   const int n = 2;
   auto outcomes = runRankProcesses(n, [&](int rank, const ncclUniqueId& id) {
     ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
     config.blocking = 0;
     ncclComm_t comm;
-    ncclResult_t r = ncclCommInitRankConfig(&comm, n, id, rank, &config);
-    if (r != ncclSuccess && r != ncclInProgress) return 1;
-    ncclResult_t state = ncclInProgress;
-    auto start = std::chrono::steady_clock::now();
-    while (state == ncclInProgress && std::chrono::steady_clock::now() - start < std::chrono::seconds(30)) {
-      ncclCommGetAsyncError(comm, &state);
-      std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    }
-    if (state != ncclSuccess) return 2;
+    if (ncclCommInitRankConfig(&comm, n, id, rank, &config) != ncclInProgress) return 1;
+    if (waitForInit(comm) != ncclSuccess) return 2;
     ncclComm_t sub = nullptr;
-    r = ncclCommSplit(comm, 0, rank, &sub, nullptr);  // inherits blocking = 0
-    if (r != ncclInProgress && r != ncclSuccess) return 3;
+    if (ncclCommSplit(comm, 0, rank, &sub, nullptr) != ncclInProgress) return 3;  // inherits blocking = 0
+    if (waitForInit(sub) != ncclSuccess) return 4;
     int sum = 0;
-    if (!sumOver(sub, rank + 1, &sum) || sum != 3) return 4;  // waits for the init to finish
-    ncclCommGetAsyncError(sub, &state);
-    if (state != ncclSuccess) return 5;
+    if (!sumOver(sub, rank + 1, &sum) || sum != 3) return 5;
+    // A blocking child of the same parent (its own config) and a blocking parent's child.
+    ncclConfig_t blocking = NCCL_CONFIG_INITIALIZER;
+    blocking.blocking = 1;
+    ncclComm_t explicitChild = nullptr, grandchild = nullptr;
+    if (ncclCommSplit(comm, 0, rank, &explicitChild, &blocking) != ncclSuccess) return 6;
+    if (ncclCommSplit(explicitChild, 0, rank, &grandchild, nullptr) != ncclSuccess) return 7;
+    if (!sumOver(grandchild, rank + 1, &sum) || sum != 3) return 8;
+    ncclCommDestroy(grandchild);
+    ncclCommDestroy(explicitChild);
     ncclCommDestroy(sub);
     ncclCommDestroy(comm);
     return 0;
@@ -193,8 +207,10 @@ TEST(Shrink, ExcludesARankThatDied) {
   for (int r : {0, 1, 3}) EXPECT_EQ(outcomes[r].exitCode, 0) << "rank " << r;
 }
 
+// After a revoke collectives fail, but the communicator can still be shrunk (here without rank
+// 2, which only destroys its revoked communicator) into one that works, and destroyed.
 TEST(Revoke, StopsCollectivesButAllowsShrinkAndDestroy) {
-  const int n = 2;
+  const int n = 3;
   auto outcomes = runRankProcesses(n, [&](int rank, const ncclUniqueId& id) {
     ncclComm_t comm;
     if (ncclCommInitRank(&comm, n, id, rank) != ncclSuccess) return 1;
@@ -202,24 +218,43 @@ TEST(Revoke, StopsCollectivesButAllowsShrinkAndDestroy) {
     if (ncclCommRevoke(comm, NCCL_REVOKE_DEFAULT) != ncclSuccess) return 3;
     int v = 1;
     if (ncclAllReduce(&v, &v, 1, ncclInt32, ncclSum, comm, nullptr) != ncclInvalidUsage) return 4;
-    ncclCommDestroy(comm);
-    return 0;
+    if (rank == 2) return ncclCommDestroy(comm) == ncclSuccess ? 0 : 5;
+    int excluded[] = {2};
+    ncclComm_t smaller = nullptr;
+    if (ncclCommShrink(comm, excluded, 1, &smaller, nullptr, NCCL_SHRINK_DEFAULT) != ncclSuccess) {
+      fprintf(stderr, "rank %d shrink after revoke: %s\n", rank, ncclGetLastError(comm));
+      return 6;
+    }
+    int count = 0, newRank = -1, sum = 0;
+    ncclCommCount(smaller, &count);
+    ncclCommUserRank(smaller, &newRank);
+    if (count != 2 || newRank != rank) return 7;
+    if (!sumOver(smaller, rank + 10, &sum) || sum != 10 + 11) return 8;
+    if (ncclAllReduce(&v, &v, 1, ncclInt32, ncclSum, comm, nullptr) != ncclInvalidUsage) return 9;  // still revoked
+    if (ncclCommDestroy(smaller) != ncclSuccess) return 10;
+    return ncclCommDestroy(comm) == ncclSuccess ? 0 : 11;
   });
   EXPECT_EQ(describeFailures(outcomes), "");
 }
 
+// Two distinct ids from two live roots, as NCCL's scalable init takes them: every rank passes
+// the same list and gets a working communicator of all ranks; a list with a bad id is refused.
 TEST(InitScalable, SeveralIds) {
   const int n = 3;
-  auto outcomes = runRankProcesses(n, [&](int rank, const ncclUniqueId& id) {
-    // Every rank must pass the same ids: the first is the parent's, the second a copy of it.
-    ncclUniqueId ids[2] = {id, id};
+  auto outcomes = runRankProcessesWithIds(n, 2, [&](int rank, const std::vector<ncclUniqueId>& ids) {
+    if (memcmp(&ids[0], &ids[1], sizeof(ncclUniqueId)) == 0) return 1;
+    ncclUniqueId list[2] = {ids[0], ids[1]};
     ncclComm_t comm;
-    if (ncclCommInitRankScalable(&comm, n, rank, 2, ids, nullptr) != ncclSuccess) return 1;
-    int sum = 0;
-    if (!sumOver(comm, rank, &sum) || sum != 3) return 2;
+    if (ncclCommInitRankScalable(&comm, n, rank, 2, list, nullptr) != ncclSuccess) return 2;
+    int count = 0, myRank = -1, sum = 0;
+    ncclCommCount(comm, &count);
+    ncclCommUserRank(comm, &myRank);
+    if (count != n || myRank != rank) return 3;
+    if (!sumOver(comm, rank, &sum) || sum != 0 + 1 + 2) return 4;
     ncclCommDestroy(comm);
-    ncclUniqueId bad[1] = {};
-    return ncclCommInitRankScalable(&comm, n, rank, 1, bad, nullptr) == ncclInvalidArgument ? 0 : 3;
+    ncclUniqueId bad[2] = {ids[0], {}};
+    if (ncclCommInitRankScalable(&comm, n, rank, 2, bad, nullptr) != ncclInvalidArgument) return 5;
+    return ncclCommInitRankScalable(&comm, n, rank, 0, list, nullptr) == ncclInvalidArgument ? 0 : 6;
   });
   EXPECT_EQ(describeFailures(outcomes), "");
 }

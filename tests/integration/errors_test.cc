@@ -166,31 +166,39 @@ TEST(Timeout, PeerThatDiesMidJob) {
 }
 
 // A stranger connects to the bootstrap port: one sends garbage, one says nothing, one offers a
-// wrong secret. The root rejects them and the real ranks form their communicator.
+// wrong secret. The root rejects them and the real ranks form their communicator. The strangers
+// are a third process (this one must not start threads before forking the ranks), and the real
+// ranks start only once the strangers are connected.
 TEST(Intruder, RejectedWhileRealRanksCarryOn) {
-  ncclUniqueId id;
-  ASSERT_EQ(ncclGetUniqueId(&id), ncclSuccess);
-  UniqueIdContents contents;
-  ASSERT_EQ(decodeUniqueId(id, &contents), ncclSuccess);
-  Deadline deadline = Deadline::after(10);
-  int garbage = -1, silent = -1;
-  ASSERT_EQ(connectSocket(contents.root, deadline, &garbage), ncclSuccess);
-  ASSERT_EQ(connectSocket(contents.root, deadline, &silent), ncclSuccess);
-  std::string junk(300, 'x');
-  ASSERT_EQ(sendAll(garbage, junk.data(), junk.size(), deadline), ncclSuccess);
-
-  UniqueIdContents wrong = contents;
-  wrong.secret.bytes[0] ^= 1;
-  int impostor = -1;
-  SocketAddress local;
-  ASSERT_EQ(connectToRoot(wrong, 10, &impostor, &local), ncclSuccess);
-  RankInfo fake{};
-  BootstrapResult ignored;
-  std::thread impostorThread([&] { EXPECT_NE(exchangeRankInfo(impostor, wrong, 2, fake, 10, &ignored), ncclSuccess); });
-
+  int strangersIn[2];
+  ASSERT_EQ(pipe(strangersIn), 0);
   auto outcomes = runRankProcesses(
-      2,
-      [&](int rank, const ncclUniqueId&) {
+      3,
+      [&](int rank, const ncclUniqueId& id) {
+        if (rank == 2) {
+          UniqueIdContents contents;
+          if (decodeUniqueId(id, &contents) != ncclSuccess) return 10;
+          Deadline deadline = Deadline::after(10);
+          int garbage = -1, silent = -1, impostor = -1;
+          if (connectSocket(contents.root, deadline, &garbage) != ncclSuccess) return 11;
+          if (connectSocket(contents.root, deadline, &silent) != ncclSuccess) return 12;
+          std::string junk(300, 'x');
+          if (sendAll(garbage, junk.data(), junk.size(), deadline) != ncclSuccess) return 13;
+          UniqueIdContents wrong = contents;
+          wrong.secret.bytes[0] ^= 1;
+          SocketAddress local;
+          if (connectToRoot(wrong, 10, &impostor, &local) != ncclSuccess) return 14;
+          if (write(strangersIn[1], "go", 2) != 2) return 15;  // one byte for each real rank
+          RankInfo fake{};
+          BootstrapResult ignored;
+          const bool rejected = exchangeRankInfo(impostor, wrong, 2, fake, 10, &ignored) != ncclSuccess;
+          close(garbage);
+          close(silent);
+          close(impostor);
+          return rejected ? 0 : 16;
+        }
+        char go;
+        if (read(strangersIn[0], &go, 1) != 1) return 4;
         ncclComm_t comm;
         if (ncclCommInitRank(&comm, 2, id, rank) != ncclSuccess) return 1;
         std::vector<int64_t> data(100);
@@ -202,11 +210,9 @@ TEST(Intruder, RejectedWhileRealRanksCarryOn) {
         return wrong == 0 ? 0 : 3;
       },
       60);
-  impostorThread.join();
   EXPECT_EQ(describeFailures(outcomes), "");
-  close(garbage);
-  close(silent);
-  close(impostor);
+  close(strangersIn[0]);
+  close(strangersIn[1]);
 }
 
 }  // namespace

@@ -6,6 +6,8 @@
 
 #include <cstdlib>
 #include <fstream>
+#include <regex>
+#include <set>
 #include <sstream>
 #include <string>
 
@@ -25,6 +27,7 @@ TEST(Logging, InfoNamesTransportsAndAlgorithmsInTheDebugFile) {
   setenv("NCCL_DEBUG", "INFO", 1);
   setenv("NCCL_DEBUG_SUBSYS", "INIT,TUNING", 1);
   setenv("NCCL_DEBUG_FILE", pattern.c_str(), 1);
+  setenv("WEFT_ALGO", "allreduce:tree", 1);  // not the default here: the line must name what ran
   ncclResetDebugInit();
   ncclComm_t comms[2];
   ASSERT_EQ(ncclCommInitAll(comms, 2, nullptr), ncclSuccess);
@@ -40,14 +43,36 @@ TEST(Logging, InfoNamesTransportsAndAlgorithmsInTheDebugFile) {
   std::string shortHost = std::string(host).substr(0, std::string(host).find('.'));
   std::string path = "/tmp/weft-log-test-" + shortHost + "-" + std::to_string(getpid()) + ".txt";
   unsetenv("NCCL_DEBUG_FILE");
+  unsetenv("WEFT_ALGO");
   ncclResetDebugInit();  // closes the file
   std::string log = readFile(path);
   unlink(path.c_str());
-  EXPECT_NE(log.find("NCCL INFO"), std::string::npos) << log;
-  EXPECT_NE(log.find("via SHM"), std::string::npos) << log;
-  EXPECT_NE(log.find("algorithm"), std::string::npos) << log;
-  EXPECT_NE(log.find(shortHost + ":" + std::to_string(getpid())), std::string::npos) << "lines start with host:pid";
-  EXPECT_NE(log.find(" [1] "), std::string::npos) << "lines carry the rank";
+  // Every line: host:pid:tid [rank] NCCL INFO ... (no rank on process-wide lines); for each
+  // rank, a line of its own for its connection to the other through shared memory, and for the
+  // all-reduce's choice (64 floats, sum, the forced tree), though one thread drove both ranks.
+  const std::string source = shortHost + ":" + std::to_string(getpid()) + ":[0-9]+";
+  const std::string prefix = source + " \\[([01])\\] NCCL INFO ";
+  const std::regex line("^" + source + "( \\[[01]\\])? NCCL INFO .*$"),
+      channel("^" + prefix + "Channel 00 : ([01])\\[\\2\\] -> ([01])\\[\\3\\] via SHM$");
+  const std::regex choice("^" + prefix +
+                          "allreduce: 64 x float op sum root -?[0-9]+ -> algorithm tree, [1-9][0-9]* steps, "
+                          "slices of [1-9][0-9]* bytes$");
+  std::set<std::string> connections, choices;
+  std::istringstream lines(log);
+  int count = 0;
+  for (std::string l; std::getline(lines, l); ++count) {
+    std::smatch m;
+    EXPECT_TRUE(std::regex_match(l, line)) << "not host:pid:tid [rank] NCCL INFO: " << l;
+    if (std::regex_match(l, m, channel)) {
+      EXPECT_EQ(m[1], m[2]) << "a rank's line names it as the source: " << l;
+      EXPECT_NE(m[2], m[3]) << l;
+      connections.insert(m[2].str() + "->" + m[3].str());
+    }
+    if (std::regex_match(l, m, choice)) choices.insert(m[1]);
+  }
+  EXPECT_GT(count, 0) << "no log";
+  EXPECT_EQ(connections, (std::set<std::string>{"0->1", "1->0"})) << log;
+  EXPECT_EQ(choices, (std::set<std::string>{"0", "1"})) << log;
 }
 
 TEST(Logging, WarnLevelReportsBadArgumentsWithoutInfoLines) {

@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
 #include <thread>
 
 namespace weft::testing {
@@ -22,7 +23,7 @@ struct RootHost {
   int release = -1;
 };
 
-bool startRootHost(ncclUniqueId* id, RootHost* host) {
+bool startRootHost(int nids, std::vector<ncclUniqueId>* ids, RootHost* host) {
   int idPipe[2], releasePipe[2];
   if (pipe(idPipe) != 0) return false;
   if (pipe(releasePipe) != 0) {
@@ -36,12 +37,14 @@ bool startRootHost(ncclUniqueId* id, RootHost* host) {
   if (pid == 0) {
     close(idPipe[0]);
     close(releasePipe[1]);
-    ncclUniqueId made;
-    if (ncclGetUniqueId(&made) != ncclSuccess) {
-      fprintf(stderr, "ncclGetUniqueId failed: %s\n", ncclGetLastError(nullptr));
-      _exit(1);
+    for (int i = 0; i < nids; ++i) {
+      ncclUniqueId made;
+      if (ncclGetUniqueId(&made) != ncclSuccess) {
+        fprintf(stderr, "ncclGetUniqueId failed: %s\n", ncclGetLastError(nullptr));
+        _exit(1);
+      }
+      if (write(idPipe[1], &made, sizeof(made)) != static_cast<ssize_t>(sizeof(made))) _exit(1);
     }
-    if (write(idPipe[1], &made, sizeof(made)) != static_cast<ssize_t>(sizeof(made))) _exit(1);
     close(idPipe[1]);
     char byte;
     while (read(releasePipe[0], &byte, 1) > 0) {}
@@ -49,11 +52,14 @@ bool startRootHost(ncclUniqueId* id, RootHost* host) {
   }
   close(idPipe[1]);
   close(releasePipe[0]);
-  ssize_t got = pid > 0 ? read(idPipe[0], id, sizeof(*id)) : -1;
+  ids->resize(nids);
+  bool complete = pid > 0;
+  for (int i = 0; i < nids && complete; ++i)
+    complete = read(idPipe[0], &(*ids)[i], sizeof((*ids)[i])) == static_cast<ssize_t>(sizeof((*ids)[i]));
   close(idPipe[0]);
   host->pid = pid;
   host->release = releasePipe[1];
-  return got == static_cast<ssize_t>(sizeof(*id));
+  return complete;
 }
 
 void stopRootHost(RootHost* host) {
@@ -63,12 +69,33 @@ void stopRootHost(RootHost* host) {
 
 }  // namespace
 
+int threadsInThisProcess() {
+  int n = 0;
+  std::error_code error;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc/self/task", error)) {
+    (void)entry;
+    ++n;
+  }
+  return n;
+}
+
 std::vector<RankOutcome> runRankProcesses(int nranks, const std::function<int(int, const ncclUniqueId&)>& body,
                                           double timeoutSeconds) {
-  ncclUniqueId id;
+  return runRankProcessesWithIds(
+      nranks, 1, [&](int rank, const std::vector<ncclUniqueId>& ids) { return body(rank, ids[0]); }, timeoutSeconds);
+}
+
+std::vector<RankOutcome> runRankProcessesWithIds(int nranks, int nids,
+                                                 const std::function<int(int, const std::vector<ncclUniqueId>&)>& body,
+                                                 double timeoutSeconds) {
+  std::vector<ncclUniqueId> ids;
   std::vector<RankOutcome> outcomes(nranks);
+  if (int threads = threadsInThisProcess(); threads != 1) {
+    fprintf(stderr, "runRankProcesses: refusing to fork with %d threads running in this process\n", threads);
+    return outcomes;
+  }
   RootHost root;
-  const bool haveId = startRootHost(&id, &root);
+  const bool haveId = startRootHost(nids, &ids, &root);
   if (!haveId) {
     fprintf(stderr, "could not start the bootstrap root's process\n");
     stopRootHost(&root);
@@ -80,7 +107,7 @@ std::vector<RankOutcome> runRankProcesses(int nranks, const std::function<int(in
   for (int r = 0; r < nranks; ++r) {
     pid_t pid = fork();
     if (pid == 0) {
-      int code = body(r, id);
+      int code = body(r, ids);
       fflush(stdout);
       fflush(stderr);
       _exit(code);  // no static destructors: they belong to the parent

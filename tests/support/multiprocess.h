@@ -17,8 +17,18 @@ struct RankOutcome {
 // Forks `nranks` children; each runs body(rank, id) and exits with its return value. `id` comes
 // from ncclGetUniqueId in one more child, which hosts the bootstrap root until all ranks ended;
 // this process starts no thread, so forking it is safe under the sanitizers too.
+// Refuses (every outcome -1, with a message) when this process runs a thread: fork must come first.
 std::vector<RankOutcome> runRankProcesses(int nranks, const std::function<int(int rank, const ncclUniqueId& id)>& body,
                                           double timeoutSeconds = 120);
+
+// The same with `nids` distinct unique ids, every root alive until all ranks ended
+// (ncclCommInitRankScalable).
+std::vector<RankOutcome> runRankProcessesWithIds(
+    int nranks, int nids, const std::function<int(int rank, const std::vector<ncclUniqueId>& ids)>& body,
+    double timeoutSeconds = 120);
+
+// Threads of this process (from /proc/self/task); fork is only safe at 1.
+int threadsInThisProcess();
 
 // True when every rank exited 0; otherwise a text listing the failures for the assertion.
 std::string describeFailures(const std::vector<RankOutcome>& outcomes);

@@ -1,8 +1,10 @@
 #include "tests/support/reference.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <limits>
 
 #include "common/dtype.h"
 #include "common/numeric.h"
@@ -20,7 +22,49 @@ uint64_t mix(uint64_t x) {
 
 bool isUnsigned(ncclDataType_t type) { return type == ncclUint8 || type == ncclUint32 || type == ncclUint64; }
 
+// Stored fraction bits of a floating type (its precision is one more).
+int fractionBits(ncclDataType_t type) {
+  switch (type) {
+    case ncclFloat8e4m3: return 3;
+    case ncclFloat8e5m2: return 2;
+    case ncclBfloat16: return 7;
+    case ncclFloat16: return 10;
+    case ncclFloat32: return 23;
+    default: return 52;
+  }
+}
+
+// The spacing of the type's subnormals: a rounding below the smallest normal errs by up to half of it.
+double subnormalSpacing(ncclDataType_t type) {
+  switch (type) {
+    case ncclFloat8e4m3: return std::ldexp(1.0, -9);
+    case ncclFloat8e5m2: return std::ldexp(1.0, -16);
+    case ncclBfloat16: return std::ldexp(1.0, -133);
+    case ncclFloat16: return std::ldexp(1.0, -24);
+    case ncclFloat32: return std::ldexp(1.0, -149);
+    default: return std::numeric_limits<double>::denorm_min();
+  }
+}
+
+// Signed inputs lie in [-m, m], unsigned ones in [0, 2m].
+int signedMagnitude(ncclDataType_t type) {
+  switch (type) {
+    case ncclFloat8e5m2: return 1;
+    case ncclFloat8e4m3: return 2;
+    default: return 4;
+  }
+}
+
 }  // namespace
+
+double maxInputMagnitude(ncclDataType_t type, ncclRedOp_t op) {
+  if (op == ncclProd) return 3;
+  return isUnsigned(type) ? 2 * signedMagnitude(type) : signedMagnitude(type);
+}
+
+double exactIntegerLimit(ncclDataType_t type) {
+  return isFloatingType(type) ? std::ldexp(1.0, fractionBits(type) + 1) : 0;
+}
 
 double inputValue(int rank, size_t index, ncclDataType_t type, ncclRedOp_t op, unsigned seed) {
   uint64_t r = mix((static_cast<uint64_t>(seed) << 40) ^ (static_cast<uint64_t>(rank) << 32) ^ index);
@@ -30,8 +74,9 @@ double inputValue(int rank, size_t index, ncclDataType_t type, ncclRedOp_t op, u
     if (isUnsigned(type)) return 1;
     return (r >> 8) & 1 ? 1 : -1;
   }
-  if (isUnsigned(type)) return static_cast<double>(r % 9);
-  return static_cast<double>(static_cast<int>(r % 9) - 4);
+  const int m = signedMagnitude(type);
+  if (isUnsigned(type)) return static_cast<double>(r % (2 * m + 1));
+  return static_cast<double>(static_cast<int>(r % (2 * m + 1)) - m);
 }
 
 double expectedReduction(int nranks, size_t index, ncclDataType_t type, ncclRedOp_t op, unsigned seed) {
@@ -54,20 +99,28 @@ double expectedReduction(int nranks, size_t index, ncclDataType_t type, ncclRedO
   return acc;
 }
 
-double tolerance(double expected, int nranks, ncclDataType_t type) {
-  // Inputs are small integers, so every partial sum is exact except where the type has too few
-  // mantissa bits (fp8) or the average divides; allow one rounding per reduction step there.
-  double relative = 0;
-  switch (type) {
-    case ncclFloat8e4m3: relative = 1.0 / 16; break;
-    case ncclFloat8e5m2: relative = 1.0 / 8; break;
-    case ncclBfloat16: relative = 1.0 / 256; break;
-    case ncclFloat16: relative = 1.0 / 2048; break;
-    case ncclFloat32: relative = 1.0 / (1 << 23); break;
-    case ncclFloat64: relative = 1e-15; break;
-    default: return 0;
-  }
-  return relative * nranks * (std::fabs(expected) + 4.0 * nranks);
+double tolerance(double expected, int nranks, ncclDataType_t type, ncclRedOp_t op) {
+  // Integers are exact (wrap-around included); Max and Min select an input; products of the
+  // inputs (+-1 and one factor up to 3) are exact in every type.
+  if (!isFloatingType(type) || op == ncclMax || op == ncclMin || op == ncclProd) return 0;
+  // Sum: every partial sum is an integer of magnitude at most S. Below the type's exact-integer
+  // limit no addition rounds; above it each of the n - 1 additions rounds by at most half an
+  // ulp of a value <= S, i.e. S * 2^-(p+1).
+  const double unitRoundoff = std::ldexp(1.0, -(fractionBits(type) + 1));
+  const double bound = nranks * maxInputMagnitude(type, op);
+  const double sumError = bound <= exactIntegerLimit(type) ? 0 : (nranks - 1) * bound * unitRoundoff;
+  if (op == ncclSum) return sumError;
+  // Avg: the sum divided by n, rounded in the compute type (float for the narrow types) and
+  // again in the type: each rounding is at most half an ulp of the quotient, both together less
+  // than one ulp (2 * unitRoundoff relative), or a subnormal spacing below the normal range.
+  const double quotientError = sumError / nranks;
+  return quotientError + 2 * unitRoundoff * (std::fabs(expected) + quotientError) + subnormalSpacing(type);
+}
+
+bool matches(double actual, double expected, double allowed) {
+  if (std::isnan(expected)) return std::isnan(actual);
+  if (std::isinf(expected)) return actual == expected;
+  return std::isfinite(actual) && std::fabs(actual - expected) <= allowed;
 }
 
 void fillInput(void* buffer, size_t count, int rank, ncclDataType_t type, ncclRedOp_t op, unsigned seed) {
@@ -83,9 +136,9 @@ size_t countMismatches(const void* result, size_t count, int nranks, ncclDataTyp
   for (size_t i = 0; i < count; ++i) {
     double expected = expectedReduction(nranks, i, type, op, seed);
     double actual = toDouble(static_cast<const char*>(result) + i * size, type);
-    if (std::fabs(actual - expected) > tolerance(expected, nranks, type)) {
+    if (!matches(actual, expected, tolerance(expected, nranks, type, op))) {
       if (wrong < 3)
-        fprintf(stderr, "%s: element %zu is %g, expected %g (%s %s, %d ranks)\n", label, i, actual, expected,
+        fprintf(stderr, "%s: element %zu is %.17g, expected %.17g (%s %s, %d ranks)\n", label, i, actual, expected,
                 dataTypeName(type), redOpName(op), nranks);
       ++wrong;
     }

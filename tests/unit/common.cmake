@@ -10,3 +10,5 @@ weft_test(cpu_features_test SOURCES unit/cpu_features_test.cc)
 # common/deadline.h and common/socket.h: saturating deadlines; connect, keepalive and closed peers.
 weft_test(deadline_test SOURCES unit/deadline_test.cc)
 weft_test(socket_test SOURCES unit/socket_test.cc)
+# The reference every collective test compares against: wrong results must fail it.
+weft_test(reference_test SOURCES unit/reference_test.cc support/reference.cc)

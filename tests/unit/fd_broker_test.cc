@@ -44,8 +44,10 @@ char* mapFd(int fd) {
 }
 
 // Forks a child that runs `body` and exits with its result; the parent gets its exit code.
+// Only while this process runs no other thread (the broker's): see docs/developer-notes.md.
 template <typename Body>
 pid_t forkChild(Body body) {
+  EXPECT_EQ(threadCount(), 1) << "forking while a thread runs";
   pid_t pid = fork();
   if (pid == 0) _exit(body());
   return pid;

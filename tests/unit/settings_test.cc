@@ -175,3 +175,20 @@ TEST(Settings, UnsupportedNcclKnobsOnlyWarn) {
 
 }  // namespace
 }  // namespace weft
+
+namespace {
+
+// ctest runs every test with NCCL_SOCKET_IFNAME=lo and WEFT_TIMEOUT=60 (tests/CMakeLists.txt).
+// A list-valued ENVIRONMENT property lost all but the first through gtest_discover_tests, so
+// tests ran with the 300 s default; both must arrive. (Run by hand, neither is set: skipped.)
+TEST(TestEnvironment, CtestPassesEveryVariable) {
+  const char* ifname = std::getenv("NCCL_SOCKET_IFNAME");
+  const char* timeout = std::getenv("WEFT_TIMEOUT");
+  if (!ifname && !timeout) GTEST_SKIP() << "not run by ctest";
+  ASSERT_NE(ifname, nullptr);
+  ASSERT_NE(timeout, nullptr) << "WEFT_TIMEOUT did not reach the test";
+  EXPECT_STREQ(ifname, "lo");
+  EXPECT_STREQ(timeout, "60");
+}
+
+}  // namespace
