@@ -58,7 +58,7 @@ TEST(ClosedPeer, WaiterSleepsWhileAnotherPeerHasClosed) {
     std::fflush(stdout);
     ncclCommDestroy(comm);
     if (fromOne != 1 || fromTwo != 2) return 15;
-    if (wall < 1.0) return 16;      // rank 1 really was late
+    if (wall < 1.0) return 16;         // rank 1 really was late
     if (cpu > 0.25 * wall) return 17;  // spinning: nearly one core for the whole wait
     return 0;
   });
