@@ -62,6 +62,14 @@ int abortWhileRunning(ncclComm_t comm, const std::function<ncclResult_t()>& call
   return 0;
 }
 
+// A rank that never posts the call the other is aborted in: it stays alive until that rank is
+// done (its connections must not vanish first), then leaves.
+int stayIdleThenLeave(ncclComm_t comm) {
+  std::this_thread::sleep_for(std::chrono::milliseconds(600));
+  ncclCommDestroy(comm);
+  return 0;
+}
+
 TEST(Abort, DuringA256MiBAllReduce) {
   const size_t count = (256u << 20) / sizeof(float);
   for (int t = 0; t < trials(); ++t) {
@@ -101,9 +109,7 @@ TEST(Abort, DuringAnAllToAllWhosePeerNeverPosts) {
           if (ncclCommInitRank(&comm, 2, id, rank) != ncclSuccess) return 1;
           std::vector<float> send(2 << 16, 1.0f), recv(2 << 16);
           if (rank == 1) {  // never posts; stays alive until the other rank is done
-            std::this_thread::sleep_for(std::chrono::milliseconds(600));
-            ncclCommDestroy(comm);
-            return 0;
+            return stayIdleThenLeave(comm);
           }
           return abortWhileRunning(
               comm, [&] { return ncclAlltoAll(send.data(), recv.data(), 1 << 16, ncclFloat32, comm, nullptr); }, false);
@@ -126,9 +132,7 @@ TEST(Abort, DuringLazyConnectionSetUp) {
           if (ncclCommInitRank(&comm, 4, id, rank) != ncclSuccess) return 1;
           float x = 1;
           if (rank != 2) {
-            std::this_thread::sleep_for(std::chrono::milliseconds(600));
-            ncclCommDestroy(comm);
-            return 0;
+            return stayIdleThenLeave(comm);
           }
           return abortWhileRunning(
               comm, [&] { return ncclSend(&x, 1, ncclFloat32, 0, comm, nullptr); }, false);

@@ -344,93 +344,91 @@ class PeerProcessContract : public ::testing::TestWithParam<size_t> {
   const TransportEntry& entry() const { return transportTable()[GetParam()]; }
 };
 
-TEST_P(PeerProcessContract, PeerThatDiesIsAnErrorNotAHang) {
+// Forks a peer process that listens as rank 1, connects to this process (rank 0), sends message
+// `index` of `bytes` and then either waits to be killed or exits. Forks before anything listens
+// here: a transport may start a thread (shm's segment offer starts the fd broker's), and a child
+// forked while one runs can block forever on a lock it held. Returns the child's pid and this
+// side's connection to it in *connection (check *connected).
+pid_t forkPeerThatSends(size_t entryIndex, uint64_t index, size_t bytes, bool exitAfterSending,
+                        std::unique_ptr<Connection>* connection, ncclResult_t* connected, Side* mine) {
   int toChild[2], toParent[2];
-  ASSERT_EQ(pipe(toChild), 0);
-  ASSERT_EQ(pipe(toParent), 0);
-  // Fork before listening: a transport may start a thread (shm's segment offer starts the fd
-  // broker's), and a child forked while one runs can block forever on a lock it held.
-  ASSERT_EQ(threadsInThisProcess(), 1);
+  if (pipe(toChild) != 0 || pipe(toParent) != 0) return -1;
+  if (threadsInThisProcess() != 1) return -1;
   pid_t child = fork();
-  ASSERT_GE(child, 0);
   if (child == 0) {
     alarm(60);  // never outlive a broken test
+    const TransportEntry& row = transportTable()[entryIndex];
     Side peer;
     TransportEndpoint parent;
-    std::unique_ptr<Connection> connection;
-    if (listenAs(entry(), 1, &peer) != ncclSuccess) _exit(2);
+    std::unique_ptr<Connection> toRank0;
+    if (listenAs(row, 1, &peer) != ncclSuccess) _exit(2);
     const ssize_t endpointBytes = sizeof(peer.endpoint);
     if (write(toParent[1], &peer.endpoint, sizeof(peer.endpoint)) != endpointBytes) _exit(3);
     if (read(toChild[0], &parent, sizeof(parent)) != endpointBytes) _exit(4);
-    if (peer.transport->connect(parent, &connection) != ncclSuccess) _exit(5);
-    if (sendMessage(connection.get(), 5, 100) != ncclSuccess) _exit(6);
-    if (flushSends(connection.get()) != ncclSuccess) _exit(7);
+    if (peer.transport->connect(parent, &toRank0) != ncclSuccess) _exit(5);
+    if (sendMessage(toRank0.get(), index, bytes) != ncclSuccess) _exit(6);
+    if (flushSends(toRank0.get()) != ncclSuccess) _exit(7);
+    if (exitAfterSending) _exit(0);
     pause();  // until killed
     _exit(8);
   }
+  *connected = ncclInternalError;
+  if (child > 0 && listenAs(transportTable()[entryIndex], 0, mine) == ncclSuccess) {
+    TransportEndpoint peer;
+    const ssize_t endpointBytes = sizeof(TransportEndpoint);
+    if (read(toParent[0], &peer, sizeof(peer)) == endpointBytes &&
+        write(toChild[1], &mine->endpoint, sizeof(mine->endpoint)) == endpointBytes)
+      *connected = mine->transport->connect(peer, connection);
+  }
+  for (int fd : {toChild[0], toChild[1], toParent[0], toParent[1]}) close(fd);
+  return child;
+}
+
+// Polls `connection` as the executor's idle waiter does until it reports an error (or
+// kDeadline passes); no message may arrive meanwhile. Returns that error.
+ncclResult_t waitForPeerError(Connection* connection, const char* what) {
+  ncclResult_t result = ncclSuccess;
+  const auto start = Clock::now();
+  while (result == ncclSuccess && Clock::now() - start < kDeadline) {
+    const void* data = nullptr;
+    size_t bytes = 0;
+    if ((result = connection->progress()) != ncclSuccess) break;
+    if ((result = connection->recvPeek(&data, &bytes)) != ncclSuccess) break;
+    EXPECT_EQ(data, nullptr) << what;
+    if (data) return ncclInternalError;
+    if ((result = connection->checkPeer()) != ncclSuccess) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  EXPECT_LT(Clock::now() - start, std::chrono::seconds(5));
+  return result;
+}
+
+TEST_P(PeerProcessContract, PeerThatDiesIsAnErrorNotAHang) {
   Side mine;
-  ASSERT_OK(listenAs(entry(), 0, &mine));
-  TransportEndpoint peer;
-  const ssize_t endpointBytes = sizeof(TransportEndpoint);
-  ASSERT_EQ(read(toParent[0], &peer, sizeof(peer)), endpointBytes);
-  ASSERT_EQ(write(toChild[1], &mine.endpoint, sizeof(mine.endpoint)), endpointBytes);
   std::unique_ptr<Connection> connection;
-  ncclResult_t connected = mine.transport->connect(peer, &connection);
+  ncclResult_t connected;
+  pid_t child = forkPeerThatSends(GetParam(), 5, 100, false, &connection, &connected, &mine);
+  ASSERT_GT(child, 0);
   bool gotMessage = connected == ncclSuccess && receiveMessage(connection.get(), 5, 100);
   kill(child, SIGKILL);
   int status = 0;
   ASSERT_EQ(waitpid(child, &status, 0), child);
   ASSERT_OK(connected);
   ASSERT_TRUE(gotMessage);
-
-  auto start = Clock::now();
-  ncclResult_t result = ncclSuccess;
-  while (result == ncclSuccess && Clock::now() - start < kDeadline) {
-    const void* data = nullptr;
-    size_t bytes = 0;
-    if ((result = connection->progress()) != ncclSuccess) break;
-    if ((result = connection->recvPeek(&data, &bytes)) != ncclSuccess) break;
-    ASSERT_EQ(data, nullptr) << "a message from a dead peer";
-    if ((result = connection->checkPeer()) != ncclSuccess) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  }
-  EXPECT_NE(result, ncclSuccess) << "no error " << kDeadline.count() << " s after the peer died";
-  EXPECT_LT(Clock::now() - start, std::chrono::seconds(5));
-  for (int fd : {toChild[0], toChild[1], toParent[0], toParent[1]}) close(fd);
+  EXPECT_NE(waitForPeerError(connection.get(), "a message from a dead peer"), ncclSuccess)
+      << "no error " << kDeadline.count() << " s after the peer died";
 }
 
 // The peer sends its last message and exits normally before this side looked (the race behind
 // perf.hypercube_perf.np3_skips failing with "peer process N died"): the executor checks the
 // peer between a recvPeek that found nothing and the next one, so checkPeer must not fail while
 // the message is still unread. Once it is consumed, waiting for more is an error.
-TEST_P(ConnectionContract, PeerThatExitsAfterItsLastMessageIsNotAnErrorUntilDrained) {
+TEST_P(PeerProcessContract, PeerThatExitsAfterItsLastMessageIsNotAnErrorUntilDrained) {
   Side mine;
-  ASSERT_OK(listenAs(entry(), 0, &mine));
-  int toChild[2], toParent[2];
-  ASSERT_EQ(pipe(toChild), 0);
-  ASSERT_EQ(pipe(toParent), 0);
-  pid_t child = fork();
-  ASSERT_GE(child, 0);
-  if (child == 0) {
-    alarm(60);  // never outlive a broken test
-    Side peer;
-    TransportEndpoint parent;
-    std::unique_ptr<Connection> connection;
-    if (listenAs(entry(), 1, &peer) != ncclSuccess) _exit(2);
-    const ssize_t endpointBytes = sizeof(peer.endpoint);
-    if (write(toParent[1], &peer.endpoint, sizeof(peer.endpoint)) != endpointBytes) _exit(3);
-    if (read(toChild[0], &parent, sizeof(parent)) != endpointBytes) _exit(4);
-    if (peer.transport->connect(parent, &connection) != ncclSuccess) _exit(5);
-    if (sendMessage(connection.get(), 7, 100) != ncclSuccess) _exit(6);
-    if (flushSends(connection.get()) != ncclSuccess) _exit(7);
-    _exit(0);
-  }
-  TransportEndpoint peer;
-  const ssize_t endpointBytes = sizeof(TransportEndpoint);
-  ASSERT_EQ(read(toParent[0], &peer, sizeof(peer)), endpointBytes);
-  ASSERT_EQ(write(toChild[1], &mine.endpoint, sizeof(mine.endpoint)), endpointBytes);
   std::unique_ptr<Connection> connection;
-  ncclResult_t connected = mine.transport->connect(peer, &connection);
+  ncclResult_t connected;
+  pid_t child = forkPeerThatSends(GetParam(), 7, 100, true, &connection, &connected, &mine);
+  ASSERT_GT(child, 0);
   int status = 0;
   ASSERT_EQ(waitpid(child, &status, 0), child);  // reaped: the peer's pid is gone
   ASSERT_OK(connected);
@@ -438,21 +436,8 @@ TEST_P(ConnectionContract, PeerThatExitsAfterItsLastMessageIsNotAnErrorUntilDrai
 
   EXPECT_OK(connection->checkPeer()) << "the peer's last message is still unread";
   EXPECT_TRUE(receiveMessage(connection.get(), 7, 100));
-
-  auto start = Clock::now();
-  ncclResult_t result = ncclSuccess;
-  while (result == ncclSuccess && Clock::now() - start < kDeadline) {
-    const void* data = nullptr;
-    size_t bytes = 0;
-    if ((result = connection->progress()) != ncclSuccess) break;
-    if ((result = connection->recvPeek(&data, &bytes)) != ncclSuccess) break;
-    ASSERT_EQ(data, nullptr) << "a message the peer never sent";
-    if ((result = connection->checkPeer()) != ncclSuccess) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  }
-  EXPECT_NE(result, ncclSuccess) << "no error after the peer's last message was consumed";
-  EXPECT_LT(Clock::now() - start, std::chrono::seconds(5));
-  for (int fd : {toChild[0], toChild[1], toParent[0], toParent[1]}) close(fd);
+  EXPECT_NE(waitForPeerError(connection.get(), "a message the peer never sent"), ncclSuccess)
+      << "no error after the peer's last message was consumed";
 }
 
 std::string transportName(const ::testing::TestParamInfo<size_t>& info) {
