@@ -1,5 +1,5 @@
 # Multi-process and multi-thread tests of the runtime through the NCCL API.
-add_library(weft_test_support STATIC support/multiprocess.cc support/reference.cc)
+add_library(weft_test_support STATIC support/multiprocess.cc support/process_usage.cc support/reference.cc)
 target_link_libraries(weft_test_support PUBLIC weft_internal)
 target_include_directories(weft_test_support PUBLIC ${PROJECT_SOURCE_DIR})
 

@@ -11,7 +11,6 @@
 
 #include <chrono>
 #include <cstring>
-#include <filesystem>
 #include <memory>
 #include <string>
 #include <thread>
@@ -19,9 +18,11 @@
 
 #include "common/socket.h"
 #include "common/status.h"
+#include "tests/support/process_usage.h"
 #include "transport/transport_table.h"
 
 using namespace weft;
+using weft::testing::threadsInThisProcess;
 
 namespace {
 
@@ -326,13 +327,6 @@ TEST_P(ConnectionContract, RegisteredRangesWorkOrSayTheyAreNotSupported) {
   EXPECT_EQ(memcmp(target.data() + 1024, source.data() + 512, 2048), 0);
   EXPECT_OK(fromA_->deregisterMemory(sendHandle));
   EXPECT_OK(fromB_->deregisterMemory(recvHandle));
-}
-
-// Threads of this process; fork is only safe while there is one.
-int threadsInThisProcess() {
-  int n = 0;
-  for (const auto& entry : std::filesystem::directory_iterator("/proc/self/task")) n += entry.is_directory() ? 1 : 0;
-  return n;
 }
 
 // The peer is another process: it connects, sends one message and is killed. Whatever the

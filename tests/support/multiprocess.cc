@@ -69,16 +69,6 @@ void stopRootHost(RootHost* host) {
 
 }  // namespace
 
-int threadsInThisProcess() {
-  int n = 0;
-  std::error_code error;
-  for (const auto& entry : std::filesystem::directory_iterator("/proc/self/task", error)) {
-    (void)entry;
-    ++n;
-  }
-  return n;
-}
-
 std::vector<RankOutcome> runRankProcesses(int nranks, const std::function<int(int, const ncclUniqueId&)>& body,
                                           double timeoutSeconds) {
   return runRankProcessesWithIds(

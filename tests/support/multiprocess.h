@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "nccl.h"
+#include "tests/support/process_usage.h"
 
 namespace weft::testing {
 
@@ -26,9 +27,6 @@ std::vector<RankOutcome> runRankProcesses(int nranks, const std::function<int(in
 std::vector<RankOutcome> runRankProcessesWithIds(
     int nranks, int nids, const std::function<int(int rank, const std::vector<ncclUniqueId>& ids)>& body,
     double timeoutSeconds = 120);
-
-// Threads of this process (from /proc/self/task); fork is only safe at 1.
-int threadsInThisProcess();
 
 // True when every rank exited 0; otherwise a text listing the failures for the assertion.
 std::string describeFailures(const std::vector<RankOutcome>& outcomes);

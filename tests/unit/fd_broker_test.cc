@@ -10,23 +10,19 @@
 
 #include <chrono>
 #include <cstring>
-#include <filesystem>
 #include <string>
 #include <thread>
 
 #include "common/status.h"
+#include "tests/support/process_usage.h"
 
 namespace weft {
 namespace {
 
+using testing::threadsInThisProcess;
+
 constexpr size_t kBytes = 1 << 16;
 constexpr double kTimeout = 10;
-
-int threadCount() {
-  int n = 0;
-  for (auto& entry : std::filesystem::directory_iterator("/proc/self/task")) n += entry.is_directory() ? 1 : 0;
-  return n;
-}
 
 int makeMemfd(char fill) {
   int fd = memfd_create("fd-broker-test", MFD_CLOEXEC);
@@ -47,7 +43,7 @@ char* mapFd(int fd) {
 // Only while this process runs no other thread (the broker's): see docs/developer-notes.md.
 template <typename Body>
 pid_t forkChild(Body body) {
-  EXPECT_EQ(threadCount(), 1) << "forking while a thread runs";
+  EXPECT_EQ(threadsInThisProcess(), 1) << "forking while a thread runs";
   pid_t pid = fork();
   if (pid == 0) _exit(body());
   return pid;
@@ -113,19 +109,19 @@ TEST(FdBroker, WrongSecretIsRefused) {
 }
 
 TEST(FdBroker, WithdrawnOfferIsRefusedAndTheThreadStops) {
-  const int before = threadCount();
+  const int before = threadsInThisProcess();
   int first = makeMemfd('a'), second = makeMemfd('b');
   FdTicket one, two;
   ASSERT_EQ(offerFileDescriptor(first, &one), ncclSuccess);
   ASSERT_EQ(offerFileDescriptor(second, &two), ncclSuccess);
-  EXPECT_EQ(threadCount(), before + 1);  // one broker thread for every offer
+  EXPECT_EQ(threadsInThisProcess(), before + 1);  // one broker thread for every offer
   withdrawFileDescriptor(one);
   int got = -1;
   EXPECT_EQ(fetchFileDescriptor(one, kTimeout, &got), ncclRemoteError);
   EXPECT_EQ(fetchFileDescriptor(two, kTimeout, &got), ncclSuccess) << lastErrorMessage();
   close(got);
   withdrawFileDescriptor(two);
-  EXPECT_EQ(threadCount(), before);
+  EXPECT_EQ(threadsInThisProcess(), before);
   // Nobody listens any more: refused at once, not after the time-out.
   auto start = std::chrono::steady_clock::now();
   EXPECT_EQ(fetchFileDescriptor(two, kTimeout, &got), ncclRemoteError);

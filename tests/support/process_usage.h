@@ -1,0 +1,22 @@
+// What this process holds right now, read from /proc/self: the leak tests compare these
+// before and after many loops, and the fork helpers refuse to fork while a thread runs.
+#pragma once
+
+#include <cstdint>
+
+namespace weft::testing {
+
+// Threads of this process (entries of /proc/self/task); fork is only safe at 1.
+int threadsInThisProcess();
+
+// Open file descriptors (entries of /proc/self/fd, less the one the listing itself uses).
+int openFileDescriptors();
+
+// Resident memory (VmRSS) and address space (VmSize) in KiB, from /proc/self/status; -1 if unreadable.
+int64_t residentKiB();
+int64_t addressSpaceKiB();
+
+// Lines of /proc/self/maps: one per mapping, so a mapping that is never released shows.
+int memoryMappings();
+
+}  // namespace weft::testing
