@@ -10,6 +10,7 @@
 #include <functional>
 #include <numeric>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "algorithms/builders/allgather.h"
@@ -469,10 +470,7 @@ TEST(CollectiveSchedules, GatherAndScatter) {
 // order per peer. Each message must land where its receive says.
 // The largest communicators weft targets, every collective and algorithm once: 1000 and 1024 ranks,
 // one element a rank (fewer elements than ranks for the broadcast-like collectives), in place
-// where the in-place layout differs. The algorithms whose message count grows as n^2 (ring and
-// hierarchical all-gather and reduce-scatter, pairwise all-to-all: ~1M simulated messages each,
-// minutes here) run in collective_schedules_scale_test, labelled slow.
-#ifndef WEFT_SCHEDULES_AT_SCALE
+// where the in-place layout differs.
 TEST(CollectiveSchedules, ThousandRanksLogDepthAndLinearAlgorithms) {
   for (int n : {1000, 1024}) {
     const Typed t{n % 2 ? ncclInt32 : ncclFloat64};
@@ -488,18 +486,57 @@ TEST(CollectiveSchedules, ThousandRanksLogDepthAndLinearAlgorithms) {
     for (bool gather : {false, true}) ASSERT_NO_FATAL_FAILURE(checkGatherScatter(n, 1, n / 2, true, gather, t));
   }
 }
-#else
-TEST(CollectiveSchedulesAtScale, ThousandRanksQuadraticAlgorithms) {
-  for (int n : {1000, 1024}) {
-    const Typed t{n % 2 ? ncclInt32 : ncclFloat64};
-    for (GatherAlgorithm a : {GatherAlgorithm::Ring, GatherAlgorithm::Hierarchical})
-      ASSERT_NO_FATAL_FAILURE(checkAllGather(n, 1, n == 1024, a, t));
-    for (ScatterAlgorithm a : {ScatterAlgorithm::Ring, ScatterAlgorithm::Hierarchical})
-      ASSERT_NO_FATAL_FAILURE(checkReduceScatter(n, 1, n == 1024, n == 1000, false, a, t));
-    ASSERT_NO_FATAL_FAILURE(checkAllToAll(n, 1, false, false, t));
+
+// The algorithms whose message count grows as n^2 (ring and hierarchical all-gather and
+// reduce-scatter, pairwise all-to-all: ~1M simulated messages each), one test per rank count and
+// algorithm. The default suite runs seven; the three slowest (in-place at 1024 ranks, 20 s each
+// here) run with `ctest -L slow` (tests/unit/ and tests/slow/algorithms_collectives.cmake).
+enum class QuadraticCase {
+  RingAllGather,
+  HierarchicalAllGather,
+  RingReduceScatter,
+  HierarchicalReduceScatter,
+  PairwiseAllToAll
+};
+
+struct AtScale {
+  int ranks;
+  QuadraticCase algorithm;
+};
+
+class CollectiveSchedulesAtScale : public ::testing::TestWithParam<AtScale> {};
+
+TEST_P(CollectiveSchedulesAtScale, QuadraticAlgorithm) {
+  const int n = GetParam().ranks;
+  const Typed t{n % 2 ? ncclInt32 : ncclFloat64};
+  const bool inPlace = n == 1024, average = n == 1000;
+  switch (GetParam().algorithm) {
+    case QuadraticCase::RingAllGather: return checkAllGather(n, 1, inPlace, GatherAlgorithm::Ring, t);
+    case QuadraticCase::HierarchicalAllGather: return checkAllGather(n, 1, inPlace, GatherAlgorithm::Hierarchical, t);
+    case QuadraticCase::RingReduceScatter:
+      return checkReduceScatter(n, 1, inPlace, average, false, ScatterAlgorithm::Ring, t);
+    case QuadraticCase::HierarchicalReduceScatter:
+      return checkReduceScatter(n, 1, inPlace, average, false, ScatterAlgorithm::Hierarchical, t);
+    case QuadraticCase::PairwiseAllToAll: return checkAllToAll(n, 1, false, false, t);
   }
 }
-#endif
+
+std::string atScaleName(const ::testing::TestParamInfo<AtScale>& info) {
+  static const char* const names[] = {"RingAllGather", "HierarchicalAllGather", "RingReduceScatter",
+                                      "HierarchicalReduceScatter", "PairwiseAllToAll"};
+  return names[static_cast<int>(info.param.algorithm)] + std::string("_") + std::to_string(info.param.ranks);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    ThousandRanks, CollectiveSchedulesAtScale,
+    ::testing::Values(AtScale{1000, QuadraticCase::RingAllGather}, AtScale{1024, QuadraticCase::RingAllGather},
+                      AtScale{1000, QuadraticCase::HierarchicalAllGather},
+                      AtScale{1024, QuadraticCase::HierarchicalAllGather},
+                      AtScale{1000, QuadraticCase::RingReduceScatter}, AtScale{1024, QuadraticCase::RingReduceScatter},
+                      AtScale{1000, QuadraticCase::HierarchicalReduceScatter},
+                      AtScale{1024, QuadraticCase::HierarchicalReduceScatter},
+                      AtScale{1000, QuadraticCase::PairwiseAllToAll}, AtScale{1024, QuadraticCase::PairwiseAllToAll}),
+    atScaleName);
 
 TEST(CollectiveSchedules, PointToPointGroups) {
   std::uniform_int_distribution<int> small(0, 5);
