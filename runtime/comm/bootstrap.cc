@@ -134,8 +134,9 @@ struct RootListener {
 };
 
 // Every root of the process, served by one thread that lives while any root does: an id that
-// is never used costs no thread of its own and is dropped at its WEFT_TIMEOUT deadline, and
-// the thread is joined when the next one starts or at exit.
+// is never used costs no thread of its own and is dropped at its WEFT_TIMEOUT deadline. The
+// thread detaches itself when its last root ends (nothing joins a thread that is already done,
+// and no finished thread lingers until exit); at exit the destructor stops and joins it.
 class RootService {
  public:
   RootService() {
@@ -173,7 +174,6 @@ class RootService {
     listener->roots.push_back(std::make_unique<BootstrapRoot>(secret, timeoutSeconds));
     *bound = listener->bound;
     if (!running_) {
-      if (thread_.joinable()) thread_.join();  // the last one ended: it touches nothing any more
       running_ = true;
       thread_ = std::thread([this] { run(); });
     }
@@ -255,6 +255,9 @@ class RootService {
       if (listeners_.empty()) break;
     }
     running_ = false;
+    // Under the lock: add() starts the next thread into thread_ only after this, and the
+    // destructor, which set stopping_, joins instead.
+    if (!stopping_) thread_.detach();
   }
 
   void acceptOne(RootListener& l) {

@@ -31,6 +31,7 @@ bool accepting(const SocketAddress& address) {
 
 TEST(UniqueIdRoot, UnusedIdsShareOneThreadAndPortAndGoAwayAtTheDeadline) {
   setenv("WEFT_TIMEOUT", "1", 1);
+  weft::testing::startThreadRuntime();
   const int threadsBefore = threadsInThisProcess();
   std::set<int> ports;
   SocketAddress root;

@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <thread>
 
 namespace weft::testing {
 namespace {
@@ -37,6 +38,10 @@ int64_t statusFieldKiB(const char* field) {
 }  // namespace
 
 int threadsInThisProcess() { return entriesOf("/proc/self/task"); }
+
+void startThreadRuntime() {
+  std::thread([] {}).join();
+}
 
 // directory_iterator holds one descriptor open on /proc/self/fd while it lists it.
 int openFileDescriptors() { return entriesOf("/proc/self/fd") - 1; }

@@ -9,6 +9,10 @@ namespace weft::testing {
 // Threads of this process (entries of /proc/self/task); fork is only safe at 1.
 int threadsInThisProcess();
 
+// Starts and joins one thread. ThreadSanitizer starts a thread of its own along with a program's
+// first thread; call this before taking a thread-count baseline so that its thread is in it.
+void startThreadRuntime();
+
 // Open file descriptors (entries of /proc/self/fd, less the one the listing itself uses).
 int openFileDescriptors();
 

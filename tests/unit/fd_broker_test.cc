@@ -109,6 +109,7 @@ TEST(FdBroker, WrongSecretIsRefused) {
 }
 
 TEST(FdBroker, WithdrawnOfferIsRefusedAndTheThreadStops) {
+  testing::startThreadRuntime();
   const int before = threadsInThisProcess();
   int first = makeMemfd('a'), second = makeMemfd('b');
   FdTicket one, two;

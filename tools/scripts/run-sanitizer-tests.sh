@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# CI's sanitizer stage: the tests of the code where threads, sockets, shared memory and the C API
+# meet (test areas runtime, transport, common and abi), built with AddressSanitizer+UBSan, and the
+# threaded ones among them under ThreadSanitizer. CUDA and the perf tools are left out of these
+# builds: nothing here runs device code, and they would double the build time.
+#   run-sanitizer-tests.sh            both builds, in build-address-undefined/ and build-thread/
+#   WEFT_SANITIZER_BUILDS=thread ...  only the ThreadSanitizer one (or address,undefined)
+set -euo pipefail
+root=$(cd "$(dirname "$0")/../.." && pwd)
+areas="runtime;transport;common;abi"
+# The tests that start threads or drive one communicator from several: everything else in these
+# areas is single-threaded per process, where TSan has nothing to find.
+threaded='InitAll|InitRank|Split|Shrink|Revoke|Abort|FdBroker|PreMulSum|Deadline|ConnectSocket|ConnectionContract'
+threaded+='|PeerProcessContract|UniqueIdRoot|ClosedPeer|ApiBoundary|abi_process_group|abi_allreduce|Timeout'
+threaded+='|Intruder|Mismatch|SingleRank|DerivedCommunicators|Registration|Watchdog'
+for sanitizers in ${WEFT_SANITIZER_BUILDS:-address,undefined thread}; do
+  build=$root/build-${sanitizers//,/-}
+  export WEFT_BUILD_DIR=$build
+  export WEFT_CMAKE_ARGS="-DWEFT_SANITIZE=$sanitizers -DWEFT_WITH_CUDA=OFF -DWEFT_BUILD_PERF=OFF -DWEFT_TEST_AREAS=$areas"
+  echo "== sanitizers $sanitizers: $build" >&2
+  start=$(date +%s)
+  if [ "$sanitizers" = thread ]; then
+    bash "$root/tools/scripts/run-tests.sh" -R "$threaded"
+  else
+    # Unit tests time nothing and share nothing: two at a time (the reduction kernels' tests
+    # are half of this stage's test time under ASan). The rest one at a time, as always.
+    bash "$root/tools/scripts/run-tests.sh" -L unit -j 2
+    bash "$root/tools/scripts/run-tests.sh" -L '^(integration|abi)$'  # (ctest keeps the first -LE, slow)
+  fi
+  echo "== sanitizers $sanitizers: passed in $(($(date +%s) - start)) s" >&2
+done
