@@ -41,16 +41,24 @@ WEFT_DEVICE_RESULT(ncclLsaBarrierCreateRequirement, TeamValue /*team*/, int /*nB
                    void* /*outReq*/);
 WEFT_DEVICE_RESULT(ncclLLA2ACreateRequirement, int /*nBlocks*/, int /*nSlots*/, void* /*outHandle*/, void* /*outReq*/);
 
-WEFT_API int ncclLLA2ACalcSlots(int /*maxElts*/, int /*maxEltSize*/) {
-  unsupported("ncclLLA2ACalcSlots");
-  return -1;
+// The device functions that return a value: the message is recorded and an invalid value returned.
+int unsupportedCount(const char* function) {
+  return apiCallOr(function, -1, [&] {
+    unsupported(function);
+    return -1;
+  });
 }
+
+WEFT_API int ncclLLA2ACalcSlots(int /*maxElts*/, int /*maxEltSize*/) { return unsupportedCount("ncclLLA2ACalcSlots"); }
 WEFT_PROFILING_ALIAS(int, ncclLLA2ACalcSlots, int /*maxElts*/, int /*maxEltSize*/);
 
 #define WEFT_DEVICE_TEAM(name)                       \
   WEFT_API TeamValue name(const void* /*devComm*/) { \
-    unsupported(#name);                              \
-    return TeamValue{0, -1, 0};                      \
+    constexpr TeamValue kInvalid{0, -1, 0};          \
+    return apiCallOr(#name, kInvalid, [] {           \
+      unsupported(#name);                            \
+      return kInvalid;                               \
+    });                                              \
   }                                                  \
   WEFT_PROFILING_ALIAS(TeamValue, name, const void* /*devComm*/)
 
@@ -59,14 +67,12 @@ WEFT_DEVICE_TEAM(ncclTeamLsa);
 WEFT_DEVICE_TEAM(ncclTeamRail);
 
 WEFT_API int ncclTeamRankToWorld(const void* /*devComm*/, TeamValue /*team*/, int /*rank*/) {
-  unsupported("ncclTeamRankToWorld");
-  return -1;
+  return unsupportedCount("ncclTeamRankToWorld");
 }
 WEFT_PROFILING_ALIAS(int, ncclTeamRankToWorld, const void* /*devComm*/, TeamValue /*team*/, int /*rank*/);
 
 WEFT_API int ncclTeamRankToLsa(const void* /*devComm*/, TeamValue /*team*/, int /*rank*/) {
-  unsupported("ncclTeamRankToLsa");
-  return -1;
+  return unsupportedCount("ncclTeamRankToLsa");
 }
 WEFT_PROFILING_ALIAS(int, ncclTeamRankToLsa, const void* /*devComm*/, TeamValue /*team*/, int /*rank*/);
 

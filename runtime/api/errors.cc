@@ -55,14 +55,18 @@ WEFT_PROFILING_ALIAS(const char*, ncclGetErrorString, ncclResult_t result);
 WEFT_API const char* ncclGetLastError(ncclComm_t comm) {
   // NCCL keeps one message per process; weft keeps the calling thread's, which is the one the
   // caller means when ranks are threads. A failed communicator's own message is the fallback.
-  const std::string& mine = lastErrorMessage();
-  if (!mine.empty() || !comm || comm->magic != kCommMagic) return mine.c_str();
-  thread_local std::string commMessage;
-  std::lock_guard<std::mutex> lock(comm->state.errorMutex);
-  commMessage = comm->state.lastError;
-  return commMessage.c_str();
+  return apiCallOr("ncclGetLastError", "ncclGetLastError: out of memory while copying the message", [&] {
+    const std::string& mine = lastErrorMessage();
+    if (!mine.empty() || !comm || comm->magic != kCommMagic) return mine.c_str();
+    thread_local std::string commMessage;
+    std::lock_guard<std::mutex> lock(comm->state.errorMutex);
+    commMessage = comm->state.lastError;
+    return commMessage.c_str();
+  });
 }
 WEFT_PROFILING_ALIAS(const char*, ncclGetLastError, ncclComm_t comm);
 
-WEFT_API void ncclResetDebugInit(void) { resetLogConfig(); }
+WEFT_API void ncclResetDebugInit(void) {
+  apiCallVoid("ncclResetDebugInit", [] { resetLogConfig(); });
+}
 WEFT_PROFILING_ALIAS(void, ncclResetDebugInit, void);
