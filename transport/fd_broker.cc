@@ -7,6 +7,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstddef>
 #include <cstdio>
@@ -20,6 +21,7 @@
 #include "common/log.h"
 #include "common/socket.h"
 #include "common/status.h"
+#include "transport/peer_process.h"
 
 namespace weft {
 
@@ -64,22 +66,24 @@ ncclResult_t randomBytes(void* out, size_t bytes) {
   return ncclSuccess;
 }
 
-// Sends `reply`, with `fd` attached when granted.
-void sendReply(int client, Reply reply, int fd) {
+// Sends `reply`, with `fd` and `ownerPidfd` (when there is one) attached when granted.
+void sendReply(int client, Reply reply, int fd, int ownerPidfd = -1) {
   uint32_t word = static_cast<uint32_t>(reply);
   iovec io{&word, sizeof word};
   msghdr message{};
   message.msg_iov = &io;
   message.msg_iovlen = 1;
-  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
+  alignas(cmsghdr) char control[CMSG_SPACE(2 * sizeof(int))] = {};
   if (reply == Reply::Granted) {
+    const int fds[2] = {fd, ownerPidfd};
+    const size_t count = ownerPidfd >= 0 ? 2 : 1;
     message.msg_control = control;
-    message.msg_controllen = sizeof control;
+    message.msg_controllen = CMSG_SPACE(count * sizeof(int));
     cmsghdr* header = CMSG_FIRSTHDR(&message);
     header->cmsg_level = SOL_SOCKET;
     header->cmsg_type = SCM_RIGHTS;
-    header->cmsg_len = CMSG_LEN(sizeof(int));
-    std::memcpy(CMSG_DATA(header), &fd, sizeof fd);
+    header->cmsg_len = CMSG_LEN(count * sizeof(int));
+    std::memcpy(CMSG_DATA(header), fds, count * sizeof(int));
   }
   // A fresh socket's buffer takes four bytes at once; a client that vanished just misses it.
   (void)sendmsg(client, &message, MSG_NOSIGNAL | MSG_DONTWAIT);
@@ -106,7 +110,7 @@ class Broker {
 
   void withdraw(const FdTicket& ticket) {
     std::thread* thread = nullptr;
-    int wake = -1, listening = -1;
+    int wake = -1, listening = -1, self = -1;
     {
       std::lock_guard<std::mutex> lock(mutex_);
       forgetParentAfterFork();
@@ -117,6 +121,7 @@ class Broker {
       std::swap(thread, thread_);
       std::swap(wake, wakeFd_);
       std::swap(listening, listenFd_);
+      std::swap(self, selfPidfd_);
     }
     uint64_t one = 1;
     (void)!write(wake, &one, sizeof one);
@@ -124,6 +129,7 @@ class Broker {
     delete thread;
     close(wake);
     close(listening);
+    if (self >= 0) close(self);
   }
 
  private:
@@ -133,7 +139,8 @@ class Broker {
     if (!running_ || owner_ == getpid()) return;
     close(listenFd_);
     close(wakeFd_);
-    listenFd_ = wakeFd_ = -1;
+    if (selfPidfd_ >= 0) close(selfPidfd_);  // the parent's
+    listenFd_ = wakeFd_ = selfPidfd_ = -1;
     thread_ = nullptr;  // the parent's thread object; there is no such thread here
     running_ = false;
     offers_.clear();
@@ -161,6 +168,7 @@ class Broker {
     }
     listenFd_ = listening;
     wakeFd_ = wake;
+    selfPidfd_ = pidfdOfThisProcess();
     owner_ = getpid();
     running_ = true;
     thread_ = new std::thread([this, listening, wake] { serve(listening, wake); });
@@ -187,7 +195,7 @@ class Broker {
     std::lock_guard<std::mutex> lock(mutex_);  // held while sending: a withdrawn fd is never sent
     auto it = offers_.find({request.secret[0], request.secret[1]});
     if (request.magic != kRequestMagic || it == offers_.end()) return sendReply(client, Reply::Refused, -1);
-    sendReply(client, Reply::Granted, it->second);
+    sendReply(client, Reply::Granted, it->second, selfPidfd_);
   }
 
   std::mutex mutex_;
@@ -197,15 +205,16 @@ class Broker {
   char name_[sizeof(FdTicket::socketName)] = {};
   int listenFd_ = -1;
   int wakeFd_ = -1;
+  int selfPidfd_ = -1;  // granted with every descriptor: how the fetcher learns that this process exited
   std::thread* thread_ = nullptr;
 };
 
-// Waits for the reply and the descriptor that comes with it.
-ncclResult_t receiveReply(int fd, const Deadline& deadline, const char* name, int* out) {
+// Waits for the reply and the descriptors that come with it (the owner's pidfd is optional).
+ncclResult_t receiveReply(int fd, const Deadline& deadline, const char* name, int* out, int* ownerPidfd) {
   for (;;) {
     uint32_t word = 0;
     iovec io{&word, sizeof word};
-    alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
+    alignas(cmsghdr) char control[CMSG_SPACE(2 * sizeof(int))] = {};
     msghdr message{};
     message.msg_iov = &io;
     message.msg_iovlen = 1;
@@ -214,9 +223,21 @@ ncclResult_t receiveReply(int fd, const Deadline& deadline, const char* name, in
     ssize_t n = recvmsg(fd, &message, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
     if (n == static_cast<ssize_t>(sizeof word)) {
       cmsghdr* header = CMSG_FIRSTHDR(&message);
-      if (static_cast<Reply>(word) != Reply::Granted || !header || header->cmsg_type != SCM_RIGHTS)
+      int fds[2] = {-1, -1};
+      size_t count = 0;
+      if (header && header->cmsg_level == SOL_SOCKET && header->cmsg_type == SCM_RIGHTS) {
+        count = std::min<size_t>(2, (header->cmsg_len - CMSG_LEN(0)) / sizeof(int));
+        std::memcpy(fds, CMSG_DATA(header), count * sizeof(int));
+      }
+      if (static_cast<Reply>(word) != Reply::Granted || count == 0) {
+        for (size_t i = 0; i < count; ++i) close(fds[i]);
         return fail(ncclRemoteError, "fd broker @%s refused the request (offer withdrawn, or another user)", name);
-      std::memcpy(out, CMSG_DATA(header), sizeof *out);
+      }
+      *out = fds[0];
+      if (ownerPidfd)
+        *ownerPidfd = fds[1];
+      else if (fds[1] >= 0)
+        close(fds[1]);
       return ncclSuccess;
     }
     if (n >= 0) return fail(ncclRemoteError, "fd broker @%s closed the connection without an answer", name);
@@ -239,8 +260,9 @@ void withdrawFileDescriptor(const FdTicket& ticket) {
   if (ticket.valid()) Broker::instance().withdraw(ticket);
 }
 
-ncclResult_t fetchFileDescriptor(const FdTicket& ticket, double timeoutSeconds, int* out) {
+ncclResult_t fetchFileDescriptor(const FdTicket& ticket, double timeoutSeconds, int* out, int* ownerPidfd) {
   *out = -1;
+  if (ownerPidfd) *ownerPidfd = -1;
   char name[sizeof ticket.socketName + 1] = {};
   std::memcpy(name, ticket.socketName, sizeof ticket.socketName);
   if (!name[0]) return fail(ncclInternalError, "fd broker: empty ticket");
@@ -265,7 +287,7 @@ ncclResult_t fetchFileDescriptor(const FdTicket& ticket, double timeoutSeconds, 
   request.secret[0] = ticket.secret[0];
   request.secret[1] = ticket.secret[1];
   if (result == ncclSuccess) result = sendAll(fd, &request, sizeof request, deadline);
-  if (result == ncclSuccess) result = receiveReply(fd, deadline, name, out);
+  if (result == ncclSuccess) result = receiveReply(fd, deadline, name, out, ownerPidfd);
   close(fd);
   return result;
 }

@@ -29,7 +29,9 @@ ncclResult_t offerFileDescriptor(int fd, FdTicket* ticket);
 // Withdraws an offer: later requests for the ticket are refused.
 void withdrawFileDescriptor(const FdTicket& ticket);
 // A new descriptor for the memory behind `ticket` (close-on-exec; the caller closes it).
-// ncclRemoteError when the owner is gone or refuses, within `timeoutSeconds`.
-ncclResult_t fetchFileDescriptor(const FdTicket& ticket, double timeoutSeconds, int* fd);
+// ncclRemoteError when the owner is gone or refuses, within `timeoutSeconds`. With
+// `ownerPidfd`, also a pidfd of the owner process (-1 where its kernel has none; the caller
+// closes it): see peer_process.h.
+ncclResult_t fetchFileDescriptor(const FdTicket& ticket, double timeoutSeconds, int* fd, int* ownerPidfd = nullptr);
 
 }  // namespace weft

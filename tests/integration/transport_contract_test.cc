@@ -413,6 +413,29 @@ TEST_P(PeerProcessContract, PeerThatDiesIsAnErrorNotAHang) {
       << "no error " << kDeadline.count() << " s after the peer died";
 }
 
+// A peer that dies while its parent does not reap it stays a zombie: its pid still answers
+// kill(pid, 0), which is how shm once missed it until the deadline. The error must come as
+// promptly as for a reaped peer (the zombie is reaped only after the check).
+TEST_P(PeerProcessContract, PeerThatDiesUnreapedIsAnErrorAtOnce) {
+  Side mine;
+  std::unique_ptr<Connection> connection;
+  ncclResult_t connected;
+  pid_t child = forkPeerThatSends(GetParam(), 6, 100, false, &connection, &connected, &mine);
+  ASSERT_GT(child, 0);
+  bool gotMessage = connected == ncclSuccess && receiveMessage(connection.get(), 6, 100);
+  kill(child, SIGKILL);
+  siginfo_t info{};
+  // Waits for the death without reaping (WNOWAIT): the child is a zombie from here on.
+  ASSERT_EQ(waitid(P_PID, static_cast<id_t>(child), &info, WEXITED | WNOWAIT), 0);
+  ncclResult_t error = ncclSuccess;
+  if (connected == ncclSuccess && gotMessage) error = waitForPeerError(connection.get(), "a message from a zombie");
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  ASSERT_OK(connected);
+  ASSERT_TRUE(gotMessage);
+  EXPECT_NE(error, ncclSuccess) << "no error " << kDeadline.count() << " s after the peer died (unreaped)";
+}
+
 // The peer sends its last message and exits normally before this side looked (the race behind
 // perf.hypercube_perf.np3_skips failing with "peer process N died"): the executor checks the
 // peer between a recvPeek that found nothing and the next one, so checkPeer must not fail while

@@ -1,6 +1,6 @@
 // The fd broker hands memory descriptors between processes of one user: the receiver maps the
 // same memory, a wrong or withdrawn ticket is refused, the mapping outlives the owner, and the
-// broker's thread exists only while an offer is open.
+// broker's thread exists only while an offer is open, and the owner's pidfd comes along.
 #include "transport/fd_broker.h"
 
 #include <gtest/gtest.h>
@@ -15,6 +15,7 @@
 
 #include "common/status.h"
 #include "tests/support/process_usage.h"
+#include "transport/peer_process.h"
 
 namespace weft {
 namespace {
@@ -160,6 +161,38 @@ TEST(FdBroker, MappingOutlivesTheOwner) {
   // Its broker went with it.
   int again = -1;
   EXPECT_EQ(fetchFileDescriptor(ticket, kTimeout, &again), ncclRemoteError);
+  for (int end : {fromChild[0], fromChild[1], release[0], release[1]}) close(end);
+}
+
+// The owner's pidfd comes with the descriptor: it names the owner process and turns readable
+// once the owner exits, before anyone reaps it (the parent here reaps only afterwards).
+TEST(FdBroker, OwnersPidfdComesWithTheDescriptorAndSeesItsExit) {
+  int fromChild[2], release[2];
+  ASSERT_EQ(pipe(fromChild), 0);
+  ASSERT_EQ(pipe(release), 0);
+  pid_t owner = forkChild([&] {
+    int fd = makeMemfd('p');
+    FdTicket ticket;
+    if (offerFileDescriptor(fd, &ticket) != ncclSuccess) return 1;
+    if (write(fromChild[1], &ticket, sizeof ticket) != sizeof ticket) return 2;
+    char done;
+    if (read(release[0], &done, 1) != 1) return 3;
+    return 0;
+  });
+  FdTicket ticket;
+  ASSERT_EQ(read(fromChild[0], &ticket, sizeof ticket), static_cast<ssize_t>(sizeof ticket));
+  int fd = -1, ownerPidfd = -1;
+  ASSERT_EQ(fetchFileDescriptor(ticket, kTimeout, &fd, &ownerPidfd), ncclSuccess) << lastErrorMessage();
+  ASSERT_GE(ownerPidfd, 0) << "no pidfd (kernel before 5.3?)";
+  PeerProcess process(ownerPidfd, owner);
+  EXPECT_FALSE(process.exited()) << "the owner is still waiting for the release";
+  ASSERT_EQ(write(release[1], "x", 1), 1);
+  siginfo_t info{};
+  ASSERT_EQ(waitid(P_PID, static_cast<id_t>(owner), &info, WEXITED | WNOWAIT), 0);  // a zombie now
+  EXPECT_TRUE(process.exited()) << "the owner exited but is not reaped";
+  EXPECT_EQ(waitChild(owner), 0);
+  EXPECT_TRUE(process.exited());
+  close(fd);
   for (int end : {fromChild[0], fromChild[1], release[0], release[1]}) close(end);
 }
 

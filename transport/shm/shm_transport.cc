@@ -1,15 +1,14 @@
 #include "transport/shm/shm_transport.h"
 
-#include <signal.h>
 #include <unistd.h>
 
-#include <cerrno>
-#include <cstring>
 #include <string>
+#include <utility>
 
 #include "common/log.h"
 #include "common/settings.h"
 #include "common/status.h"
+#include "transport/peer_process.h"
 #include "transport/send_reservation.h"
 
 namespace weft {
@@ -28,8 +27,12 @@ void ringDoorbell(ShmSegmentHeader* owner) {
 
 class ShmConnection : public Connection {
  public:
-  ShmConnection(ShmSegment* own, std::unique_ptr<ShmSegment> peer, int ownLocal, int peerLocal)
-      : own_(own), peer_(std::move(peer)), ownLocal_(ownLocal), peerLocal_(peerLocal) {
+  ShmConnection(ShmSegment* own, std::unique_ptr<ShmSegment> peer, PeerProcess peerProcess, int ownLocal, int peerLocal)
+      : own_(own),
+        peer_(std::move(peer)),
+        peerProcess_(std::move(peerProcess)),
+        ownLocal_(ownLocal),
+        peerLocal_(peerLocal) {
     sendRing_ = peer_->ring(ownLocal_);
     recvRing_ = own_->ring(peerLocal_);
     sendSlots_ = peer_->header()->slots;
@@ -98,7 +101,7 @@ class ShmConnection : public Connection {
     ShmSegmentHeader* h = peer_->header();
     if (h->aborted.load(std::memory_order_acquire))
       return fail(ncclRemoteError, "shm: peer (pid %d) aborted its communicator", h->pid);
-    if (h->pid != getpid() && kill(h->pid, 0) != 0 && errno == ESRCH && !peerMayHaveFinished())
+    if (peerProcess_.exited() && !peerMayHaveFinished())
       return fail(ncclRemoteError, "shm: peer process %d died", h->pid);
     return ncclSuccess;
   }
@@ -116,6 +119,7 @@ class ShmConnection : public Connection {
 
   ShmSegment* own_;
   std::unique_ptr<ShmSegment> peer_;
+  PeerProcess peerProcess_;
   int ownLocal_;
   int peerLocal_;
   ShmRingHeader* sendRing_;
@@ -157,12 +161,13 @@ bool ShmTransport::canConnect(const TransportEndpoint& self, const TransportEndp
 }
 
 ncclResult_t ShmTransport::connect(const TransportEndpoint& peer, std::unique_ptr<Connection>* out) {
-  int fd = -1;
-  ncclResult_t fetched = fetchFileDescriptor(peer.shmSegment, timeoutSeconds_, &fd);
+  int fd = -1, peerPidfd = -1;
+  ncclResult_t fetched = fetchFileDescriptor(peer.shmSegment, timeoutSeconds_, &fd, &peerPidfd);
   if (fetched != ncclSuccess) {
     const std::string why = lastErrorMessage();
     return fail(fetched, "shm: cannot get rank %d's segment: %s", peer.rank, why.c_str());
   }
+  PeerProcess peerProcess(peerPidfd, peer.pid);
   auto peerSegment = std::make_unique<ShmSegment>();
   WEFT_CHECK(peerSegment->open(fd, peer.rank));
   if (peer.rank < 0 || peer.rank >= own_.layout().localSize || rank_ >= peerSegment->layout().localSize)
@@ -170,7 +175,7 @@ ncclResult_t ShmTransport::connect(const TransportEndpoint& peer, std::unique_pt
   // Fault in both rings now: the first touch of a page costs ~10 us, never inside a collective.
   own_.prefaultRing(peer.rank);
   peerSegment->prefaultRing(rank_);
-  *out = std::make_unique<ShmConnection>(&own_, std::move(peerSegment), rank_, peer.rank);
+  *out = std::make_unique<ShmConnection>(&own_, std::move(peerSegment), std::move(peerProcess), rank_, peer.rank);
   WEFT_INFO(kLogShm, "shm: connected to rank %d (pid %d)", peer.rank, peer.pid);
   return ncclSuccess;
 }
