@@ -51,6 +51,8 @@ ncclResult_t concludeDirectHandshake(const CollectiveCall& call, bool* useDirect
   *useDirect = true;
   for (const auto& d : comm->direct.descriptors) *useDirect &= d.capable != 0;
   *buffers = RunBuffers{static_cast<const char*>(call.sendbuff), static_cast<char*>(call.recvbuff), nullptr};
+  // Peers' buffers freed since the last call (the pointers below are replaced anyway).
+  comm->direct.peerBuffers.releaseFreed();
   if (!*useDirect) return ncclSuccess;
   for (int p = 0; p < comm->nranks; ++p) {
     if (p == comm->rank) continue;

@@ -17,8 +17,19 @@ namespace weft {
 
 namespace {
 
+// Every allocation ends with one page more than the caller asked for, holding this word: the
+// owner sets it in ncclMemFree, and peers that mapped the buffer release their mapping at their
+// next look (PeerBufferMapper::releaseFreed), instead of holding the memory until their
+// communicator is destroyed. The page lives in the shared memory itself, so it stays readable
+// for as long as any mapping of the buffer does.
+constexpr size_t kReleasePageBytes = 4096;
+
+std::atomic<uint32_t>* releaseWord(void* base, size_t bytes) {
+  return reinterpret_cast<std::atomic<uint32_t>*>(static_cast<char*>(base) + bytes);
+}
+
 struct Allocation {
-  size_t bytes;
+  size_t bytes;  // the caller's part, rounded to pages; the release page follows it
   int fd;
   FdTicket ticket;
 };
@@ -37,20 +48,21 @@ ncclResult_t sharedAlloc(void** ptr, size_t bytes) {
   size_t rounded = (bytes + 4095) & ~size_t(4095);
   int fd = memfd_create("weft-memalloc", MFD_CLOEXEC);
   if (fd < 0) return fail(ncclSystemError, "ncclMemAlloc: memfd_create failed: %s", strerror(errno));
-  if (ftruncate(fd, static_cast<off_t>(rounded)) != 0) {
+  const size_t mapped = rounded + kReleasePageBytes;
+  if (ftruncate(fd, static_cast<off_t>(mapped)) != 0) {
     int err = errno;
     close(fd);
     return fail(ncclSystemError, "ncclMemAlloc: cannot size %zu bytes: %s", rounded, strerror(err));
   }
-  void* base = mmap(nullptr, rounded, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd, 0);
+  void* base = mmap(nullptr, mapped, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd, 0);
   if (base == MAP_FAILED) {
     int err = errno;
     close(fd);
-    return fail(ncclSystemError, "ncclMemAlloc: mmap of %zu bytes failed: %s", rounded, strerror(err));
+    return fail(ncclSystemError, "ncclMemAlloc: mmap of %zu bytes failed: %s", mapped, strerror(err));
   }
   FdTicket ticket;
   if (offerFileDescriptor(fd, &ticket) != ncclSuccess) {
-    munmap(base, rounded);
+    munmap(base, mapped);
     close(fd);
     return ncclSystemError;  // the broker's message stands
   }
@@ -67,7 +79,8 @@ ncclResult_t sharedFree(void* ptr) {
   auto it = registry().find(reinterpret_cast<uintptr_t>(ptr));
   if (it == registry().end()) return fail(ncclInvalidArgument, "ncclMemFree: %p was not returned by ncclMemAlloc", ptr);
   withdrawFileDescriptor(it->second.ticket);
-  munmap(ptr, it->second.bytes);
+  releaseWord(ptr, it->second.bytes)->store(1, std::memory_order_release);
+  munmap(ptr, it->second.bytes + kReleasePageBytes);
   close(it->second.fd);
   registry().erase(it);
   return ncclSuccess;
@@ -87,7 +100,27 @@ bool findSharedBuffer(const void* ptr, size_t bytes, SharedBufferLocation* out) 
 }
 
 PeerBufferMapper::~PeerBufferMapper() {
-  for (auto& [key, m] : mappings_) munmap(m.base, m.bytes);
+  for (auto& [key, m] : mappings_) munmap(m.base, m.bytes + kReleasePageBytes);
+}
+
+size_t PeerBufferMapper::releaseFreed() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  size_t released = 0;
+  for (auto it = mappings_.begin(); it != mappings_.end();) {
+    if (releaseWord(it->second.base, it->second.bytes)->load(std::memory_order_acquire) == 0) {
+      ++it;
+      continue;
+    }
+    munmap(it->second.base, it->second.bytes + kReleasePageBytes);
+    it = mappings_.erase(it);
+    ++released;
+  }
+  return released;
+}
+
+size_t PeerBufferMapper::size() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return mappings_.size();
 }
 
 ncclResult_t PeerBufferMapper::map(const SharedBufferLocation& location, char** out) {
@@ -97,7 +130,8 @@ ncclResult_t PeerBufferMapper::map(const SharedBufferLocation& location, char** 
   if (it == mappings_.end()) {
     int fd = -1;
     WEFT_CHECK(fetchFileDescriptor(location.ticket, settingDouble(Setting::WeftTimeout), &fd));
-    void* base = mmap(nullptr, location.bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd, 0);
+    void* base =
+        mmap(nullptr, location.bytes + kReleasePageBytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd, 0);
     const int err = errno;
     close(fd);
     if (base == MAP_FAILED)

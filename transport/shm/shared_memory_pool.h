@@ -28,17 +28,23 @@ ncclResult_t sharedFree(void* ptr);
 // True (and `out` filled) when [ptr, ptr + bytes) lies inside one shared allocation.
 bool findSharedBuffer(const void* ptr, size_t bytes, SharedBufferLocation* out);
 
-// Maps other processes' shared allocations, once each, for as long as the cache lives.
+// Maps other processes' shared allocations, once each, until their owner frees them (and this
+// side calls releaseFreed) or the mapper goes.
 class PeerBufferMapper {
  public:
   ~PeerBufferMapper();
   // The address of `location` (its offset included) in this process, or nullptr on failure.
   ncclResult_t map(const SharedBufferLocation& location, char** out);
+  // Unmaps the buffers whose owners have called ncclMemFree since; returns how many. Only
+  // between calls: a pointer map() returned before is invalid afterwards if its buffer was freed.
+  size_t releaseFreed();
+  // Buffers mapped now (for tests).
+  size_t size();
 
  private:
   struct Mapping {
     void* base;
-    size_t bytes;
+    size_t bytes;  // the owner's part; its release page follows
   };
   std::mutex mutex_;
   std::map<std::pair<uint64_t, uint64_t>, Mapping> mappings_;  // by ticket secret
