@@ -30,6 +30,7 @@ enum class Setting {
   NcclSocketFamily,
   WeftSecret,
   WeftBootstrapPort,
+  WeftBootstrapFd,
   WeftHostname,
   WeftTimeout,
   // Transports and the shape of schedules.

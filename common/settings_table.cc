@@ -30,6 +30,9 @@ constexpr std::array<SettingSpec, static_cast<size_t>(Setting::Count)> kSettings
      "the bootstrap secret of ids built from the environment (weftrun sets it)"},
     {Setting::WeftBootstrapPort, "WEFT_BOOTSTRAP_PORT", Int, nullptr, 1, 65535, 0, nullptr, false, false,
      "weftCommInitFromEnv: the bootstrap root's port, instead of MASTER_PORT"},
+    {Setting::WeftBootstrapFd, "WEFT_BOOTSTRAP_FD", Int, nullptr, 0, 1048575, 0, nullptr, false, false,
+     "a listening socket the launcher holds the rendezvous port with; rank 0's root adopts it "
+     "(weftrun sets it)"},
     {Setting::WeftHostname, "WEFT_HOSTNAME", String, nullptr, 0, 0, 0, nullptr, false, false,
      "overrides the host identity (to simulate several hosts on one machine)"},
     {Setting::WeftTimeout, "WEFT_TIMEOUT", Double, "300", 0.1, 2592000, 0, nullptr, false, false,

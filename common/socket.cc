@@ -191,6 +191,27 @@ ncclResult_t listenSocket(const SocketAddress& address, int* fd, SocketAddress* 
   return ncclSuccess;
 }
 
+ncclResult_t adoptListeningSocket(int fd, const SocketAddress& wanted, SocketAddress* bound) {
+  int listening = 0, type = 0;
+  socklen_t length = sizeof(int);
+  if (fcntl(fd, F_GETFD) < 0) return fail(ncclInvalidArgument, "fd %d is not open", fd);
+  if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &length) != 0 || type != SOCK_STREAM)
+    return fail(ncclInvalidArgument, "fd %d is not a stream socket", fd);
+  length = sizeof(int);
+  if (getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &listening, &length) != 0 || !listening)
+    return fail(ncclInvalidArgument, "fd %d is not listening", fd);
+  SocketAddress actual;
+  actual.length = sizeof(actual.storage);
+  if (getsockname(fd, reinterpret_cast<sockaddr*>(&actual.storage), &actual.length) != 0)
+    return fail(ncclInvalidArgument, "fd %d: getsockname failed: %s", fd, strerror(errno));
+  if (actual.storage.ss_family != wanted.storage.ss_family || actual.port() != wanted.port())
+    return fail(ncclInvalidArgument, "fd %d listens on %s, not on %s", fd, actual.toString().c_str(),
+                wanted.toString().c_str());
+  fcntl(fd, F_SETFD, FD_CLOEXEC);  // the launcher cleared it for this process only
+  if (bound) *bound = actual;
+  return ncclSuccess;
+}
+
 namespace {
 
 // Waits for a non-blocking connect() in progress; 0 when connected, else the errno (ETIMEDOUT

@@ -33,6 +33,10 @@ ncclResult_t findInterfaceAddress(SocketAddress* out, std::string* interfaceName
 
 // A listening socket on `address` (port 0: any); `bound` receives the actual address.
 ncclResult_t listenSocket(const SocketAddress& address, int* fd, SocketAddress* bound);
+// Takes over `fd`, a listening TCP socket this process inherited (a launcher's, holding the
+// rendezvous port since before the ranks started), if it listens on `wanted`'s family and port;
+// otherwise ncclInvalidArgument with the reason, and `fd` is left alone.
+ncclResult_t adoptListeningSocket(int fd, const SocketAddress& wanted, SocketAddress* bound);
 // Connects, retrying refused connections (the listener may not be up yet) until `deadline`;
 // a connection attempt that gets no answer (a black-holed address) also ends at `deadline`.
 ncclResult_t connectSocket(const SocketAddress& address, const Deadline& deadline, int* fd);

@@ -26,11 +26,13 @@ int main(int argc, char** argv) {
   std::string error;
   JobEnv job;
   job.worldSize = options.nranks;
-  job.port = findFreePort(&error);
-  if (job.port == 0) {
-    std::fprintf(stderr, "weftrun: cannot find a free TCP port: %s\n", error.c_str());
+  const RendezvousSocket rendezvous = openRendezvousSocket(job.masterAddr, &error);
+  if (rendezvous.fd < 0) {
+    std::fprintf(stderr, "weftrun: cannot open the rendezvous port: %s\n", error.c_str());
     return 1;
   }
+  job.port = rendezvous.port;
+  job.bootstrapFd = rendezvous.fd;
   job.secret = randomSecretHex(&error);
   if (job.secret.empty()) {
     std::fprintf(stderr, "weftrun: %s\n", error.c_str());
@@ -40,5 +42,5 @@ int main(int argc, char** argv) {
   std::vector<std::vector<std::string>> envs;
   for (int r = 0; r < options.nranks; ++r) envs.push_back(rankEnvironment(base, job, r));
   std::fflush(nullptr);
-  return runProcessGroup(options, envs);
+  return runProcessGroup(options, envs, {{0, rendezvous.fd}});
 }

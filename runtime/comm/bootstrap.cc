@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <cstring>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 
@@ -197,7 +198,26 @@ class RootService {
     running_ = false;
   }
 
+  // WEFT_BOOTSTRAP_FD: a launcher (weftrun) that picked the rendezvous port keeps it bound and
+  // listening from before the ranks start, and hands the socket to rank 0. Binding the port
+  // here instead would race with any other process taking it after the launcher let it go.
+  // Taken once: a later root of this process must not adopt whatever reuses the number.
+  static bool adoptInheritedListener(const SocketAddress& address, int* fd, SocketAddress* bound) {
+    static std::atomic<bool> taken{false};
+    const std::optional<int64_t> inherited = settingIntIfSet(Setting::WeftBootstrapFd);
+    if (!inherited || address.port() == 0 || taken.exchange(true)) return false;
+    if (adoptListeningSocket(static_cast<int>(*inherited), address, bound) != ncclSuccess) {
+      WEFT_WARN("bootstrap root: WEFT_BOOTSTRAP_FD=%lld not used: %s", static_cast<long long>(*inherited),
+                lastErrorMessage().c_str());
+      return false;
+    }
+    *fd = static_cast<int>(*inherited);
+    WEFT_INFO(kLogBootstrap, "bootstrap root listening on %s (the launcher's socket)", bound->toString().c_str());
+    return true;
+  }
+
   static ncclResult_t openListener(const SocketAddress& address, int* fd, SocketAddress* bound) {
+    if (adoptInheritedListener(address, fd, bound)) return ncclSuccess;
     ncclResult_t result = listenSocket(address, fd, bound);
     if (result != ncclSuccess && address.port() != 0) {
       // The named host may be an alias of this machine that cannot be bound: take the port on

@@ -1,9 +1,15 @@
 // weftrun's parts: argument parsing, rank environment, line prefixing.
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <string>
 #include <vector>
-
-#include <gtest/gtest.h>
 
 #include "tools/launcher/launch_env.h"
 #include "tools/launcher/launch_options.h"
@@ -74,10 +80,43 @@ TEST(LaunchEnv, SetsRankVariablesAndKeepsTheRest) {
   EXPECT_EQ(env.size(), 9u);
 }
 
-TEST(LaunchEnv, FreePortAndSecret) {
+TEST(LaunchEnv, OnlyRankZeroGetsTheRendezvousSocket) {
+  JobEnv job;
+  job.worldSize = 2;
+  job.bootstrapFd = 7;
+  const std::vector<std::string> base = {"WEFT_BOOTSTRAP_FD=3"};  // from an enclosing launcher
+  std::vector<std::string> zero = rankEnvironment(base, job, 0), one = rankEnvironment(base, job, 1);
+  EXPECT_EQ(std::count(zero.begin(), zero.end(), "WEFT_BOOTSTRAP_FD=7"), 1);
+  for (const auto& env : {zero, one}) EXPECT_EQ(std::find(env.begin(), env.end(), "WEFT_BOOTSTRAP_FD=3"), env.end());
+  EXPECT_EQ(
+      std::find_if(one.begin(), one.end(), [](const std::string& e) { return e.rfind("WEFT_BOOTSTRAP_FD=", 0) == 0; }),
+      one.end());
+}
+
+// The port stays taken from the moment it is chosen: binding it again fails.
+TEST(LaunchEnv, RendezvousSocketHoldsItsPortAndSecret) {
   std::string error;
-  int port = findFreePort(&error);
-  EXPECT_GT(port, 0) << error;
+  RendezvousSocket rendezvous = openRendezvousSocket("127.0.0.1", &error);
+  ASSERT_GE(rendezvous.fd, 0) << error;
+  EXPECT_GT(rendezvous.port, 0);
+  int listening = 0;
+  socklen_t length = sizeof listening;
+  ASSERT_EQ(getsockopt(rendezvous.fd, SOL_SOCKET, SO_ACCEPTCONN, &listening, &length), 0);
+  EXPECT_EQ(listening, 1);
+  EXPECT_EQ(fcntl(rendezvous.fd, F_GETFD) & FD_CLOEXEC, FD_CLOEXEC) << "only rank 0 may inherit it";
+  int other = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  int one = 1;
+  setsockopt(other, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_port = htons(static_cast<uint16_t>(rendezvous.port));
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  EXPECT_NE(bind(other, reinterpret_cast<sockaddr*>(&address), sizeof address), 0);
+  EXPECT_EQ(errno, EADDRINUSE);
+  close(other);
+  close(rendezvous.fd);
+  EXPECT_EQ(openRendezvousSocket("not-an-address", &error).fd, -1);
+  EXPECT_NE(error.find("not-an-address"), std::string::npos);
   std::string a = randomSecretHex(&error), b = randomSecretHex(&error);
   EXPECT_EQ(a.size(), 32u);
   EXPECT_EQ(a.find_first_not_of("0123456789abcdef"), std::string::npos);

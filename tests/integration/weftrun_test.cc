@@ -229,6 +229,21 @@ TEST(Weftrun, RankInheritsNoStrayDescriptors) {
     EXPECT_TRUE(allowed.count((*it)[1].str())) << "fd " << (*it)[1].str() << " leaked into the rank:\n" << r.out;
 }
 
+// The rendezvous port is held from the moment weftrun picks it: rank 0 inherits the listening
+// socket (its bootstrap root accepts on it), no rank can bind the port, and only rank 0 has it.
+// Before, weftrun bound a port and closed it, and rank 0 bound it again: any process could take
+// it in between (a race that only `ctest -j 1` hid).
+TEST(Weftrun, RendezvousPortIsHeldFromTheStartAndHandedToRankZero) {
+  RunResult r = runWeftrun({"-n", "3", kHelper, "rendezvous"});
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  EXPECT_NE(r.out.find("[0] rank 0 WEFT_BOOTSTRAP_FD=set listening=1 bind=EADDRINUSE"), std::string::npos) << r.out;
+  for (int rank : {1, 2})
+    EXPECT_NE(r.out.find("[" + std::to_string(rank) + "] rank " + std::to_string(rank) +
+                         " WEFT_BOOTSTRAP_FD=unset listening=0 bind=EADDRINUSE"),
+              std::string::npos)
+        << r.out;
+}
+
 TEST(Weftrun, AllRanksSucceedingExitsZero) {
   RunResult r = runWeftrun({"-n", "3", kHelper, "early"});
   EXPECT_EQ(r.exitCode, 0) << r.err;

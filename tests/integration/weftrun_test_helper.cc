@@ -8,8 +8,16 @@
 //   sleep SECONDS     sleep, then exit 0
 //   trap              print "ready", wait for SIGTERM/SIGINT, print "rank R got SIGNAME", exit 0
 //   early             rank 0 exits 0 at once, the others after 0.5 s
+//   rendezvous        prints "rank R WEFT_BOOTSTRAP_FD=<fd|unset> listening=<0|1> bind=<errno name>":
+//                     whether rank R inherited a socket listening on MASTER_PORT, and what
+//                     binding 127.0.0.1:MASTER_PORT itself gives (rank 0 holds it for 1 s)
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <unistd.h>
+
+#include <cerrno>
 
 #include <cstdio>
 #include <cstdlib>
@@ -103,6 +111,38 @@ int main(int argc, char** argv) {
     for (int i = 0; i < 600 && !gSignal; ++i) usleep(100000);
     std::printf("rank %d got %s\n", rank, gSignal == SIGTERM ? "SIGTERM" : gSignal == SIGINT ? "SIGINT" : "nothing");
     return gSignal ? 0 : 1;
+  }
+  if (mode == "rendezvous") {
+    const char* fdText = std::getenv("WEFT_BOOTSTRAP_FD");
+    const char* portText = std::getenv("MASTER_PORT");
+    const int port = portText ? std::atoi(portText) : 0;
+    int listening = 0;
+    if (fdText) {
+      sockaddr_in bound{};
+      socklen_t length = sizeof bound;
+      socklen_t intLength = sizeof listening;
+      const int fd = std::atoi(fdText);
+      if (getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &listening, &intLength) != 0 ||
+          getsockname(fd, reinterpret_cast<sockaddr*>(&bound), &length) != 0 || ntohs(bound.sin_port) != port)
+        listening = 0;
+    }
+    if (rank != 0) sleepSec(0.3);  // rank 0 holds the socket meanwhile
+    int probe = socket(AF_INET, SOCK_STREAM, 0);
+    int one = 1;
+    setsockopt(probe, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    sockaddr_in address{};
+    address.sin_family = AF_INET;
+    address.sin_port = htons(static_cast<uint16_t>(port));
+    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    const int bound = bind(probe, reinterpret_cast<sockaddr*>(&address), sizeof address) == 0 ? 0 : errno;
+    close(probe);
+    std::printf("rank %d WEFT_BOOTSTRAP_FD=%s listening=%d bind=%s\n", rank, fdText ? "set" : "unset", listening,
+                bound == 0            ? "ok"
+                : bound == EADDRINUSE ? "EADDRINUSE"
+                                      : std::strerror(bound));
+    std::fflush(stdout);
+    if (rank == 0) sleepSec(1);
+    return 0;
   }
   if (mode == "early") {
     if (rank != 0) sleepSec(0.5);

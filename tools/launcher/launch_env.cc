@@ -1,5 +1,6 @@
 #include "tools/launcher/launch_env.h"
 
+#include <arpa/inet.h>
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <sys/random.h>
@@ -14,25 +15,27 @@ extern char** environ;
 
 namespace weft::launcher {
 
-int findFreePort(std::string* error) {
+RendezvousSocket openRendezvousSocket(const std::string& address, std::string* error) {
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  if (inet_pton(AF_INET, address.c_str(), &addr.sin_addr) != 1) {
+    if (error) *error = "not an IPv4 address: " + address;
+    return {};
+  }
   int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (fd < 0) {
     if (error) *error = std::string("socket: ") + std::strerror(errno);
-    return 0;
+    return {};
   }
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_ANY);
-  addr.sin_port = 0;
   socklen_t len = sizeof(addr);
-  if (bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 ||
+  // The root's own listeners take a backlog of 1024 too: every rank may connect at once.
+  if (bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 || listen(fd, 1024) != 0 ||
       getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
-    if (error) *error = std::string("bind: ") + std::strerror(errno);
+    if (error) *error = std::string("bind/listen on ") + address + ": " + std::strerror(errno);
     close(fd);
-    return 0;
+    return {};
   }
-  close(fd);
-  return ntohs(addr.sin_port);
+  return {fd, ntohs(addr.sin_port)};
 }
 
 std::string randomSecretHex(std::string* error) {
@@ -74,12 +77,13 @@ std::vector<std::string> rankEnvironment(const std::vector<std::string>& base, c
       {"WEFT_SECRET", job.secret},
   };
   std::vector<std::string> env;
-  env.reserve(base.size() + set.size());
+  env.reserve(base.size() + set.size() + 1);
   for (const std::string& entry : base) {
     std::string name = entry.substr(0, entry.find('='));
-    if (set.count(name) == 0) env.push_back(entry);
+    if (set.count(name) == 0 && name != "WEFT_BOOTSTRAP_FD") env.push_back(entry);
   }
   for (const auto& [name, value] : set) env.push_back(name + "=" + value);
+  if (rank == 0 && job.bootstrapFd >= 0) env.push_back("WEFT_BOOTSTRAP_FD=" + std::to_string(job.bootstrapFd));
   return env;
 }
 

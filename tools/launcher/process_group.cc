@@ -58,12 +58,12 @@ class Job {
  public:
   explicit Job(const LaunchOptions& options) : options_(options), ranks_(options.nranks) {}
   ~Job();
-  int run(const std::vector<std::vector<std::string>>& rankEnvs);
+  int run(const std::vector<std::vector<std::string>>& rankEnvs, const std::vector<HandedDescriptor>& handed);
 
  private:
   bool installSignals();
   // Forks and execs one rank; false (with exitCode_ set) if that failed.
-  bool spawn(int rank, const std::vector<std::string>& env);
+  bool spawn(int rank, const std::vector<std::string>& env, const std::vector<int>& inherited);
   void reap();
   void onSignalReceived(int sig);
   void terminateAll(int sig);
@@ -121,7 +121,7 @@ bool Job::installSignals() {
   return true;
 }
 
-bool Job::spawn(int rank, const std::vector<std::string>& env) {
+bool Job::spawn(int rank, const std::vector<std::string>& env, const std::vector<int>& inherited) {
   int out[2], err[2], status[2];
   if (pipe2(out, O_CLOEXEC) != 0) {
     say(std::string("pipe: ") + std::strerror(errno));
@@ -165,6 +165,7 @@ bool Job::spawn(int rank, const std::vector<std::string>& env) {
     if (devnull == 0) fcntl(0, F_SETFD, 0);
     dup2(out[1], 1);
     dup2(err[1], 2);
+    for (int fd : inherited) fcntl(fd, F_SETFD, 0);
     execvpe(argv[0], argv.data(), envp.data());
     int e = errno;
     ssize_t ignored = write(status[1], &e, sizeof(e));
@@ -270,10 +271,15 @@ bool Job::anyStreamOpen() const {
   return false;
 }
 
-int Job::run(const std::vector<std::vector<std::string>>& rankEnvs) {
+int Job::run(const std::vector<std::vector<std::string>>& rankEnvs, const std::vector<HandedDescriptor>& handed) {
   if (!installSignals()) return 1;
   for (int i = 0; i < options_.nranks; ++i) {
-    if (!spawn(i, rankEnvs[i])) {
+    std::vector<int> inherited;
+    for (const HandedDescriptor& h : handed)
+      if (h.rank == i) inherited.push_back(h.fd);
+    const bool started = spawn(i, rankEnvs[i], inherited);
+    for (int fd : inherited) close(fd);  // the rank has its own copy now
+    if (!started) {
       // Nothing useful can run: stop the ranks already started and wait for them.
       for (Rank& r : ranks_) signalRank(r, SIGKILL);
       for (Rank& r : ranks_) {
@@ -375,9 +381,10 @@ std::string describeStatus(int st) {
   return "ended with wait status " + std::to_string(st);
 }
 
-int runProcessGroup(const LaunchOptions& options, const std::vector<std::vector<std::string>>& rankEnvs) {
+int runProcessGroup(const LaunchOptions& options, const std::vector<std::vector<std::string>>& rankEnvs,
+                    const std::vector<HandedDescriptor>& handed) {
   Job job(options);
-  return job.run(rankEnvs);
+  return job.run(rankEnvs, handed);
 }
 
 }  // namespace weft::launcher

@@ -24,7 +24,15 @@ std::string describeStatus(int waitStatus);
 // (exitCodeForStatus) after the others were terminated (SIGTERM, SIGKILL after
 // options.graceSec); 128+signal when the launcher itself got SIGINT/SIGTERM/SIGHUP (forwarded
 // to the ranks); 124 after options.timeoutSec; 127/126 when the command cannot be executed.
-int runProcessGroup(const LaunchOptions& options, const std::vector<std::vector<std::string>>& rankEnvs);
+//
+// `handed`: descriptors that one rank alone inherits (close-on-exec cleared in its child only,
+// e.g. the rendezvous socket for rank 0); this process closes its copy once that rank started.
+struct HandedDescriptor {
+  int rank;
+  int fd;
+};
+int runProcessGroup(const LaunchOptions& options, const std::vector<std::vector<std::string>>& rankEnvs,
+                    const std::vector<HandedDescriptor>& handed = {});
 
 }  // namespace weft::launcher
 
