@@ -7,6 +7,7 @@
 #include <cstring>
 #include <functional>
 #include <random>
+#include <string>
 #include <tuple>
 #include <vector>
 
@@ -26,21 +27,11 @@ struct Checker {
   const char* what;
   size_t failures = 0;
 
-  // Compares `count` elements against expected(i), the result of `op` over `nranks` ranks (a
-  // copy is a Sum over one rank: exact); prints the first mismatches.
+  // Compares `count` elements against expected(i) (countMismatchesAgainst); prints the first mismatches.
   void expect(const void* actual, size_t count, ncclDataType_t type, const std::function<double(size_t)>& expected,
               int nranks, ncclRedOp_t op, size_t scenario) {
-    size_t size = dataTypeSize(type);
-    for (size_t i = 0; i < count; ++i) {
-      double want = expected(i);
-      double got = toDouble(static_cast<const char*>(actual) + i * size, type);
-      if (!matches(got, want, tolerance(want, nranks, type, op))) {
-        if (failures < 3)
-          fprintf(stderr, "rank %d %s %s #%zu: element %zu is %g, expected %g\n", rank, what, dataTypeName(type),
-                  scenario, i, got, want);
-        ++failures;
-      }
-    }
+    const std::string label = "rank " + std::to_string(rank) + " " + what + " #" + std::to_string(scenario);
+    failures += countMismatchesAgainst(actual, count, type, expected, nranks, op, label.c_str());
   }
 };
 

@@ -27,3 +27,6 @@ target_compile_definitions(settings_agreement_test PRIVATE
 # Init/destroy and split/destroy loops leave no fds, threads, mappings or memory behind
 # (WEFT_LEAK_LOOPS loops per case; the slow label runs 1000).
 weft_test(leak_test SOURCES integration/leak_test.cc LIBS weft_test_support)
+# A random stream of collectives on 4 ranks, every result checked, memory flat
+# (WEFT_SOAK_CALLS calls, 10,000 by default; the slow label runs 100,000).
+weft_test(soak_test SOURCES integration/soak_test.cc LIBS weft_test_support TIMEOUT 600)

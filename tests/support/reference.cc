@@ -131,14 +131,21 @@ void fillInput(void* buffer, size_t count, int rank, ncclDataType_t type, ncclRe
 
 size_t countMismatches(const void* result, size_t count, int nranks, ncclDataType_t type, ncclRedOp_t op, unsigned seed,
                        const char* label) {
+  return countMismatchesAgainst(
+      result, count, type, [&](size_t i) { return expectedReduction(nranks, i, type, op, seed); }, nranks, op, label);
+}
+
+size_t countMismatchesAgainst(const void* result, size_t count, ncclDataType_t type,
+                              const std::function<double(size_t)>& expected, int nranks, ncclRedOp_t op,
+                              const char* label) {
   size_t size = dataTypeSize(type);
   size_t wrong = 0;
   for (size_t i = 0; i < count; ++i) {
-    double expected = expectedReduction(nranks, i, type, op, seed);
+    double want = expected(i);
     double actual = toDouble(static_cast<const char*>(result) + i * size, type);
-    if (!matches(actual, expected, tolerance(expected, nranks, type, op))) {
+    if (!matches(actual, want, tolerance(want, nranks, type, op))) {
       if (wrong < 3)
-        fprintf(stderr, "%s: element %zu is %.17g, expected %.17g (%s %s, %d ranks)\n", label, i, actual, expected,
+        fprintf(stderr, "%s: element %zu is %.17g, expected %.17g (%s %s, %d ranks)\n", label, i, actual, want,
                 dataTypeName(type), redOpName(op), nranks);
       ++wrong;
     }

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstddef>
+#include <functional>
 #include <vector>
 
 #include "nccl.h"
@@ -48,5 +49,11 @@ void fillInput(void* buffer, size_t count, int rank, ncclDataType_t type, ncclRe
 // Number of elements of `result` that do not match expectedReduction; prints the first few.
 size_t countMismatches(const void* result, size_t count, int nranks, ncclDataType_t type, ncclRedOp_t op, unsigned seed,
                        const char* label);
+
+// The same against expected(i), the result of `op` over `nranks` ranks (a copy of one rank's
+// input is a Sum over one rank: exact).
+size_t countMismatchesAgainst(const void* result, size_t count, ncclDataType_t type,
+                              const std::function<double(size_t)>& expected, int nranks, ncclRedOp_t op,
+                              const char* label);
 
 }  // namespace weft::testing
