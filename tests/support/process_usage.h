@@ -23,4 +23,13 @@ int64_t addressSpaceKiB();
 // Lines of /proc/self/maps: one per mapping, so a mapping that is never released shows.
 int memoryMappings();
 
+// Under AddressSanitizer or ThreadSanitizer freed memory waits in a quarantine and the runtime maps
+// shadow and allocator regions as it goes: resident memory and mappings then say nothing about
+// leaks (descriptors and threads still do), and everything runs several times slower.
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+inline constexpr bool kUnderMemorySanitizer = true;
+#else
+inline constexpr bool kUnderMemorySanitizer = false;
+#endif
+
 }  // namespace weft::testing
