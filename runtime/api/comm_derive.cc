@@ -7,11 +7,14 @@
 #include <thread>
 #include <vector>
 
+#include "common/deadline.h"
+#include "common/settings.h"
 #include "common/status.h"
 #include "nccl.h"
 #include "runtime/api/api_call.h"
 #include "runtime/api/export.h"
 #include "runtime/comm/communicator.h"
+#include "runtime/comm/shrink_rendezvous.h"
 #include "runtime/comm/unique_id.h"
 #include "runtime/exec/collective.h"
 
@@ -107,20 +110,19 @@ WEFT_API ncclResult_t ncclCommShrink(ncclComm_t comm, int* excludeRanksList, int
     std::vector<int> survivors;
     for (int r = 0; r < comm->nranks; ++r)
       if (!excluded[r]) survivors.push_back(r);
-    // The lowest survivor makes the id and sends it to the others; excluded (perhaps dead) ranks
+    // The lowest survivor makes the id and sends it to the others, past whatever a failed or
+    // revoked call left in the connections (shrink_rendezvous.h); excluded (perhaps dead) ranks
     // take no part.
     ncclUniqueId id{};
-    std::vector<CollectiveCall> calls;
+    const uint64_t sequence = comm->state.shrinks++;
+    const Deadline deadline = Deadline::after(settingDouble(Setting::WeftTimeout));
     if (survivors.front() == comm->rank) {
       WEFT_CHECK(ncclGetUniqueId(&id));
       for (int r : survivors)
-        if (r != comm->rank)
-          calls.push_back(makeCall(PointToPoint::Send, comm, &id, nullptr, sizeof(id), ncclUint8, ncclSum, -1, r));
+        if (r != comm->rank) WEFT_CHECK(sendShrinkId(comm, r, sequence, id, deadline));
     } else {
-      calls.push_back(
-          makeCall(PointToPoint::Recv, comm, nullptr, &id, sizeof(id), ncclUint8, ncclSum, -1, survivors.front()));
+      WEFT_CHECK(receiveShrinkId(comm, survivors.front(), sequence, &id, deadline));
     }
-    if (!calls.empty()) WEFT_CHECK(runCollectives(calls));
     int newRank = static_cast<int>(std::find(survivors.begin(), survivors.end(), comm->rank) - survivors.begin());
     return initRank(newcomm, static_cast<int>(survivors.size()), id, newRank, inheritedConfig(comm, config));
   });

@@ -77,6 +77,7 @@ struct CommState {
   std::mutex initMutex;
   std::thread initThread;  // a non-blocking (config.blocking = 0) initialization
   std::atomic<int> activeCalls{0};
+  uint64_t shrinks = 0;  // ncclCommShrink calls on this communicator so far (shrink_rendezvous.h)
   std::mutex errorMutex;
   std::string lastError;
 };
