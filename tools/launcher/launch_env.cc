@@ -28,6 +28,11 @@ RendezvousSocket openRendezvousSocket(const std::string& address, std::string* e
     return {};
   }
   socklen_t len = sizeof(addr);
+  // As the root's own listeners: the connections it accepts inherit the flag, so their TIME_WAIT
+  // does not keep a later root of rank 0 (NCCL_COMM_ID names the same port again, e.g. for a
+  // split) from binding the port.
+  int one = 1;
+  setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
   // The root's own listeners take a backlog of 1024 too: every rank may connect at once.
   if (bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 || listen(fd, 1024) != 0 ||
       getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
