@@ -1,7 +1,8 @@
 // The C API boundary: every exported entry point runs its body through apiCall (those that
-// return ncclResult_t) or apiCallOr / apiCallVoid (the others), so that an exception (std::bad_alloc from a huge
-// allocation, anything else the standard library throws) becomes an error code and a message for ncclGetLastError
-// instead of unwinding into the caller's C code and aborting the process.
+// return ncclResult_t) or apiCallOr / apiCallVoid (the others), so that an exception
+// (std::bad_alloc from a huge allocation, anything else the standard library throws) becomes an
+// error code and a message for ncclGetLastError instead of unwinding into the caller's C code and
+// aborting the process.
 #pragma once
 
 #include "nccl.h"

@@ -61,12 +61,12 @@ ncclResult_t sendShrinkId(ncclComm* parent, int peer, uint64_t shrinkSequence, c
     if (deadline.expired()) return timedOut("sending the new id to", peer);
     waitAMoment();
   }
-  while (connection->hasPendingSends()) {
+  for (;;) {  // until it has left this rank (TCP may still queue it)
     WEFT_CHECK(connection->progress());
+    if (!connection->hasPendingSends()) return ncclSuccess;
     if (deadline.expired()) return timedOut("sending the new id to", peer);
-    if (connection->hasPendingSends()) waitAMoment();
+    waitAMoment();
   }
-  return ncclSuccess;
 }
 
 ncclResult_t receiveShrinkId(ncclComm* parent, int peer, uint64_t shrinkSequence, ncclUniqueId* id,
@@ -82,10 +82,10 @@ ncclResult_t receiveShrinkId(ncclComm* parent, int peer, uint64_t shrinkSequence
     WEFT_CHECK(connection->recvPeek(&data, &bytes));
     if (data) {
       ShrinkMessage got{};
-      const bool isIt = bytes == sizeof got && (std::memcpy(&got, data, sizeof got), true) &&
-                        got.marker[0] == expected.marker[0] && got.marker[1] == expected.marker[1] &&
-                        got.shrinkSequence == expected.shrinkSequence;
+      if (bytes == sizeof got) std::memcpy(&got, data, sizeof got);
       connection->recvRelease();
+      const bool isIt = got.marker[0] == expected.marker[0] && got.marker[1] == expected.marker[1] &&
+                        got.shrinkSequence == expected.shrinkSequence;
       if (isIt) {
         *id = got.id;
         if (dropped)
