@@ -24,10 +24,7 @@ namespace {
 constexpr auto kAbortAfter = std::chrono::milliseconds(100);
 constexpr auto kPromptly = std::chrono::milliseconds(1000);
 
-int trials() {
-  const char* text = std::getenv("WEFT_ABORT_TRIALS");
-  return text && std::atoi(text) > 0 ? std::atoi(text) : 2;
-}
+int trials() { return countFromEnv("WEFT_ABORT_TRIALS", 2); }
 
 // Runs `call` on a thread, aborts `comm` from this one after kAbortAfter, and returns 0 when
 // both the abort and the call came back within kPromptly of the abort; `allowSuccess` accepts a

@@ -28,10 +28,7 @@ constexpr int kWarmUpLoops = 5;
 constexpr int64_t kResidentSlackKiB = 2048;
 constexpr int kMappingSlack = 4;
 
-int leakLoops() {
-  const char* text = std::getenv("WEFT_LEAK_LOOPS");
-  return text && std::atoi(text) > 0 ? std::atoi(text) : 50;
-}
+int leakLoops() { return countFromEnv("WEFT_LEAK_LOOPS", 50); }
 
 struct Usage {
   int fds, threads, mappings;

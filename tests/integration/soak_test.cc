@@ -50,9 +50,8 @@ const char* const kPolicies[] = {
 constexpr int kComms = sizeof(kPolicies) / sizeof(kPolicies[0]);
 
 int soakCalls() {
-  const char* text = std::getenv("WEFT_SOAK_CALLS");
-  if (text && std::atoi(text) > 0) return std::atoi(text);
-  return kUnderMemorySanitizer ? 2000 : 10000;  // the sanitizers look for other things, at several times the cost
+  // The sanitizers look for other things, at several times the cost.
+  return countFromEnv("WEFT_SOAK_CALLS", kUnderMemorySanitizer ? 2000 : 10000);
 }
 
 enum class Kind { AllReduce, Broadcast, Reduce, AllGather, ReduceScatter, AlltoAll, Count };
@@ -186,47 +185,74 @@ bool initPolicyComms(ncclComm_t world, int rank, std::vector<ncclComm_t>* comms)
   return true;
 }
 
+// One rank's side of the stream: its communicators (one per policy), the buffers of a group's
+// calls (allocated and touched once, never inside the stream) and the sequence every rank draws
+// alike from the same seed.
+struct StreamRank {
+  int rank = 0;
+  std::vector<ncclComm_t> comms;
+  std::vector<Slot> slots;
+  std::mt19937_64 random;
+  unsigned seed = 1;
+  int done = 0;               // calls completed
+  ncclComm_t last = nullptr;  // the communicator of the latest group
+};
+
+// Joins the stream as `rank`, on two fake hosts named `hostPrefix` A and B. 0, or 1-2 when a
+// communicator could not be made.
+int joinStream(int rank, const ncclUniqueId& id, const char* hostPrefix, uint64_t seed, StreamRank* s) {
+  setenv("WEFT_HOSTNAME", (std::string(hostPrefix) + (rank < kRanks / 2 ? "A" : "B")).c_str(), 1);
+  ncclComm_t world;
+  if (ncclCommInitRank(&world, kRanks, id, rank) != ncclSuccess) return 1;
+  if (!initPolicyComms(world, rank, &s->comms)) return 2;
+  s->rank = rank;
+  s->slots.resize(kMaxGroup);
+  for (Slot& slot : s->slots) {
+    slot.send.assign(kRanks * kMaxCount * 8, 1);
+    slot.recv.assign(kRanks * kMaxCount * 8, 1);
+  }
+  s->random.seed(seed);
+  return 0;
+}
+
+// Draws the next group (one call, or a group of 2 to kMaxGroup, on a random communicator), issues
+// it and, when it succeeded, adds its wrong elements to *wrong. The first error of the group.
+ncclResult_t runNextGroup(StreamRank& s, size_t* wrong) {
+  const int groupSize = s.random() % 3 == 0 ? 2 + static_cast<int>(s.random() % (kMaxGroup - 1)) : 1;
+  s.last = s.comms[s.random() % kComms];
+  std::vector<Call> group;
+  for (int k = 0; k < groupSize; ++k) group.push_back(drawCall(s.random, s.seed++));
+  ncclResult_t result = groupSize > 1 ? ncclGroupStart() : ncclSuccess;
+  for (int k = 0; k < groupSize && result == ncclSuccess; ++k) result = issue(group[k], s.rank, s.last, s.slots[k]);
+  if (groupSize > 1) {
+    const ncclResult_t ended = ncclGroupEnd();
+    if (result == ncclSuccess) result = ended;
+  }
+  if (result != ncclSuccess) return result;
+  for (int k = 0; k < groupSize; ++k) *wrong += check(group[k], s.rank, s.slots[k], s.done + k);
+  s.done += groupSize;
+  return ncclSuccess;
+}
+
 // Rank exit codes: 0 every result right and memory flat; 1-3 set-up or a failed call (on
 // stderr); 4 wrong results; 5 resident memory grew.
 int soak(int rank, const ncclUniqueId& id, int calls) {
-  setenv("WEFT_HOSTNAME", rank < kRanks / 2 ? "soakA" : "soakB", 1);
-  ncclComm_t world;
-  if (ncclCommInitRank(&world, kRanks, id, rank) != ncclSuccess) return 1;
-  std::vector<ncclComm_t> comms;
-  if (!initPolicyComms(world, rank, &comms)) return 2;
-  std::vector<Slot> slots(kMaxGroup);
-  for (Slot& s : slots) {
-    s.send.assign(kRanks * kMaxCount * 8, 1);  // touched now, never inside the stream
-    s.recv.assign(kRanks * kMaxCount * 8, 1);
-  }
-  std::mt19937_64 random(20261203);
+  StreamRank s;
+  if (int failed = joinStream(rank, id, "soak", 20261203, &s)) return failed;
   size_t wrong = 0;
   int64_t residentAfterWarmUp = 0;
-  unsigned seed = 1;
-  for (int done = 0; done < calls;) {
-    if (done >= kWarmUpCalls && residentAfterWarmUp == 0) residentAfterWarmUp = residentKiB();
-    const int groupSize = random() % 3 == 0 ? 2 + static_cast<int>(random() % (kMaxGroup - 1)) : 1;
-    ncclComm_t comm = comms[random() % kComms];
-    std::vector<Call> group;
-    for (int k = 0; k < groupSize; ++k) group.push_back(drawCall(random, seed++));
-    if (groupSize > 1 && ncclGroupStart() != ncclSuccess) return 3;
-    for (int k = 0; k < groupSize; ++k)
-      if (issue(group[k], rank, comm, slots[k]) != ncclSuccess) {
-        std::fprintf(stderr, "rank %d call %d: %s\n", rank, done + k, ncclGetLastError(comm));
-        return 3;
-      }
-    if (groupSize > 1 && ncclGroupEnd() != ncclSuccess) {
-      std::fprintf(stderr, "rank %d group at call %d: %s\n", rank, done, ncclGetLastError(comm));
+  while (s.done < calls) {
+    if (s.done >= kWarmUpCalls && residentAfterWarmUp == 0) residentAfterWarmUp = residentKiB();
+    if (runNextGroup(s, &wrong) != ncclSuccess) {
+      std::fprintf(stderr, "rank %d group at call %d: %s\n", rank, s.done, ncclGetLastError(s.last));
       return 3;
     }
-    for (int k = 0; k < groupSize; ++k) wrong += check(group[k], rank, slots[k], done + k);
-    done += groupSize;
   }
   const int64_t residentAtEnd = residentKiB();
-  for (int k = kComms - 1; k >= 0; --k) ncclCommDestroy(comms[k]);
+  for (int k = kComms - 1; k >= 0; --k) ncclCommDestroy(s.comms[k]);
   std::fprintf(stderr,
                "soak rank %d: %d calls, %zu wrong elements, resident %lld KiB after %d calls, %lld KiB at the end\n",
-               rank, calls, wrong, static_cast<long long>(residentAfterWarmUp), kWarmUpCalls,
+               rank, s.done, wrong, static_cast<long long>(residentAfterWarmUp), kWarmUpCalls,
                static_cast<long long>(residentAtEnd));
   if (wrong) return 4;
   // A sanitizer's quarantine grows by design.
@@ -235,10 +261,7 @@ int soak(int rank, const ncclUniqueId& id, int calls) {
   return 0;
 }
 
-int chaosTrials() {
-  const char* text = std::getenv("WEFT_CHAOS_TRIALS");
-  return text && std::atoi(text) > 0 ? std::atoi(text) : 5;
-}
+int chaosTrials() { return countFromEnv("WEFT_CHAOS_TRIALS", 5); }
 
 constexpr double kChaosTimeoutSeconds = 5;  // WEFT_TIMEOUT of the chaos ranks
 
@@ -296,49 +319,31 @@ int shrinkAndCarryOn(ncclComm_t parent, int rank, int victim, std::vector<Slot>&
 // error; 7 the error came late; 8 an error before the victim died; 9-11 the shrink
 // (shrinkAndCarryOn). The victim dies of SIGKILL (137).
 int chaosRank(int rank, const ncclUniqueId& id, int victim, int64_t killAfterMicroseconds, ChaosRecord* record) {
-  setenv("WEFT_HOSTNAME", rank < kRanks / 2 ? "chaosA" : "chaosB", 1);
   setenv("WEFT_TIMEOUT", "5", 1);
-  ncclComm_t world;
-  if (ncclCommInitRank(&world, kRanks, id, rank) != ncclSuccess) return 1;
-  std::vector<ncclComm_t> comms;
-  if (!initPolicyComms(world, rank, &comms)) return 2;
-  std::vector<Slot> slots(kMaxGroup);
-  for (Slot& s : slots) {
-    s.send.assign(kRanks * kMaxCount * 8, 1);
-    s.recv.assign(kRanks * kMaxCount * 8, 1);
-  }
+  StreamRank s;
+  if (int failed = joinStream(rank, id, "chaos", 20261204, &s)) return failed;
   if (rank == victim)
     std::thread([record, killAfterMicroseconds] {
       std::this_thread::sleep_for(std::chrono::microseconds(killAfterMicroseconds));
       record->deathNanoseconds.store(monotonicNanoseconds());
       raise(SIGKILL);
     }).detach();
-  std::mt19937_64 random(20261204);
-  unsigned seed = 1;
   int result = 6;
-  for (int done = 0; done < 1000000;) {
-    const int groupSize = random() % 3 == 0 ? 2 + static_cast<int>(random() % (kMaxGroup - 1)) : 1;
-    ncclComm_t comm = comms[random() % kComms];
-    std::vector<Call> group;
-    for (int k = 0; k < groupSize; ++k) group.push_back(drawCall(random, seed++));
-    bool failed = groupSize > 1 && ncclGroupStart() != ncclSuccess;
-    for (int k = 0; k < groupSize && !failed; ++k) failed = issue(group[k], rank, comm, slots[k]) != ncclSuccess;
-    if (groupSize > 1) failed = ncclGroupEnd() != ncclSuccess || failed;
-    if (failed) {
+  size_t wrong = 0;
+  while (s.done < 1000000) {
+    if (runNextGroup(s, &wrong) != ncclSuccess) {
       const int64_t death = record->deathNanoseconds.load();
       const int64_t after = monotonicNanoseconds() - death;
       record->errorAfterNanoseconds[rank].store(after);
       std::fprintf(stderr, "chaos rank %d: error %.3f s after rank %d died, at call %d: %s\n", rank, after * 1e-9,
-                   victim, done, ncclGetLastError(comm));
+                   victim, s.done, ncclGetLastError(s.last));
       result = death == 0 ? 8 : after > 2 * kChaosTimeoutSeconds * 1e9 ? 7 : 0;
-      if (result == 0) result = shrinkAndCarryOn(comms[0], rank, victim, slots);
+      if (result == 0) result = shrinkAndCarryOn(s.comms[0], rank, victim, s.slots);
       break;
     }
-    for (int k = 0; k < groupSize; ++k)
-      if (check(group[k], rank, slots[k], done + k) != 0) return 4;
-    done += groupSize;
+    if (wrong) return 4;
   }
-  for (int k = kComms - 1; k >= 0; --k) ncclCommAbort(comms[k]);
+  for (int k = kComms - 1; k >= 0; --k) ncclCommAbort(s.comms[k]);
   return result;
 }
 

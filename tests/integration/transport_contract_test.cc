@@ -397,43 +397,42 @@ ncclResult_t waitForPeerError(Connection* connection, const char* what) {
   return result;
 }
 
-TEST_P(PeerProcessContract, PeerThatDiesIsAnErrorNotAHang) {
+// Kills a forked peer that sent message `index`, then polls the connection until it reports an
+// error. `reapFirst`: the child is reaped before the polling; otherwise it stays a zombie
+// (waited for with WNOWAIT) until the polling is over.
+void expectErrorAfterThePeerIsKilled(size_t entry, uint64_t index, bool reapFirst) {
   Side mine;
   std::unique_ptr<Connection> connection;
   ncclResult_t connected;
-  pid_t child = forkPeerThatSends(GetParam(), 5, 100, false, &connection, &connected, &mine);
+  pid_t child = forkPeerThatSends(entry, index, 100, false, &connection, &connected, &mine);
   ASSERT_GT(child, 0);
-  bool gotMessage = connected == ncclSuccess && receiveMessage(connection.get(), 5, 100);
+  bool gotMessage = connected == ncclSuccess && receiveMessage(connection.get(), index, 100);
   kill(child, SIGKILL);
   int status = 0;
-  ASSERT_EQ(waitpid(child, &status, 0), child);
+  siginfo_t info{};
+  if (reapFirst) {
+    ASSERT_EQ(waitpid(child, &status, 0), child);
+  } else {
+    ASSERT_EQ(waitid(P_PID, static_cast<id_t>(child), &info, WEXITED | WNOWAIT), 0);
+  }
+  ncclResult_t error = ncclSuccess;
+  if (connected == ncclSuccess && gotMessage) error = waitForPeerError(connection.get(), "a message from a dead peer");
+  if (!reapFirst) {
+    ASSERT_EQ(waitpid(child, &status, 0), child);
+  }
   ASSERT_OK(connected);
   ASSERT_TRUE(gotMessage);
-  EXPECT_NE(waitForPeerError(connection.get(), "a message from a dead peer"), ncclSuccess)
-      << "no error " << kDeadline.count() << " s after the peer died";
+  EXPECT_NE(error, ncclSuccess) << "no error " << kDeadline.count() << " s after the peer died"
+                                << (reapFirst ? "" : " (unreaped)");
 }
+
+TEST_P(PeerProcessContract, PeerThatDiesIsAnErrorNotAHang) { expectErrorAfterThePeerIsKilled(GetParam(), 5, true); }
 
 // A peer that dies while its parent does not reap it stays a zombie: its pid still answers
 // kill(pid, 0), which is how shm once missed it until the deadline. The error must come as
 // promptly as for a reaped peer (the zombie is reaped only after the check).
 TEST_P(PeerProcessContract, PeerThatDiesUnreapedIsAnErrorAtOnce) {
-  Side mine;
-  std::unique_ptr<Connection> connection;
-  ncclResult_t connected;
-  pid_t child = forkPeerThatSends(GetParam(), 6, 100, false, &connection, &connected, &mine);
-  ASSERT_GT(child, 0);
-  bool gotMessage = connected == ncclSuccess && receiveMessage(connection.get(), 6, 100);
-  kill(child, SIGKILL);
-  siginfo_t info{};
-  // Waits for the death without reaping (WNOWAIT): the child is a zombie from here on.
-  ASSERT_EQ(waitid(P_PID, static_cast<id_t>(child), &info, WEXITED | WNOWAIT), 0);
-  ncclResult_t error = ncclSuccess;
-  if (connected == ncclSuccess && gotMessage) error = waitForPeerError(connection.get(), "a message from a zombie");
-  int status = 0;
-  ASSERT_EQ(waitpid(child, &status, 0), child);
-  ASSERT_OK(connected);
-  ASSERT_TRUE(gotMessage);
-  EXPECT_NE(error, ncclSuccess) << "no error " << kDeadline.count() << " s after the peer died (unreaped)";
+  expectErrorAfterThePeerIsKilled(GetParam(), 6, false);
 }
 
 // The peer sends its last message and exits normally before this side looked (the race behind

@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <thread>
 
@@ -132,6 +133,11 @@ std::vector<RankOutcome> runRankProcessesWithIds(int nranks, int nids,
   }
   stopRootHost(&root);
   return outcomes;
+}
+
+int countFromEnv(const char* name, int fallback) {
+  const char* text = std::getenv(name);
+  return text && std::atoi(text) > 0 ? std::atoi(text) : fallback;
 }
 
 std::string describeFailures(const std::vector<RankOutcome>& outcomes) {

@@ -28,6 +28,10 @@ std::vector<RankOutcome> runRankProcessesWithIds(
     int nranks, int nids, const std::function<int(int rank, const std::vector<ncclUniqueId>& ids)>& body,
     double timeoutSeconds = 120);
 
+// How many loops, trials or calls a long test runs: the positive integer in environment variable
+// `name` (the slow label sets it), else `fallback`.
+int countFromEnv(const char* name, int fallback);
+
 // True when every rank exited 0; otherwise a text listing the failures for the assertion.
 std::string describeFailures(const std::vector<RankOutcome>& outcomes);
 

@@ -132,25 +132,44 @@ TEST(FdBroker, WithdrawnOfferIsRefusedAndTheThreadStops) {
   close(second);
 }
 
+// A forked process that offers a memfd filled with `fill`, hands the ticket to this one and exits
+// (without withdrawing or closing anything) once released.
+class OwnerProcess {
+ public:
+  explicit OwnerProcess(char fill) {
+    EXPECT_EQ(pipe(fromChild_), 0);
+    EXPECT_EQ(pipe(release_), 0);
+    pid_ = forkChild([&] {
+      int fd = makeMemfd(fill);
+      FdTicket ticket;
+      if (offerFileDescriptor(fd, &ticket) != ncclSuccess) return 1;
+      if (write(fromChild_[1], &ticket, sizeof ticket) != sizeof ticket) return 2;
+      char done;
+      if (read(release_[0], &done, 1) != 1) return 3;
+      return 0;
+    });
+    EXPECT_EQ(read(fromChild_[0], &ticket_, sizeof ticket_), static_cast<ssize_t>(sizeof ticket_));
+  }
+  ~OwnerProcess() {
+    for (int end : {fromChild_[0], fromChild_[1], release_[0], release_[1]}) close(end);
+  }
+  pid_t pid() const { return pid_; }
+  const FdTicket& ticket() const { return ticket_; }
+  bool release() { return write(release_[1], "x", 1) == 1; }
+
+ private:
+  int fromChild_[2] = {-1, -1}, release_[2] = {-1, -1};
+  pid_t pid_ = -1;
+  FdTicket ticket_;
+};
+
 TEST(FdBroker, MappingOutlivesTheOwner) {
-  int fromChild[2], release[2];
-  ASSERT_EQ(pipe(fromChild), 0);
-  ASSERT_EQ(pipe(release), 0);
-  pid_t owner = forkChild([&] {
-    int fd = makeMemfd('z');
-    FdTicket ticket;
-    if (offerFileDescriptor(fd, &ticket) != ncclSuccess) return 1;
-    if (write(fromChild[1], &ticket, sizeof ticket) != sizeof ticket) return 2;
-    char done;
-    if (read(release[0], &done, 1) != 1) return 3;  // until the parent has the descriptor
-    return 0;                                       // exits without withdrawing or closing
-  });
-  FdTicket ticket;
-  ASSERT_EQ(read(fromChild[0], &ticket, sizeof ticket), static_cast<ssize_t>(sizeof ticket));
+  OwnerProcess owner('z');
+  const FdTicket ticket = owner.ticket();
   int fd = -1;
   ASSERT_EQ(fetchFileDescriptor(ticket, kTimeout, &fd), ncclSuccess) << lastErrorMessage();
-  ASSERT_EQ(write(release[1], "x", 1), 1);
-  EXPECT_EQ(waitChild(owner), 0);
+  ASSERT_TRUE(owner.release());
+  EXPECT_EQ(waitChild(owner.pid()), 0);
   char* p = mapFd(fd);
   ASSERT_NE(p, nullptr);
   EXPECT_EQ(p[kBytes / 2], 'z');
@@ -161,39 +180,24 @@ TEST(FdBroker, MappingOutlivesTheOwner) {
   // Its broker went with it.
   int again = -1;
   EXPECT_EQ(fetchFileDescriptor(ticket, kTimeout, &again), ncclRemoteError);
-  for (int end : {fromChild[0], fromChild[1], release[0], release[1]}) close(end);
 }
 
 // The owner's pidfd comes with the descriptor: it names the owner process and turns readable
 // once the owner exits, before anyone reaps it (the parent here reaps only afterwards).
 TEST(FdBroker, OwnersPidfdComesWithTheDescriptorAndSeesItsExit) {
-  int fromChild[2], release[2];
-  ASSERT_EQ(pipe(fromChild), 0);
-  ASSERT_EQ(pipe(release), 0);
-  pid_t owner = forkChild([&] {
-    int fd = makeMemfd('p');
-    FdTicket ticket;
-    if (offerFileDescriptor(fd, &ticket) != ncclSuccess) return 1;
-    if (write(fromChild[1], &ticket, sizeof ticket) != sizeof ticket) return 2;
-    char done;
-    if (read(release[0], &done, 1) != 1) return 3;
-    return 0;
-  });
-  FdTicket ticket;
-  ASSERT_EQ(read(fromChild[0], &ticket, sizeof ticket), static_cast<ssize_t>(sizeof ticket));
+  OwnerProcess owner('p');
   int fd = -1, ownerPidfd = -1;
-  ASSERT_EQ(fetchFileDescriptor(ticket, kTimeout, &fd, &ownerPidfd), ncclSuccess) << lastErrorMessage();
+  ASSERT_EQ(fetchFileDescriptor(owner.ticket(), kTimeout, &fd, &ownerPidfd), ncclSuccess) << lastErrorMessage();
   ASSERT_GE(ownerPidfd, 0) << "no pidfd (kernel before 5.3?)";
-  PeerProcess process(ownerPidfd, owner);
+  PeerProcess process(ownerPidfd, owner.pid());
   EXPECT_FALSE(process.exited()) << "the owner is still waiting for the release";
-  ASSERT_EQ(write(release[1], "x", 1), 1);
+  ASSERT_TRUE(owner.release());
   siginfo_t info{};
-  ASSERT_EQ(waitid(P_PID, static_cast<id_t>(owner), &info, WEXITED | WNOWAIT), 0);  // a zombie now
+  ASSERT_EQ(waitid(P_PID, static_cast<id_t>(owner.pid()), &info, WEXITED | WNOWAIT), 0);  // a zombie now
   EXPECT_TRUE(process.exited()) << "the owner exited but is not reaped";
-  EXPECT_EQ(waitChild(owner), 0);
+  EXPECT_EQ(waitChild(owner.pid()), 0);
   EXPECT_TRUE(process.exited());
   close(fd);
-  for (int end : {fromChild[0], fromChild[1], release[0], release[1]}) close(end);
 }
 
 }  // namespace
