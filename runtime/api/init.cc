@@ -13,6 +13,7 @@
 #include "runtime/comm/bootstrap.h"
 #include "runtime/comm/communicator.h"
 #include "runtime/comm/unique_id.h"
+#include "runtime/device/stream_dispatch.h"
 #include "runtime/exec/group.h"
 
 using namespace weft;
@@ -113,8 +114,10 @@ WEFT_PROFILING_ALIAS(ncclResult_t, ncclCommInitAll, ncclComm_t* comm, int ndev, 
 
 WEFT_API ncclResult_t ncclCommFinalize(ncclComm_t comm) {
   return apiCall("ncclCommFinalize", [&]() -> ncclResult_t {
-    // Host-memory collectives have completed when their call returned: nothing is left to flush.
-    return checkCommunicator(comm);
+    // Host-memory collectives have completed when their call returned; device-memory ones are
+    // flushed here (their streams reach them, they run).
+    WEFT_CHECK(checkCommunicator(comm));
+    return waitForStreamWork(comm);
   });
 }
 WEFT_PROFILING_ALIAS(ncclResult_t, ncclCommFinalize, ncclComm_t comm);

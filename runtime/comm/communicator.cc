@@ -15,6 +15,7 @@
 #include "common/settings_digest.h"
 #include "common/status.h"
 #include "runtime/api/api_call.h"
+#include "runtime/device/stream_dispatch.h"
 #include "topology/rank_layout.h"
 #include "topology/topology_loader.h"
 
@@ -387,6 +388,7 @@ ncclResult_t connectPeers(ncclComm* comm, const std::vector<int>& peers) {
 void destroyCommunicator(ncclComm* comm) {
   if (!comm) return;
   finishNonBlockingInit(comm);
+  if (!stopStreamWork(comm)) return;  // a stream still holds its batches: leaked, never freed under it
   comm->magic = 0;
   delete comm;
 }
@@ -396,6 +398,7 @@ bool abortCommunicator(ncclComm* comm) {
   // poll interval (their waits are cancelled, the run loop checks it every pass), so joining
   // the initialization and waiting for the calls below take milliseconds, not WEFT_TIMEOUT.
   comm->state.aborted.store(true, std::memory_order_release);
+  wakeStreamWork(comm);  // batches waiting for their streams complete unrun, releasing the streams
   finishNonBlockingInit(comm);
   for (auto& transport : comm->net.transports) transport->markAborted();
   // Nothing may be freed under a call still running; one that has not left by the time-out is

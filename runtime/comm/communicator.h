@@ -17,6 +17,7 @@
 #include "runtime/comm/bootstrap.h"
 #include "runtime/comm/compression_config.h"
 #include "runtime/comm/reduction_ops.h"
+#include "runtime/device/stream_queue.h"
 #include "runtime/exec/direct_path.h"
 #include "runtime/exec/executor.h"
 #include "runtime/exec/plan_cache.h"
@@ -106,6 +107,13 @@ struct DirectPathState {
   std::vector<char*> peerRecvBuffers;
 };
 
+// Calls on device memory (runtime/device): the queue of stream-ordered batches and its
+// progress thread, made by the first such call.
+struct CommDeviceWork {
+  std::mutex mutex;
+  std::unique_ptr<StreamQueue> queue;
+};
+
 }  // namespace weft
 
 struct ncclComm {
@@ -124,6 +132,7 @@ struct ncclComm {
   weft::CommRegistrations registered;
   std::vector<weft::PreMulSumOp> preMulSumOps;  // ncclRedOpCreatePreMulSum's table
   weft::DirectPathState direct;
+  weft::CommDeviceWork device;
 
   // Compressed all-reduce (runtime/comm/compression_config.h): WEFT_COMPRESSION, codecs,
   // per-buffer error-feedback residuals (its schedules are in exec.planCache).

@@ -5,7 +5,7 @@
 #include "common/dtype.h"
 #include "common/status.h"
 #include "runtime/comm/communicator.h"
-#include "runtime/comm/pointer_memory.h"
+#include "runtime/device/device_api.h"
 
 namespace weft {
 

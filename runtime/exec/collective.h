@@ -55,8 +55,12 @@ struct CollectiveCall {
   int root = -1;              // broadcast, reduce, gather, scatter
   int peer = -1;              // send, recv
   // The caller's stream. Host-memory calls complete before the call returns (or at the
-  // outermost ncclGroupEnd), so nothing orders them on it; device memory orders on it.
+  // outermost ncclGroupEnd); calls that touch device memory are ordered on it
+  // (runtime/device/stream_dispatch.h).
   cudaStream_t stream = nullptr;
+  // The caller's send buffer when the runtime stages device memory (runtime/device): state kept
+  // per user buffer (WEFT_COMPRESSION's error feedback) is keyed by it. Null: sendbuff is it.
+  const void* callerSendbuff = nullptr;
   // weftAllReduceCompressed: the codec, its seed, and the caller's error-feedback residual
   // (count floats, or null). Calls without it may still be compressed by WEFT_COMPRESSION.
   bool compressed = false;

@@ -68,7 +68,8 @@ float* residualFor(const CollectiveCall& call) {
   if (call.compressed) return call.residual;
   CommCompression& state = call.comm->compression;
   if (!state.env.errorFeedback) return nullptr;
-  auto& r = state.feedback[{reinterpret_cast<uintptr_t>(call.sendbuff), call.count}];
+  const void* buffer = call.callerSendbuff ? call.callerSendbuff : call.sendbuff;
+  auto& r = state.feedback[{reinterpret_cast<uintptr_t>(buffer), call.count}];
   if (r.size() != call.count) r.assign(call.count, 0.0f);
   return r.data();
 }

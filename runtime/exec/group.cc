@@ -5,6 +5,7 @@
 
 #include "common/status.h"
 #include "runtime/api/api_call.h"
+#include "runtime/device/stream_dispatch.h"
 #include "runtime/exec/group_simulation.h"
 
 namespace weft {
@@ -65,7 +66,7 @@ ncclResult_t groupEnd() {
   std::vector<CollectiveCall> calls;
   WEFT_CHECK(closeGroupLevel("ncclGroupEnd", &outermost, &calls));
   if (!outermost || calls.empty()) return ncclSuccess;
-  return runCollectives(calls);
+  return dispatchCollectives(calls);
 }
 
 ncclResult_t groupSimulateEnd(ncclSimInfo_t* simInfo) {
@@ -92,7 +93,7 @@ ncclResult_t submitCollective(const CollectiveCall& call) {
   // A lone call is a group of one; the vector's storage is reused by this thread.
   thread_local std::vector<CollectiveCall> single;
   single.assign(1, call);
-  return runCollectives(single);
+  return dispatchCollectives(single);
 }
 
 }  // namespace weft

@@ -1,8 +1,4 @@
 # Multi-process and multi-thread tests of the runtime through the NCCL API.
-add_library(weft_test_support STATIC support/multiprocess.cc support/process_usage.cc support/reference.cc)
-target_link_libraries(weft_test_support PUBLIC weft_internal)
-target_include_directories(weft_test_support PUBLIC ${PROJECT_SOURCE_DIR})
-
 weft_test(allreduce_test SOURCES integration/allreduce_test.cc LIBS weft_test_support TIMEOUT 600)
 weft_test(init_threads_test SOURCES integration/init_threads_test.cc LIBS weft_test_support)
 weft_test(errors_test SOURCES integration/errors_test.cc LIBS weft_test_support)
@@ -30,3 +26,6 @@ weft_test(leak_test SOURCES integration/leak_test.cc LIBS weft_test_support)
 # A random stream of collectives on 4 ranks, every result checked, memory flat
 # (WEFT_SOAK_CALLS calls, 10,000 by default; the slow label runs 100,000).
 weft_test(soak_test SOURCES integration/soak_test.cc LIBS weft_test_support TIMEOUT 600)
+# Collectives on device memory in stream order, through the CPU implementation of the device
+# seam (runtime/device/cpu_device.h): every collective, ordering, groups, errors, abort.
+weft_test(stream_order_test SOURCES integration/stream_order_test.cc LIBS weft_test_support)

@@ -15,9 +15,11 @@
 #      else, if apt-get can reach a registry, tools/scripts/install-deps.sh; else it stops
 #      (exit 3) naming what is missing.
 #   3. configure ${WEFT_GPU_BUILD_DIR:-/tmp/weft-gpu-check} (Release, -DWEFT_WITH_CUDA=ON,
-#      WEFT_TEST_AREAS=compression) and build compression_cuda_test, bench_compression_cuda and
-#      bench_compression with -j$(nproc).
+#      WEFT_TEST_AREAS=compression;stream_order) and build compression_cuda_test,
+#      stream_order_cuda_test, bench_compression_cuda and bench_compression with -j$(nproc).
 #   4. compression_cuda_test: the CUDA codecs give the CPU codecs' bytes (test.log).
+#   4b. stream_order_cuda_test: every collective on cudaMalloc buffers in stream order, 2 and 4
+#      rank processes sharing the GPU, against the reference (stream_order.log).
 #   5. bench_compression_cuda: GB/s of float32 input for each CUDA encode/decode on 64 MiB
 #      beside cudaMemcpyAsync device to device, 3 repetitions (bench_cuda.txt / .json).
 #   6. bench_compression: the CPU codecs on one core, for comparison (bench_cpu.txt / .json).
@@ -177,13 +179,13 @@ status=0  # a failed apt-get that was not needed after all does not count
 generator=()
 command -v ninja >/dev/null && generator=(-G Ninja)
 cmake_args=(-S "$root" -B "$build" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release -DWEFT_WITH_CUDA=ON
-            -DWEFT_TEST_AREAS=compression)
+            "-DWEFT_TEST_AREAS=compression;stream_order")
 [ -n "${PKG_CONFIG:-}" ] && cmake_args+=(-DPKG_CONFIG_EXECUTABLE="$PKG_CONFIG")
 # shellcheck disable=SC2206
 cmake_args+=(${WEFT_GPU_CHECK_CMAKE_ARGS:-})
 step configure "$setup" 120 cmake "${cmake_args[@]}" || exit 1
 step build "$setup" 300 cmake --build "$build" -j "${WEFT_GPU_CHECK_JOBS:-$(nproc)}" \
-  --target compression_cuda_test bench_compression_cuda bench_compression || exit 1
+  --target compression_cuda_test stream_order_cuda_test bench_compression_cuda bench_compression || exit 1
 
 # ---- 4. CPU and CUDA bytes ----
 test_log="$out/test.log"
@@ -194,6 +196,15 @@ grep -m 1 -A 1 ': Skipped$' "$test_log" | tail -n 1 | sed 's/^/first skip: /' >>
 # With a GPU listed, a skip means the programs could not use it: that is a failure here.
 if [ -z "$gpu_why" ] && grep -q '^\[  SKIPPED \] [0-9]' "$test_log"; then
   say "compression_cuda_test: FAILED: tests skipped although nvidia-smi lists a GPU"
+  status=1
+fi
+
+# ---- 4b. device-memory collectives in stream order ----
+order_log="$out/stream_order.log"
+NCCL_SOCKET_IFNAME=lo step "stream_order_cuda_test" "$order_log" 120 "$build/tests/stream_order_cuda_test" --gtest_color=no
+sed -n '/^\[==========\] .* ran\./,$p' "$order_log" | head -n 20 >>"$summary"
+if [ -z "$gpu_why" ] && grep -q '^\[  SKIPPED \] [0-9]' "$order_log"; then
+  say "stream_order_cuda_test: FAILED: tests skipped although nvidia-smi lists a GPU"
   status=1
 fi
 

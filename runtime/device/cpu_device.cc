@@ -1,0 +1,164 @@
+#include "runtime/device/cpu_device.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+
+#include "common/status.h"
+
+namespace weft {
+
+// One stream: operations run in order on the stream's own thread.
+class CpuDevice::Stream {
+ public:
+  Stream() : thread_([this] { run(); }) {}
+  ~Stream() {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      stopping_ = true;
+    }
+    changed_.notify_all();
+    thread_.join();
+  }
+
+  void enqueue(std::function<void()> operation) {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      operations_.push_back(std::move(operation));
+      ++queued_;
+    }
+    changed_.notify_all();
+  }
+
+  void synchronize() {
+    std::unique_lock<std::mutex> lock(mutex_);
+    const uint64_t target = queued_;
+    changed_.wait(lock, [&] { return completed_ >= target; });
+  }
+
+  std::atomic<bool> capturing{false};
+
+ private:
+  void run() {
+    std::unique_lock<std::mutex> lock(mutex_);
+    for (;;) {
+      changed_.wait(lock, [&] { return stopping_ || !operations_.empty(); });
+      if (operations_.empty()) return;  // stopping, and everything queued has run
+      std::function<void()> operation = std::move(operations_.front());
+      operations_.pop_front();
+      lock.unlock();
+      operation();
+      lock.lock();
+      ++completed_;
+      changed_.notify_all();
+    }
+  }
+
+  std::mutex mutex_;
+  std::condition_variable changed_;
+  std::deque<std::function<void()>> operations_;
+  uint64_t queued_ = 0;
+  uint64_t completed_ = 0;
+  bool stopping_ = false;
+  std::thread thread_;
+};
+
+CpuDevice::CpuDevice() {
+  streams_.push_back(std::make_unique<Stream>());
+  nullStream_ = streams_.back().get();
+}
+
+CpuDevice::~CpuDevice() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  streams_.clear();  // each stream finishes what it was given
+  for (auto& [start, bytes] : deviceAllocations_) std::free(const_cast<char*>(start));
+}
+
+CpuDevice::Stream* CpuDevice::streamOf(cudaStream_t stream) {
+  return stream ? reinterpret_cast<Stream*>(stream) : nullStream_;
+}
+
+bool CpuDevice::isDeviceMemory(const void* pointer) {
+  const char* p = static_cast<const char*>(pointer);
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto it = deviceAllocations_.upper_bound(p);
+  if (it == deviceAllocations_.begin()) return false;
+  --it;
+  return p < it->first + it->second;
+}
+
+ncclResult_t CpuDevice::allocatePinned(size_t bytes, void** out) {
+  *out = std::calloc(1, std::max<size_t>(bytes, 1));
+  if (!*out) return fail(ncclSystemError, "could not allocate %zu bytes of (emulated) pinned memory", bytes);
+  return ncclSuccess;
+}
+
+void CpuDevice::freePinned(void* pointer) { std::free(pointer); }
+
+ncclResult_t CpuDevice::copyToHost(void* dst, const void* src, size_t bytes) {
+  memcpy(dst, src, bytes);
+  return ncclSuccess;
+}
+
+ncclResult_t CpuDevice::copyAsync(void* dst, const void* src, size_t bytes, cudaStream_t stream) {
+  streamOf(stream)->enqueue([=] { memcpy(dst, src, bytes); });
+  return ncclSuccess;
+}
+
+ncclResult_t CpuDevice::launchHostFunction(cudaStream_t stream, void (*function)(void*), void* argument) {
+  streamOf(stream)->enqueue([=] { function(argument); });
+  return ncclSuccess;
+}
+
+ncclResult_t CpuDevice::waitValue(cudaStream_t stream, std::atomic<uint32_t>* flag, uint32_t value) {
+  streamOf(stream)->enqueue([=] {
+    for (uint32_t seen = flag->load(std::memory_order_acquire); !counterReached(seen, value);
+         seen = flag->load(std::memory_order_acquire))
+      flag->wait(seen, std::memory_order_acquire);
+  });
+  return ncclSuccess;
+}
+
+ncclResult_t CpuDevice::isCapturing(cudaStream_t stream, bool* capturing) {
+  *capturing = streamOf(stream)->capturing;
+  return ncclSuccess;
+}
+
+void* CpuDevice::allocateDevice(size_t bytes) {
+  char* p = static_cast<char*>(std::calloc(1, std::max<size_t>(bytes, 1)));
+  if (!p) return nullptr;
+  std::lock_guard<std::mutex> lock(mutex_);
+  deviceAllocations_[p] = bytes;
+  return p;
+}
+
+void CpuDevice::freeDevice(void* pointer) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto it = deviceAllocations_.find(static_cast<const char*>(pointer));
+  if (it == deviceAllocations_.end()) return;
+  deviceAllocations_.erase(it);
+  std::free(pointer);
+}
+
+cudaStream_t CpuDevice::createStream() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  streams_.push_back(std::make_unique<Stream>());
+  return reinterpret_cast<cudaStream_t>(streams_.back().get());
+}
+
+void CpuDevice::destroyStream(cudaStream_t stream) {
+  if (!stream) return;
+  synchronize(stream);
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto it = std::find_if(streams_.begin(), streams_.end(),
+                         [&](const std::unique_ptr<Stream>& s) { return s.get() == streamOf(stream); });
+  if (it != streams_.end()) streams_.erase(it);
+}
+
+void CpuDevice::synchronize(cudaStream_t stream) { streamOf(stream)->synchronize(); }
+
+void CpuDevice::enqueue(cudaStream_t stream, std::function<void()> work) { streamOf(stream)->enqueue(std::move(work)); }
+
+void CpuDevice::setCapturing(cudaStream_t stream, bool capturing) { streamOf(stream)->capturing = capturing; }
+
+}  // namespace weft

@@ -1,0 +1,232 @@
+#include "runtime/device/stream_dispatch.h"
+
+#include <algorithm>
+
+#include "common/dtype.h"
+#include "common/settings.h"
+#include "common/status.h"
+#include "runtime/comm/communicator.h"
+#include "runtime/device/stream_queue.h"
+
+namespace weft {
+
+namespace {
+
+// The bytes of each buffer that the call reads (send) or writes (recv) on this rank; 0 where
+// NCCL ignores the buffer (a broadcast's sendbuff off the root, a reduce's recvbuff, ...).
+struct Spans {
+  size_t send = 0;
+  size_t recv = 0;
+};
+
+Spans significantSpans(const CollectiveCall& call) {
+  const size_t block = call.count * dataTypeSize(call.datatype);
+  const size_t all = block * static_cast<size_t>(call.comm->nranks);
+  const bool root = call.comm->rank == call.root;
+  if (call.kind.isPointToPoint()) return call.kind.isSend() ? Spans{block, 0} : Spans{0, block};
+  switch (call.kind.collective()) {
+    case Collective::AllReduce: return {block, block};
+    case Collective::Broadcast: return {root ? block : 0, block};
+    case Collective::Reduce: return {block, root ? block : 0};
+    case Collective::AllGather: return {block, all};
+    case Collective::ReduceScatter: return {all, block};
+    case Collective::AllToAll: return {all, all};
+    case Collective::Gather: return {block, root ? all : 0};
+    case Collective::Scatter: return {root ? all : 0, block};
+    default: return {block, block};
+  }
+}
+
+bool onDevice(const void* pointer, size_t bytes) { return bytes && isDeviceMemory(pointer); }
+
+bool touchesDeviceMemory(const CollectiveCall& call) {
+  const Spans spans = significantSpans(call);
+  return onDevice(call.sendbuff, spans.send) || onDevice(call.recvbuff, spans.recv) ||
+         onDevice(call.residual, call.count * sizeof(float)) || onDevice(call.preMulSum.address, 8);
+}
+
+// Places each device buffer of the batch's calls in its staging area, keeping how the caller's
+// buffers overlap (an in-place call stays in place), and records the copies in and out. With a
+// null `base` it only measures: the total is the area's size.
+size_t layOutStaging(const std::vector<const CollectiveCall*>& callers, StreamBatch* batch, char* base) {
+  size_t used = 0;
+  auto place = [&](size_t bytes) {
+    const size_t at = (used + 63) & ~size_t{63};
+    used = at + bytes;
+    return base + at;
+  };
+  auto copyIn = [&](cudaStream_t stream, void* staged, const void* caller, size_t bytes) {
+    if (base && bytes) batch->copiesIn.push_back({stream, staged, caller, bytes});
+  };
+  auto copyOut = [&](cudaStream_t stream, void* caller, const void* staged, size_t bytes) {
+    if (base && bytes) batch->copiesOut.push_back({stream, caller, staged, bytes});
+  };
+  for (size_t i = 0; i < callers.size(); ++i) {
+    const CollectiveCall& caller = *callers[i];
+    CollectiveCall& staged = batch->calls[i];
+    const Spans spans = significantSpans(caller);
+    const char* send = static_cast<const char*>(caller.sendbuff);
+    char* recv = static_cast<char*>(caller.recvbuff);
+    const bool sendOnDevice = onDevice(send, spans.send);
+    const bool recvOnDevice = onDevice(recv, spans.recv);
+    const bool overlap = spans.send && spans.recv && send < recv + spans.recv && recv < send + spans.send;
+    if (overlap && (sendOnDevice || recvOnDevice)) {
+      const char* low = std::min<const char*>(send, recv);
+      const char* high = std::max<const char*>(send + spans.send, recv + spans.recv);
+      char* area = place(static_cast<size_t>(high - low));
+      staged.sendbuff = area + (send - low);
+      staged.recvbuff = area + (recv - low);
+      copyIn(caller.stream, const_cast<void*>(staged.sendbuff), send, spans.send);
+      copyOut(caller.stream, recv, staged.recvbuff, spans.recv);
+    } else {
+      if (sendOnDevice) {
+        staged.sendbuff = place(spans.send);
+        copyIn(caller.stream, const_cast<void*>(staged.sendbuff), send, spans.send);
+      }
+      if (recvOnDevice) {
+        staged.recvbuff = place(spans.recv);
+        copyOut(caller.stream, recv, staged.recvbuff, spans.recv);
+      }
+    }
+    const size_t residualBytes = caller.count * sizeof(float);
+    if (onDevice(caller.residual, residualBytes)) {
+      staged.residual = reinterpret_cast<float*>(place(residualBytes));
+      copyIn(caller.stream, staged.residual, caller.residual, residualBytes);
+      copyOut(caller.stream, caller.residual, staged.residual, residualBytes);
+    }
+    const size_t scalarBytes = dataTypeSize(caller.datatype);
+    if (onDevice(caller.preMulSum.address, scalarBytes)) {  // read in stream order, like the buffers
+      staged.preMulSum.address = place(scalarBytes);
+      copyIn(caller.stream, const_cast<void*>(staged.preMulSum.address), caller.preMulSum.address, scalarBytes);
+    }
+  }
+  return used;
+}
+
+ncclResult_t queueOf(ncclComm* comm, DeviceApi* device, StreamQueue** out) {
+  std::lock_guard<std::mutex> lock(comm->device.mutex);
+  if (!comm->device.queue) comm->device.queue = std::make_unique<StreamQueue>(comm, device);
+  *out = comm->device.queue.get();
+  return ncclSuccess;
+}
+
+StreamQueue* existingQueue(ncclComm* comm) {
+  std::lock_guard<std::mutex> lock(comm->device.mutex);
+  return comm->device.queue.get();
+}
+
+// A communicator's share of the group.
+struct CommCalls {
+  ncclComm* comm;
+  std::vector<const CollectiveCall*> calls;
+  bool device = false;
+  StreamBatch* batch = nullptr;
+};
+
+ncclResult_t refuseGraphCapture(DeviceApi* device, const CollectiveCall& call) {
+  bool capturing = false;
+  WEFT_CHECK(device->isCapturing(call.stream, &capturing));
+  if (capturing)
+    return fail(ncclInvalidUsage,
+                "%s: stream %p is being captured into a CUDA graph; weft does not support capturing collectives "
+                "yet (run them outside the capture)",
+                call.kind.isPointToPoint() ? (call.kind.isSend() ? "ncclSend" : "ncclRecv")
+                                           : collectiveName(call.kind.collective()),
+                static_cast<void*>(call.stream));
+  return ncclSuccess;
+}
+
+// The batch of one communicator's calls: staged, its streams listed.
+ncclResult_t prepareBatch(CommCalls& share, DeviceApi* device) {
+  StreamQueue* queue = nullptr;
+  WEFT_CHECK(queueOf(share.comm, device, &queue));
+  StreamBatch* batch = share.batch = queue->newBatch();
+  for (const CollectiveCall* call : share.calls) {
+    batch->calls.push_back(*call);
+    batch->calls.back().callerSendbuff = call->sendbuff;
+    if (std::find(batch->streams.begin(), batch->streams.end(), call->stream) == batch->streams.end())
+      batch->streams.push_back(call->stream);
+  }
+  const size_t bytes = layOutStaging(share.calls, batch, nullptr);
+  if (bytes == 0) return ncclSuccess;  // host buffers only: ordered on the streams, nothing to copy
+  WEFT_CHECK(queue->staging().acquire(bytes, &batch->staging));
+  layOutStaging(share.calls, batch, batch->staging->data);
+  return ncclSuccess;
+}
+
+}  // namespace
+
+ncclResult_t dispatchCollectives(const std::vector<CollectiveCall>& calls) {
+  DeviceApi* device = deviceApi();
+  if (!device) return runCollectives(calls);
+  if (std::none_of(calls.begin(), calls.end(), touchesDeviceMemory)) {
+    // Host memory only (the usual case; nothing allocated): after the device calls made before.
+    for (const CollectiveCall& call : calls)
+      if (StreamQueue* queue = existingQueue(call.comm))
+        WEFT_CHECK(queue->waitUntilIdle(settingDouble(Setting::WeftTimeout)));
+    return runCollectives(calls);
+  }
+
+  std::vector<CommCalls> shares;
+  for (const CollectiveCall& call : calls) {
+    auto it = std::find_if(shares.begin(), shares.end(), [&](const CommCalls& s) { return s.comm == call.comm; });
+    if (it == shares.end()) it = shares.insert(shares.end(), CommCalls{call.comm, {}});
+    it->calls.push_back(&call);
+    it->device = it->device || touchesDeviceMemory(call);
+  }
+  for (const CommCalls& share : shares)
+    if (share.device)
+      for (const CollectiveCall* call : share.calls) WEFT_CHECK(refuseGraphCapture(device, *call));
+
+  // Every batch's first half before any second half (stream_queue.h), then each goes to its
+  // communicator's progress thread; a failure still submits the batch, to complete unrun.
+  ncclResult_t result = ncclSuccess;
+  for (CommCalls& share : shares) {
+    if (!share.device) continue;
+    ncclResult_t r = prepareBatch(share, device);
+    if (r == ncclSuccess) r = share.batch->queue->enqueueInputs(share.batch);
+    if (r != ncclSuccess) {
+      if (share.batch) share.batch->failedToEnqueue = true;
+      setCommunicatorError(share.comm, r);
+      result = r;
+    }
+  }
+  for (CommCalls& share : shares) {
+    if (!share.batch) continue;
+    if (!share.batch->failedToEnqueue) {
+      ncclResult_t r = share.batch->queue->enqueueOutputs(share.batch);
+      if (r != ncclSuccess) {
+        share.batch->failedToEnqueue = true;
+        setCommunicatorError(share.comm, r);
+        result = r;
+      }
+    }
+    share.batch->queue->submit(share.batch);
+  }
+  if (result != ncclSuccess) return result;
+
+  std::vector<CollectiveCall> hostCalls;
+  for (const CommCalls& share : shares) {
+    if (share.device) continue;
+    if (StreamQueue* queue = existingQueue(share.comm))
+      WEFT_CHECK(queue->waitUntilIdle(settingDouble(Setting::WeftTimeout)));
+    for (const CollectiveCall* call : share.calls) hostCalls.push_back(*call);
+  }
+  return hostCalls.empty() ? ncclSuccess : runCollectives(hostCalls);
+}
+
+ncclResult_t waitForStreamWork(ncclComm* comm) {
+  StreamQueue* queue = existingQueue(comm);
+  return queue ? queue->waitUntilIdle(settingDouble(Setting::WeftTimeout)) : ncclSuccess;
+}
+
+void wakeStreamWork(ncclComm* comm) {
+  if (StreamQueue* queue = existingQueue(comm)) queue->wake();
+}
+
+bool stopStreamWork(ncclComm* comm) {
+  StreamQueue* queue = existingQueue(comm);
+  return !queue || queue->stop(settingDouble(Setting::WeftTimeout));
+}
+
+}  // namespace weft
