@@ -78,21 +78,18 @@ void StreamQueue::submit(StreamBatch* batch) {
 void StreamQueue::readyHostFunction(void* argument) {
   auto* batch = static_cast<StreamBatch*>(argument);
   StreamQueue* queue = batch->queue;
-  {
-    std::lock_guard<std::mutex> lock(queue->mutex_);
-    ++batch->readyStreams;
-  }
+  // Notified under the lock: once it is released the queue may be stopped and freed.
+  std::lock_guard<std::mutex> lock(queue->mutex_);
+  ++batch->readyStreams;
   queue->changed_.notify_all();
 }
 
 void StreamQueue::releasedHostFunction(void* argument) {
   auto* batch = static_cast<StreamBatch*>(argument);
   StreamQueue* queue = batch->queue;
-  {
-    std::lock_guard<std::mutex> lock(queue->mutex_);
-    ++batch->releasedStreams;
-    queue->retireReleased();
-  }
+  std::lock_guard<std::mutex> lock(queue->mutex_);  // notified under it, as above
+  ++batch->releasedStreams;
+  queue->retireReleased();
   queue->changed_.notify_all();
 }
 
