@@ -31,6 +31,11 @@ const char* weftVersionString(void);
  * variables the communicator has a single rank. */
 ncclResult_t weftCommInitFromEnv(ncclComm_t* comm);
 
+/* Sets how long this communicator's collectives may wait without progress before failing
+ * (seconds, > 0): WEFT_TIMEOUT for this communicator alone, as torch.distributed's `timeout=`
+ * asks. In a group of calls on several communicators the smallest applies. */
+ncclResult_t weftCommSetTimeout(ncclComm_t comm, double seconds);
+
 #ifdef __cplusplus
 }
 #endif

@@ -15,6 +15,7 @@
 #include "runtime/comm/unique_id.h"
 #include "runtime/device/stream_dispatch.h"
 #include "runtime/exec/group.h"
+#include "weft/weft.h"
 
 using namespace weft;
 
@@ -141,6 +142,16 @@ WEFT_API ncclResult_t ncclCommAbort(ncclComm_t comm) {
   });
 }
 WEFT_PROFILING_ALIAS(ncclResult_t, ncclCommAbort, ncclComm_t comm);
+
+WEFT_API ncclResult_t weftCommSetTimeout(ncclComm_t comm, double seconds) {
+  return apiCall("weftCommSetTimeout", [&]() -> ncclResult_t {
+    WEFT_CHECK(checkCommunicator(comm));
+    if (!(seconds > 0) || seconds > 2592000)
+      return fail(ncclInvalidArgument, "weftCommSetTimeout: seconds=%g is not in (0, 2592000]", seconds);
+    comm->state.timeoutSeconds.store(seconds, std::memory_order_relaxed);
+    return ncclSuccess;
+  });
+}
 
 WEFT_API ncclResult_t ncclCommGetAsyncError(ncclComm_t comm, ncclResult_t* asyncError) {
   return apiCall("ncclCommGetAsyncError", [&]() -> ncclResult_t {

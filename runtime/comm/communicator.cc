@@ -445,6 +445,11 @@ ncclResult_t checkCommunicator(ncclComm* comm, const char* argumentName) {
   return ncclSuccess;
 }
 
+double communicatorTimeout(const ncclComm* comm) {
+  const double own = comm->state.timeoutSeconds.load(std::memory_order_relaxed);
+  return own > 0 ? own : settingDouble(Setting::WeftTimeout);
+}
+
 void setCommunicatorError(ncclComm* comm, ncclResult_t result) {
   if (result == ncclSuccess || result == ncclInProgress) return;
   {

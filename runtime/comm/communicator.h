@@ -78,6 +78,7 @@ struct CommState {
   std::mutex initMutex;
   std::thread initThread;  // a non-blocking (config.blocking = 0) initialization
   std::atomic<int> activeCalls{0};
+  std::atomic<double> timeoutSeconds{0};  // weftCommSetTimeout; 0: WEFT_TIMEOUT
   uint64_t shrinks = 0;  // ncclCommShrink calls on this communicator so far (shrink_rendezvous.h)
   std::mutex errorMutex;
   std::string lastError;
@@ -166,6 +167,9 @@ bool sameHostPeersShareMemory(const ncclComm* comm);
 
 // ncclInvalidArgument unless `comm` is a live weft communicator; the stored error if it failed.
 ncclResult_t checkCommunicator(ncclComm* comm, const char* argumentName = "comm");
+// How long the communicator's calls may wait without progress: weftCommSetTimeout's value,
+// else WEFT_TIMEOUT.
+double communicatorTimeout(const ncclComm* comm);
 // Records an asynchronous error (the communicator is unusable afterwards).
 void setCommunicatorError(ncclComm* comm, ncclResult_t result);
 

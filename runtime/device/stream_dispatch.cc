@@ -3,7 +3,6 @@
 #include <algorithm>
 
 #include "common/dtype.h"
-#include "common/settings.h"
 #include "common/status.h"
 #include "runtime/comm/communicator.h"
 #include "runtime/device/stream_queue.h"
@@ -163,7 +162,7 @@ ncclResult_t dispatchCollectives(const std::vector<CollectiveCall>& calls) {
     // Host memory only (the usual case; nothing allocated): after the device calls made before.
     for (const CollectiveCall& call : calls)
       if (StreamQueue* queue = existingQueue(call.comm))
-        WEFT_CHECK(queue->waitUntilIdle(settingDouble(Setting::WeftTimeout)));
+        WEFT_CHECK(queue->waitUntilIdle(communicatorTimeout(call.comm)));
     return runCollectives(calls);
   }
 
@@ -209,7 +208,7 @@ ncclResult_t dispatchCollectives(const std::vector<CollectiveCall>& calls) {
   for (const CommCalls& share : shares) {
     if (share.device) continue;
     if (StreamQueue* queue = existingQueue(share.comm))
-      WEFT_CHECK(queue->waitUntilIdle(settingDouble(Setting::WeftTimeout)));
+      WEFT_CHECK(queue->waitUntilIdle(communicatorTimeout(share.comm)));
     for (const CollectiveCall* call : share.calls) hostCalls.push_back(*call);
   }
   return hostCalls.empty() ? ncclSuccess : runCollectives(hostCalls);
@@ -217,7 +216,7 @@ ncclResult_t dispatchCollectives(const std::vector<CollectiveCall>& calls) {
 
 ncclResult_t waitForStreamWork(ncclComm* comm) {
   StreamQueue* queue = existingQueue(comm);
-  return queue ? queue->waitUntilIdle(settingDouble(Setting::WeftTimeout)) : ncclSuccess;
+  return queue ? queue->waitUntilIdle(communicatorTimeout(comm)) : ncclSuccess;
 }
 
 void wakeStreamWork(ncclComm* comm) {
@@ -226,7 +225,7 @@ void wakeStreamWork(ncclComm* comm) {
 
 bool stopStreamWork(ncclComm* comm) {
   StreamQueue* queue = existingQueue(comm);
-  return !queue || queue->stop(settingDouble(Setting::WeftTimeout));
+  return !queue || queue->stop(communicatorTimeout(comm));
 }
 
 }  // namespace weft

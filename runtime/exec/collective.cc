@@ -181,7 +181,9 @@ ncclResult_t runCollectives(const std::vector<CollectiveCall>& calls) {
     ncclResult_t result = startNext(q);
     if (result != ncclSuccess) return finish(result, q.comm);
   }
-  IdleWaiter waiter(settingDouble(Setting::WeftTimeout));
+  double timeout = communicatorTimeout(comms.front());
+  for (ncclComm* comm : comms) timeout = std::min(timeout, communicatorTimeout(comm));
+  IdleWaiter waiter(timeout);
   std::vector<CollectiveRun*> active;
   ncclComm* culprit = nullptr;
   // One pass over every running collective; starts each queue's next item as one finishes.

@@ -16,6 +16,7 @@
 #include "runtime/comm/unique_id.h"
 #include "tests/support/multiprocess.h"
 #include "tests/support/reference.h"
+#include "weft/weft.h"
 
 using namespace weft;
 using namespace weft::testing;
@@ -131,6 +132,35 @@ TEST(Timeout, PeerThatNeverArrives) {
         return 0;
       },
       30);
+  EXPECT_EQ(describeFailures(outcomes), "");
+}
+
+// weftCommSetTimeout bounds one communicator's calls (torch.distributed's timeout=), whatever
+// WEFT_TIMEOUT says: the peer is alive but never makes the call.
+TEST(Timeout, PerCommunicatorTimeoutBoundsACall) {
+  auto outcomes = runRankProcesses(
+      2,
+      [](int rank, const ncclUniqueId& id) {
+        setenv("WEFT_TIMEOUT", "60", 1);
+        ncclComm_t comm;
+        if (ncclCommInitRank(&comm, 2, id, rank) != ncclSuccess) return 1;
+        if (rank == 1) {
+          sleep(6);  // alive, silent
+          return 0;
+        }
+        if (weftCommSetTimeout(comm, 0) != ncclInvalidArgument) return 2;
+        if (std::string(ncclGetLastError(comm)).find("seconds") == std::string::npos) return 3;
+        if (weftCommSetTimeout(comm, 1.0) != ncclSuccess) return 4;
+        std::vector<float> data(1024, 1.0f);
+        auto start = std::chrono::steady_clock::now();
+        ncclResult_t result = ncclAllReduce(data.data(), data.data(), data.size(), ncclFloat32, ncclSum, comm, nullptr);
+        double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+        if (result == ncclSuccess) return 5;
+        if (seconds < 0.5 || seconds > 4) return 6;
+        ncclCommAbort(comm);
+        return 0;
+      },
+      60);
   EXPECT_EQ(describeFailures(outcomes), "");
 }
 
