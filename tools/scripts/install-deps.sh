@@ -13,6 +13,7 @@ packages=(
   iproute2                      # network-namespace tests
   python3                       # report and plot scripts
   clang-format-14               # lint.format keeps the tree formatted
+  python3-torch libtorch-dev pybind11-dev  # the torch.distributed backend (integrations/pytorch)
 )
 
 missing=()

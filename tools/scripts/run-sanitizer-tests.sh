@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # CI's sanitizer stage: the tests of the code where threads, sockets, shared memory and the C API
 # meet (test areas runtime, transport, common and abi), built with AddressSanitizer+UBSan, and the
-# threaded ones among them under ThreadSanitizer. CUDA and the perf tools are left out of these
+# threaded ones among them under ThreadSanitizer. CUDA, PyTorch and the perf tools are left out of these
 # builds: nothing here runs device code, and they would double the build time.
 #   run-sanitizer-tests.sh            both builds, in build-address-undefined/ and build-thread/
 #   WEFT_SANITIZER_BUILDS=thread ...  only the ThreadSanitizer one (or address,undefined)
@@ -16,7 +16,7 @@ threaded+='|Intruder|Mismatch|SingleRank|DerivedCommunicators|Registration|Watch
 for sanitizers in ${WEFT_SANITIZER_BUILDS:-address,undefined thread}; do
   build=$root/build-${sanitizers//,/-}
   export WEFT_BUILD_DIR=$build
-  export WEFT_CMAKE_ARGS="-DWEFT_SANITIZE=$sanitizers -DWEFT_WITH_CUDA=OFF -DWEFT_BUILD_PERF=OFF -DWEFT_TEST_AREAS=$areas"
+  export WEFT_CMAKE_ARGS="-DWEFT_SANITIZE=$sanitizers -DWEFT_WITH_CUDA=OFF -DWEFT_WITH_TORCH=OFF -DWEFT_BUILD_PERF=OFF -DWEFT_TEST_AREAS=$areas"
   echo "== sanitizers $sanitizers: $build" >&2
   start=$(date +%s)
   if [ "$sanitizers" = thread ]; then

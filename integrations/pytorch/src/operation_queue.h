@@ -1,0 +1,41 @@
+// The worker thread of one process group: operations run in the order they were issued, one at
+// a time, each completing its Work objects. torch.distributed calls return at once (async_op
+// and DDP's bucketed all-reduces overlap with the caller); the thread sleeps when the queue
+// is empty.
+#pragma once
+
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "work_weft.h"
+
+namespace weft_torch {
+
+struct Operation {
+  // Runs the operation; returns an error message, empty on success.
+  std::function<std::string()> run;
+  std::vector<c10::intrusive_ptr<WorkWeft>> works;  // completed with its result
+};
+
+class OperationQueue {
+ public:
+  OperationQueue();
+  ~OperationQueue();  // runs what is queued, then stops
+  void push(Operation operation);
+
+ private:
+  void loop();
+
+  std::mutex mutex_;
+  std::condition_variable changed_;
+  std::deque<Operation> pending_;
+  bool stopping_ = false;
+  std::thread thread_;
+};
+
+}  // namespace weft_torch

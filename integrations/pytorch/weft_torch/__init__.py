@@ -1,0 +1,34 @@
+"""weft as a torch.distributed backend for CPU tensors.
+
+    import weft_torch                                   # registers backend "weft"
+    torch.distributed.init_process_group("weft", ...)   # torchrun's env://, a TCPStore or FileStore
+
+Every operation of torch.distributed on CPU tensors runs on weft's host collectives, on a worker
+thread per process group: calls return at once (async_op=True is truly asynchronous, and DDP
+overlaps its gradient all-reduces with the backward pass), and Work.wait() raises weft's error
+text if the operation failed. The unique id travels through the group's store, so the
+launcher's MASTER_PORT (the TCPStore's) is never bound by weft. `timeout=` becomes the
+communicator's time-out (weftCommSetTimeout). WEFT_COMPRESSION applies to unchanged trainers;
+compression_hook() gives a DDP model its own codec and error-feedback state.
+
+GPU tensors do not go through this backend: GPU trainers keep backend "nccl" and load weft's
+libnccl.so.2 instead of NVIDIA's.
+"""
+
+import torch.distributed as _dist
+
+from . import _weft_torch
+from .compression_hook import compression_hook  # noqa: F401
+
+__all__ = ["compression_hook", "allreduce_compressed", "ErrorFeedback"]
+
+ErrorFeedback = _weft_torch.ErrorFeedback
+allreduce_compressed = _weft_torch.allreduce_compressed
+
+
+def _create(store, rank, size, timeout):
+    return _weft_torch.create_process_group(store, rank, size, timeout)
+
+
+if "WEFT" not in _dist.Backend._plugins:
+    _dist.Backend.register_backend("weft", _create)
