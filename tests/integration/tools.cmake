@@ -73,3 +73,13 @@ if(TARGET weft-info)
            COMMAND weft-info plan allgather 1K --ranks 8 --print-schedule 0 --algo tree)
   set_tests_properties(tools.weft_info.rejects_foreign_algorithm PROPERTIES LABELS integration WILL_FAIL TRUE)
 endif()
+
+# examples/minimal as a user starts it: weftrun, 1 and 3 ranks, each checking its results.
+if(TARGET example_minimal AND TARGET weftrun)
+  foreach(n 1 3)
+    add_test(NAME examples.minimal.np${n}
+             COMMAND $<TARGET_FILE:weftrun> -n ${n} --timeout 60 $<TARGET_FILE:example_minimal>)
+    set_tests_properties(examples.minimal.np${n} PROPERTIES LABELS integration TIMEOUT 90
+                         FAIL_REGULAR_EXPRESSION "failed|gave")
+  endforeach()
+endif()
