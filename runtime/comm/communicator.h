@@ -79,7 +79,7 @@ struct CommState {
   std::thread initThread;  // a non-blocking (config.blocking = 0) initialization
   std::atomic<int> activeCalls{0};
   std::atomic<double> timeoutSeconds{0};  // weftCommSetTimeout; 0: WEFT_TIMEOUT
-  uint64_t shrinks = 0;  // ncclCommShrink calls on this communicator so far (shrink_rendezvous.h)
+  uint64_t shrinks = 0;                   // ncclCommShrink calls on this communicator so far (shrink_rendezvous.h)
   std::mutex errorMutex;
   std::string lastError;
 };
