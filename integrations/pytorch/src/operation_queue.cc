@@ -38,7 +38,9 @@ void OperationQueue::loop() {
     } catch (...) {
       error = std::current_exception();
     }
-    for (auto& work : operation.works) work->complete(error);
+    completions_.push([works = std::move(operation.works), error] {
+      for (auto& work : works) work->complete(error);
+    });
     lock.lock();
   }
 }

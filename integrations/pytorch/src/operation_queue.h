@@ -1,7 +1,7 @@
 // The worker thread of one process group: operations run in the order they were issued, one at
-// a time, each completing its Work objects. torch.distributed calls return at once (async_op
-// and DDP's bucketed all-reduces overlap with the caller); the thread sleeps when the queue
-// is empty.
+// a time, each then completing its Work objects on the completion pool (completion_pool.h). torch.distributed calls
+// return at once (async_op and DDP's bucketed all-reduces overlap with the caller); the thread sleeps when the queue is
+// empty.
 #pragma once
 
 #include <condition_variable>
@@ -12,6 +12,7 @@
 #include <thread>
 #include <vector>
 
+#include "completion_pool.h"
 #include "work_weft.h"
 
 namespace weft_torch {
@@ -35,6 +36,7 @@ class OperationQueue {
   std::condition_variable changed_;
   std::deque<Operation> pending_;
   bool stopping_ = false;
+  CompletionPool completions_;  // declared before the worker: it outlives the worker's last push
   std::thread thread_;
 };
 
