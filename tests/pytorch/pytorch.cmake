@@ -14,3 +14,17 @@ foreach(case IN LISTS weft_pytorch_tests)
   endif()
   set_tests_properties(pytorch.${case} PROPERTIES LABELS pytorch TIMEOUT 300 SKIP_RETURN_CODE 77)
 endforeach()
+
+# The convergence study's short form (examples/convergence): 2 ranks, logistic regression and
+# the MLP, every mode, asserting the orderings the literature expects (about 2.5 minutes).
+if(WEFT_HAVE_TORCH)
+  add_test(NAME pytorch.convergence_short
+           COMMAND ${CMAKE_COMMAND} -E env PYTHONPATH=${CMAKE_BINARY_DIR}/python:${PROJECT_SOURCE_DIR}/examples/convergence
+                   NCCL_SOCKET_IFNAME=lo OMP_NUM_THREADS=1
+                   ${WEFT_TORCH_PYTHON} ${PROJECT_SOURCE_DIR}/examples/convergence/study.py --short
+                   --out ${CMAKE_BINARY_DIR}/convergence-short)
+else()
+  add_test(NAME pytorch.convergence_short
+           COMMAND sh -c "echo 'skipped: the PyTorch backend was not built (WEFT_WITH_TORCH, libtorch-dev)'; exit 77")
+endif()
+set_tests_properties(pytorch.convergence_short PROPERTIES LABELS pytorch TIMEOUT 600 SKIP_RETURN_CODE 77)

@@ -14,6 +14,7 @@ packages=(
   python3                       # report and plot scripts
   clang-format-14               # lint.format keeps the tree formatted
   python3-torch libtorch-dev pybind11-dev  # the torch.distributed backend (integrations/pytorch)
+  python3-matplotlib dataset-fashion-mnist  # the convergence study's plots and data (examples/convergence)
 )
 
 missing=()

@@ -60,6 +60,15 @@ PYBIND11_MODULE(_weft_torch, m) {
   m.def("create_process_group", &ProcessGroupWeft::create, py::arg("store"), py::arg("rank"), py::arg("size"),
         py::arg("timeout"), py::call_guard<py::gil_scoped_release>());
 
+  m.def(
+      "all_reduce_payload_bytes",
+      [](const c10::intrusive_ptr<c10d::ProcessGroup>& group) {
+        auto* weft = dynamic_cast<ProcessGroupWeft*>(group.get());
+        TORCH_CHECK(weft, "weft: not a process group of backend \"weft\"");
+        return weft->allReducePayloadBytes();
+      },
+      py::arg("group"));
+
   py::class_<ErrorFeedback>(m, "ErrorFeedback").def(py::init<size_t>(), py::arg("count"));
 
   m.def(

@@ -112,6 +112,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupWeft::allreduce(std::vector<at::Tenso
   at::Tensor t = tensors[0];
   c10d::ReduceOp op = opts.reduceOp;
   ncclTypeOf(t);  // an unsupported dtype fails here, in the caller's thread
+  allReducePayloadBytes_ += t.nbytes();
   return enqueue(c10d::OpType::ALLREDUCE, {t}, [this, t, op]() mutable {
     bool created = false;
     ncclRedOp_t nccl = ncclOpOf(op, t, comm_, &created);
@@ -127,6 +128,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupWeft::allreduce_coalesced(std::vector
   for (const at::Tensor& t : tensors) {
     checkCpuContiguous(t, "all_reduce_coalesced tensors");
     ncclTypeOf(t);
+    allReducePayloadBytes_ += t.nbytes();
   }
   c10d::ReduceOp op = opts.reduceOp;
   return enqueue(c10d::OpType::ALLREDUCE_COALESCED, tensors, [this, tensors, op]() mutable {

@@ -8,6 +8,7 @@
 #include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
 #include <torch/csrc/distributed/c10d/Store.hpp>
 
+#include <atomic>
 #include <memory>
 #include <vector>
 
@@ -77,6 +78,9 @@ class ProcessGroupWeft : public c10d::ProcessGroup {
                                                      weftErrorFeedback_t residual, bool average);
 
   ncclComm_t communicator() const { return comm_; }
+  // Bytes of tensors passed to all_reduce and all_reduce_coalesced so far (not the compressed
+  // all-reduce): what the convergence study counts as an exact all-reduce's payload.
+  uint64_t allReducePayloadBytes() const { return allReducePayloadBytes_.load(); }
 
  private:
   // Queues `run` (weft calls on the worker thread; ncclSuccess or the failing result) as one
@@ -91,6 +95,7 @@ class ProcessGroupWeft : public c10d::ProcessGroup {
   bool coalescing_ = false;
   std::vector<std::function<ncclResult_t()>> coalescedCalls_;
   std::vector<c10::intrusive_ptr<WorkWeft>> coalescedWorks_;
+  std::atomic<uint64_t> allReducePayloadBytes_{0};
   std::unique_ptr<OperationQueue> queue_;  // last: stopped (drained) first
 };
 

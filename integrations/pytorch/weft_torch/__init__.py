@@ -18,12 +18,13 @@ libnccl.so.2 instead of NVIDIA's.
 import torch.distributed as _dist
 
 from . import _weft_torch
-from .compression_hook import compression_hook  # noqa: F401
+from .compression_hook import compression_hook, wire_bytes  # noqa: F401
 
-__all__ = ["compression_hook", "allreduce_compressed", "ErrorFeedback"]
+__all__ = ["compression_hook", "wire_bytes", "allreduce_compressed", "all_reduce_payload_bytes", "ErrorFeedback"]
 
 ErrorFeedback = _weft_torch.ErrorFeedback
 allreduce_compressed = _weft_torch.allreduce_compressed
+all_reduce_payload_bytes = _weft_torch.all_reduce_payload_bytes
 
 
 def _create(store, rank, size, timeout):
