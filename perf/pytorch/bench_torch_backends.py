@@ -26,7 +26,9 @@ import weft_torch  # noqa: F401
 
 
 def sizes(max_bytes):
-    s = 8
+    """8 B, then 16 B times powers of 4 up to max_bytes (64 MiB by default)."""
+    yield 8
+    s = 16
     while s <= max_bytes:
         yield s
         s *= 4

@@ -28,14 +28,21 @@ class OperationQueue {
   OperationQueue();
   ~OperationQueue();  // runs what is queued, then stops
   void push(Operation operation);
+  // Runs the operation that completes `work` on the calling thread, if it is the next to run
+  // and none is running (a caller about to wait for it saves two thread hand-offs: what a
+  // synchronous torch.distributed call costs most for small tensors). True if it did.
+  bool runIfNext(const WorkWeft* work);
 
  private:
   void loop();
+  // Runs `operation` and returns its error (null on success).
+  static std::exception_ptr execute(Operation& operation);
 
   std::mutex mutex_;
   std::condition_variable changed_;
   std::deque<Operation> pending_;
   bool stopping_ = false;
+  bool running_ = false;        // an operation runs, on the worker or on a waiting caller
   CompletionPool completions_;  // declared before the worker: it outlives the worker's last push
   std::thread thread_;
 };

@@ -59,7 +59,7 @@ ProcessGroupWeft::ProcessGroupWeft(const c10::intrusive_ptr<c10d::Store>& store,
               "weft: ncclCommInitRank failed: ", ncclGetLastError(nullptr));
   if (timeout.count() > 0) weftCommSetTimeout(comm_, static_cast<double>(timeout.count()) / 1000.0);
   barrierTensor_ = at::zeros({1}, at::kByte);
-  queue_ = std::make_unique<OperationQueue>();
+  queue_ = std::make_shared<OperationQueue>();
 }
 
 ProcessGroupWeft::~ProcessGroupWeft() {
@@ -85,6 +85,7 @@ std::string ProcessGroupWeft::failure(ncclResult_t result) const {
 c10::intrusive_ptr<c10d::Work> ProcessGroupWeft::enqueue(c10d::OpType type, std::vector<at::Tensor> outputs,
                                                          std::function<ncclResult_t()> run) {
   auto work = c10::make_intrusive<WorkWeft>(getRank(), type, std::move(outputs));
+  work->setQueue(queue_);
   Operation operation;
   operation.run = [this, run = std::move(run)]() -> std::string {
     ncclResult_t result = run();
@@ -370,6 +371,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupWeft::send(std::vector<at::Tensor>& t
   if (!coalescing_) return enqueue(c10d::OpType::SEND, {t}, std::move(call));
   auto work = c10::make_intrusive<WorkWeft>(getRank(), c10d::OpType::SEND, std::vector<at::Tensor>{t});
   coalescedCalls_.push_back(std::move(call));
+  work->setQueue(queue_);
   coalescedWorks_.push_back(work);
   return work;
 }
@@ -384,6 +386,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupWeft::recv(std::vector<at::Tensor>& t
   if (!coalescing_) return enqueue(c10d::OpType::RECV, {t}, std::move(call));
   auto work = c10::make_intrusive<WorkWeft>(getRank(), c10d::OpType::RECV, std::vector<at::Tensor>{t});
   coalescedCalls_.push_back(std::move(call));
+  work->setQueue(queue_);
   coalescedWorks_.push_back(work);
   return work;
 }

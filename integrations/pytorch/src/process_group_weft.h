@@ -96,7 +96,7 @@ class ProcessGroupWeft : public c10d::ProcessGroup {
   std::vector<std::function<ncclResult_t()>> coalescedCalls_;
   std::vector<c10::intrusive_ptr<WorkWeft>> coalescedWorks_;
   std::atomic<uint64_t> allReducePayloadBytes_{0};
-  std::unique_ptr<OperationQueue> queue_;  // last: stopped (drained) first
+  std::shared_ptr<OperationQueue> queue_;  // last: stopped (drained) first; Works hold it weakly
 };
 
 }  // namespace weft_torch

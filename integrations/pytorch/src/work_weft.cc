@@ -2,6 +2,8 @@
 
 #include <ATen/core/ivalue_inl.h>
 
+#include "operation_queue.h"
+
 namespace weft_torch {
 
 WorkWeft::WorkWeft(int rank, c10d::OpType type, std::vector<at::Tensor> outputs)
@@ -20,6 +22,8 @@ std::exception_ptr WorkWeft::exception() const {
 std::vector<at::Tensor> WorkWeft::result() { return outputs_; }
 
 bool WorkWeft::wait(std::chrono::milliseconds timeout) {
+  if (!future_->completed())
+    if (std::shared_ptr<OperationQueue> queue = queue_.lock()) queue->runIfNext(this);
   if (timeout == kNoTimeout) {
     future_->wait();
   } else {

@@ -5,9 +5,12 @@
 #include <torch/csrc/distributed/c10d/Work.hpp>
 
 #include <exception>
+#include <memory>
 #include <vector>
 
 namespace weft_torch {
+
+class OperationQueue;
 
 class WorkWeft : public c10d::Work {
  public:
@@ -21,10 +24,13 @@ class WorkWeft : public c10d::Work {
   bool wait(std::chrono::milliseconds timeout) override;
   c10::intrusive_ptr<c10::ivalue::Future> getFuture() override;
 
-  // Called once, by the worker thread: success (the future's value is the outputs) or the error.
+  // Called once, when the operation has run: success (the future's value is the outputs) or the error.
   void complete(std::exception_ptr error);
+  // The queue the operation waits in: wait() runs it itself when it is next (runIfNext).
+  void setQueue(std::weak_ptr<OperationQueue> queue) { queue_ = std::move(queue); }
 
  private:
+  std::weak_ptr<OperationQueue> queue_;
   std::vector<at::Tensor> outputs_;
   c10::intrusive_ptr<c10::ivalue::Future> future_;
 };
