@@ -21,7 +21,7 @@ import sys
 from train import MODES, run_task
 
 TARGETS = {"logreg": 0.99, "mlp": 0.80, "cnn": 0.82}  # accuracy for "time to target"
-FULL = {"tasks": ["logreg", "mlp", "cnn"], "seeds": [0, 1, 2], "steps": {"logreg": 3000, "mlp": 1400, "cnn": 1400}}
+FULL = {"tasks": ["logreg", "mlp", "cnn"], "seeds": [0, 1, 2], "steps": {"logreg": 3000, "mlp": 940, "cnn": 940}}
 SHORT = {"tasks": ["logreg", "mlp"], "seeds": [0], "steps": {"logreg": 1500, "mlp": 300}}
 
 
@@ -149,7 +149,7 @@ def main():
     parser.add_argument("--ranks", type=int, default=2)
     parser.add_argument("--steps", type=int, help="steps per run (default: per task)")
     parser.add_argument("--warmup", type=int, default=20, help="uncompressed steps first")
-    parser.add_argument("--eval-every", type=int, default=25)
+    parser.add_argument("--eval-every", type=int, default=50)
     parser.add_argument("--out", default="convergence-out")
     args = parser.parse_args()
     preset = SHORT if args.short else FULL
