@@ -189,10 +189,13 @@ def check_operations(rank, n, gloo, f):
             r.wait()
         f.expect(out, rank_input(prev, 1 << 20, torch.float32, 98), "batch_isend_irecv ring")
     dist.barrier()
-    # new_group: the first n-1 ranks (all of them on one rank)
+    # new_group: the first n-1 ranks (all of them on one rank), split from the default group
     members = list(range(max(n - 1, 1)))
+    splits = weft_torch._weft_torch.adopted_split_count()
     sub = dist.new_group(members, backend="weft")
     if rank in members:
+        if weft_torch._weft_torch.adopted_split_count() != splits + 1:
+            f.messages.append(f"rank {rank}: new_group did not adopt a split of the default group's communicator")
         t = rank_input(rank, 64, torch.float32, 7)
         dist.all_reduce(t, group=sub)
         f.expect(t, reference("sum", [rank_input(r, 64, torch.float32, 7) for r in members]), "new_group all_reduce")
@@ -225,8 +228,9 @@ def check_ddp(rank, n, gloo, f):
         f.expect(a, b, f"DDP parameter {i} after 50 steps (weft vs gloo)", 1e-4)
 
 
-def rank_main(rank, n, store_path, body, results):
+def rank_main(rank, n, store_path, body, results, env=None):
     try:
+        os.environ.update(env or {})
         torch.set_num_threads(1)
         store = dist.FileStore(store_path, n)
         dist.init_process_group("weft", store=store, rank=rank, world_size=n,
@@ -241,12 +245,12 @@ def rank_main(rank, n, store_path, body, results):
         results.put((rank, [f"rank {rank} raised:\n{traceback.format_exc()}"]))
 
 
-def run_ranks(n, body, timeout=240):
+def run_ranks(n, body, timeout=240, env=None):
     ctx = multiprocessing.get_context("spawn")
     results = ctx.Queue()
     with tempfile.TemporaryDirectory() as tmp:
         store_path = os.path.join(tmp, "store")
-        procs = [ctx.Process(target=rank_main, args=(r, n, store_path, body, results)) for r in range(n)]
+        procs = [ctx.Process(target=rank_main, args=(r, n, store_path, body, results, env)) for r in range(n)]
         for p in procs:
             p.start()
         messages = []
@@ -278,6 +282,29 @@ class BackendOps(unittest.TestCase):
 
     def test_four_ranks(self):
         self.assertEqual(run_ranks(4, check_operations), [])
+
+
+def check_env_compression(rank, n, gloo, f):
+    """WEFT_COMPRESSION=int8 (set before init) compresses an unchanged program's float
+    all_reduce: close to exact but not equal; integer all_reduce stays exact."""
+    g = torch.Generator().manual_seed(77 + rank)
+    x = torch.randn(100000, generator=g)
+    exact = x.clone()
+    dist.all_reduce(exact, group=gloo)
+    dist.all_reduce(x)
+    scale = float(exact.abs().max())
+    err = float((x - exact).abs().max())
+    if not 0 < err < 0.05 * scale:
+        f.messages.append(f"rank {rank}: int8 all_reduce error {err:.3g} (max |sum| {scale:.3g}): "
+                          "expected lossy, within 5%")
+    i = rank_input(rank, 1000, torch.int32, 3)
+    dist.all_reduce(i)
+    f.expect(i, reference("sum", [rank_input(r, 1000, torch.int32, 3) for r in range(n)]), "int32 under WEFT_COMPRESSION")
+
+
+class EnvCompression(unittest.TestCase):
+    def test_two_ranks(self):
+        self.assertEqual(run_ranks(2, check_env_compression, env={"WEFT_COMPRESSION": "int8"}), [])
 
 
 class DdpParity(unittest.TestCase):

@@ -1,7 +1,8 @@
 # torch.distributed backend "weft" (integrations/pytorch) against gloo and a float64 reference,
 # in rank processes of Debian's Python. Without the backend built, each reports skipped.
 set(weft_pytorch_tests BackendOps.test_one_rank BackendOps.test_two_ranks BackendOps.test_four_ranks
-                       DdpParity.test_two_ranks DdpParity.test_four_ranks Lifecycle.test_env_init_like_torchrun
+                       DdpParity.test_two_ranks DdpParity.test_four_ranks EnvCompression.test_two_ranks
+                       Lifecycle.test_env_init_like_torchrun
                        Lifecycle.test_dead_rank_is_an_exception_not_a_hang)
 foreach(case IN LISTS weft_pytorch_tests)
   if(WEFT_HAVE_TORCH)

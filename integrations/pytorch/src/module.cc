@@ -69,6 +69,11 @@ PYBIND11_MODULE(_weft_torch, m) {
       },
       py::arg("group"));
 
+  m.def("split_for_new_group", &ProcessGroupWeft::splitForNewGroup, py::arg("parent"), py::arg("members"),
+        py::call_guard<py::gil_scoped_release>());
+  m.def("discard_pending_split", &ProcessGroupWeft::discardPendingSplit);
+  m.def("adopted_split_count", &ProcessGroupWeft::adoptedSplitCount);
+
   py::class_<ErrorFeedback>(m, "ErrorFeedback").def(py::init<size_t>(), py::arg("count"));
 
   m.def(

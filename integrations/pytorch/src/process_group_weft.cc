@@ -3,8 +3,11 @@
 #include <ATen/Functions.h>
 #include <c10/util/Exception.h>
 
+#include <algorithm>
 #include <cstring>
+#include <mutex>
 #include <numeric>
+#include <utility>
 
 #include "torch_to_nccl.h"
 #include "weft/weft.h"
@@ -39,11 +42,81 @@ void checkSameShape(const std::vector<at::Tensor>& tensors, const at::Tensor& li
   }
 }
 
+// The calls of one ncclGroupStart/ncclGroupEnd: the group is always closed, and the first
+// call that failed (its arguments refused) is the result, else ncclGroupEnd's.
+class WeftGroup {
+ public:
+  WeftGroup() { ncclGroupStart(); }
+  void add(ncclResult_t result) {
+    if (first_ == ncclSuccess) first_ = result;
+  }
+  ncclResult_t end() {
+    const ncclResult_t result = ncclGroupEnd();
+    return first_ != ncclSuccess ? first_ : result;
+  }
+
+ private:
+  ncclResult_t first_ = ncclSuccess;
+};
+
 }  // namespace
+
+namespace {
+// The communicator splitForNewGroup made for the group torch is about to create (one new_group
+// at a time per process, as torch.distributed requires).
+std::mutex pendingSplitMutex;
+ncclComm_t pendingSplit = nullptr;
+std::atomic<uint64_t> adoptedSplits{0};
+
+ncclComm_t takePendingSplit() {
+  std::lock_guard<std::mutex> lock(pendingSplitMutex);
+  return std::exchange(pendingSplit, nullptr);
+}
+}  // namespace
+
+void ProcessGroupWeft::splitForNewGroup(const c10::intrusive_ptr<c10d::ProcessGroup>& parent,
+                                        const std::vector<int64_t>& members) {
+  auto* weft = dynamic_cast<ProcessGroupWeft*>(parent.get());
+  TORCH_CHECK(weft, "weft: new_group's parent is not a process group of backend \"weft\"");
+  discardPendingSplit();
+  const int rank = weft->getRank();
+  const bool member = std::find(members.begin(), members.end(), rank) != members.end();
+  auto child = std::make_shared<ncclComm_t>(nullptr);
+  auto work = weft->enqueue(c10d::OpType::UNKNOWN, {}, [weft, child, member, rank]() {
+    return ncclCommSplit(weft->comm_, member ? 0 : NCCL_SPLIT_NOCOLOR, rank, child.get(), nullptr);
+  });
+  work->wait();
+  std::lock_guard<std::mutex> lock(pendingSplitMutex);
+  pendingSplit = *child;
+}
+
+uint64_t ProcessGroupWeft::adoptedSplitCount() { return adoptedSplits.load(); }
+
+void ProcessGroupWeft::discardPendingSplit() {
+  if (ncclComm_t unused = takePendingSplit()) ncclCommDestroy(unused);
+}
 
 ProcessGroupWeft::ProcessGroupWeft(const c10::intrusive_ptr<c10d::Store>& store, int rank, int size,
                                    std::chrono::milliseconds timeout)
     : c10d::ProcessGroup(rank, size) {
+  if (ncclComm_t split = takePendingSplit()) {
+    int splitRank = -1, splitSize = 0;
+    ncclCommUserRank(split, &splitRank);
+    ncclCommCount(split, &splitSize);
+    if (splitRank == rank && splitSize == size) {
+      comm_ = split;
+      ++adoptedSplits;
+    } else {
+      ncclCommDestroy(split);  // not this group's: meet through the store instead
+    }
+  }
+  if (!comm_) initThroughStore(store, rank, size);
+  if (timeout.count() > 0) weftCommSetTimeout(comm_, static_cast<double>(timeout.count()) / 1000.0);
+  barrierTensor_ = at::zeros({1}, at::kByte);
+  queue_ = std::make_shared<OperationQueue>();
+}
+
+void ProcessGroupWeft::initThroughStore(const c10::intrusive_ptr<c10d::Store>& store, int rank, int size) {
   ncclUniqueId id;
   if (rank == 0) {
     TORCH_CHECK(ncclGetUniqueId(&id) == ncclSuccess, "weft: ncclGetUniqueId failed: ", ncclGetLastError(nullptr));
@@ -57,9 +130,6 @@ ProcessGroupWeft::ProcessGroupWeft(const c10::intrusive_ptr<c10d::Store>& store,
   }
   TORCH_CHECK(ncclCommInitRank(&comm_, size, id, rank) == ncclSuccess,
               "weft: ncclCommInitRank failed: ", ncclGetLastError(nullptr));
-  if (timeout.count() > 0) weftCommSetTimeout(comm_, static_cast<double>(timeout.count()) / 1000.0);
-  barrierTensor_ = at::zeros({1}, at::kByte);
-  queue_ = std::make_shared<OperationQueue>();
 }
 
 ProcessGroupWeft::~ProcessGroupWeft() {
@@ -134,14 +204,14 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupWeft::allreduce_coalesced(std::vector
   c10d::ReduceOp op = opts.reduceOp;
   return enqueue(c10d::OpType::ALLREDUCE_COALESCED, tensors, [this, tensors, op]() mutable {
     std::vector<std::pair<ncclRedOp_t, bool>> ops;
-    ncclGroupStart();
+    WeftGroup group;
     for (at::Tensor& t : tensors) {
       bool created = false;
       ncclRedOp_t nccl = ncclOpOf(op, t, comm_, &created);
       ops.emplace_back(nccl, created);
-      ncclAllReduce(t.data_ptr(), t.data_ptr(), t.numel(), ncclTypeOf(t), nccl, comm_, nullptr);
+      group.add(ncclAllReduce(t.data_ptr(), t.data_ptr(), t.numel(), ncclTypeOf(t), nccl, comm_, nullptr));
     }
-    ncclResult_t result = ncclGroupEnd();
+    ncclResult_t result = group.end();
     for (auto& [nccl, created] : ops)
       if (created) ncclRedOpDestroy(nccl, comm_);
     return result;
@@ -325,15 +395,15 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupWeft::alltoall_base(at::Tensor& outpu
     const size_t elementSize = input.element_size();
     auto* send = static_cast<char*>(input.data_ptr());
     auto* recv = static_cast<char*>(output.data_ptr());
-    ncclGroupStart();
+    WeftGroup group;
     int64_t sendOffset = 0, recvOffset = 0;
     for (int r = 0; r < n; ++r) {
-      ncclSend(send + sendOffset * elementSize, sendCounts[r], type, r, comm_, nullptr);
-      ncclRecv(recv + recvOffset * elementSize, recvCounts[r], type, r, comm_, nullptr);
+      group.add(ncclSend(send + sendOffset * elementSize, sendCounts[r], type, r, comm_, nullptr));
+      group.add(ncclRecv(recv + recvOffset * elementSize, recvCounts[r], type, r, comm_, nullptr));
       sendOffset += sendCounts[r];
       recvOffset += recvCounts[r];
     }
-    return ncclGroupEnd();
+    return group.end();
   });
 }
 
@@ -352,12 +422,12 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupWeft::alltoall(std::vector<at::Tensor
   }
   std::vector<at::Tensor> inputs = inputTensors, outputs = outputTensors;
   return enqueue(c10d::OpType::ALLTOALL, outputs, [this, inputs, outputs, n]() mutable {
-    ncclGroupStart();
+    WeftGroup group;
     for (int r = 0; r < n; ++r) {
-      ncclSend(inputs[r].data_ptr(), inputs[r].numel(), ncclTypeOf(inputs[r]), r, comm_, nullptr);
-      ncclRecv(outputs[r].data_ptr(), outputs[r].numel(), ncclTypeOf(outputs[r]), r, comm_, nullptr);
+      group.add(ncclSend(inputs[r].data_ptr(), inputs[r].numel(), ncclTypeOf(inputs[r]), r, comm_, nullptr));
+      group.add(ncclRecv(outputs[r].data_ptr(), outputs[r].numel(), ncclTypeOf(outputs[r]), r, comm_, nullptr));
     }
-    return ncclGroupEnd();
+    return group.end();
   });
 }
 
@@ -412,9 +482,9 @@ void ProcessGroupWeft::endCoalescing(std::vector<c10::intrusive_ptr<c10d::Work>>
   coalescing_ = false;
   Operation operation;
   operation.run = [this, calls = std::move(coalescedCalls_)]() -> std::string {
-    ncclGroupStart();
-    for (const auto& call : calls) call();  // errors surface at ncclGroupEnd
-    ncclResult_t result = ncclGroupEnd();
+    WeftGroup group;
+    for (const auto& call : calls) group.add(call());
+    ncclResult_t result = group.end();
     return result == ncclSuccess ? std::string() : failure(result);
   };
   operation.works = std::move(coalescedWorks_);

@@ -29,6 +29,17 @@ class ProcessGroupWeft : public c10d::ProcessGroup {
 
   const std::string getBackendName() const override { return "weft"; }
 
+  // new_group's split (weft_torch wraps torch.distributed.new_group to call it on every rank of
+  // the parent, members or not, before torch creates the group): splits `parent`'s communicator
+  // with ncclCommSplit in the parent's operation order; the member ranks' next ProcessGroupWeft
+  // adopts the new communicator instead of meeting through the store.
+  static void splitForNewGroup(const c10::intrusive_ptr<c10d::ProcessGroup>& parent,
+                               const std::vector<int64_t>& members);
+  // Drops a split communicator that no group adopted (new_group failed, or not a member).
+  static void discardPendingSplit();
+  // Groups of this process made from a split so far (for the tests).
+  static uint64_t adoptedSplitCount();
+
   c10::intrusive_ptr<c10d::Work> broadcast(std::vector<at::Tensor>& tensors,
                                            const c10d::BroadcastOptions& opts = c10d::BroadcastOptions()) override;
   c10::intrusive_ptr<c10d::Work> allreduce(std::vector<at::Tensor>& tensors,
@@ -83,6 +94,8 @@ class ProcessGroupWeft : public c10d::ProcessGroup {
   uint64_t allReducePayloadBytes() const { return allReducePayloadBytes_.load(); }
 
  private:
+  // The communicator from a unique id that rank 0 writes into the group's store.
+  void initThroughStore(const c10::intrusive_ptr<c10d::Store>& store, int rank, int size);
   // Queues `run` (weft calls on the worker thread; ncclSuccess or the failing result) as one
   // operation completing a new Work whose result is `outputs`.
   c10::intrusive_ptr<c10d::Work> enqueue(c10d::OpType type, std::vector<at::Tensor> outputs,
