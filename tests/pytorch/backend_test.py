@@ -111,13 +111,23 @@ def check_operations(rank, n, gloo, f):
         f.expect(b, reference("sum", [rank_input(r, 300, dtype, seed + 1) for r in range(n)]), f"coalesced {dtype} b")
         # broadcast and reduce
         root = n - 1
+        on_gloo = dtype in GLOO_DTYPES
         t = rank_input(rank, numel, dtype, seed)
         dist.broadcast(t, src=root)
         f.expect(t, rank_input(root, numel, dtype, seed), f"broadcast {dtype}")
+        if on_gloo:
+            g = rank_input(rank, numel, dtype, seed)
+            dist.broadcast(g, src=root, group=gloo)
+            f.expect(t, g, f"broadcast {dtype} against gloo")
         t = rank_input(rank, numel, dtype, seed)
         dist.reduce(t, dst=1 % n, op=dist.ReduceOp.MAX)
         if rank == 1 % n:
             f.expect(t, reference("max", [rank_input(r, numel, dtype, seed) for r in range(n)]), f"reduce {dtype}")
+        if on_gloo:
+            g = rank_input(rank, numel, dtype, seed)
+            dist.reduce(g, dst=1 % n, op=dist.ReduceOp.MAX, group=gloo)
+            if rank == 1 % n:
+                f.expect(t, g, f"reduce {dtype} against gloo")
         # all_gather, list and tensor forms
         mine = rank_input(rank, numel, dtype, seed)
         outs = [torch.zeros(numel, dtype=dtype) for _ in range(n)]
@@ -153,6 +163,10 @@ def check_operations(rank, n, gloo, f):
             theirs = rank_input(j, sum(rows(j, k) for k in range(n)) * 5, dtype, seed).reshape(-1, 5)
             expected.append(theirs[offset:offset + rows(j, rank)])
         f.expect(dst, torch.cat(expected), f"all_to_all_single uneven {dtype}")
+        if on_gloo:
+            gdst = torch.zeros(sum(recv_splits), 5, dtype=dtype)
+            dist.all_to_all_single(gdst, src, recv_splits, send_splits, group=gloo)
+            f.expect(dst, gdst, f"all_to_all_single uneven {dtype} against gloo")
         # all_to_all (lists)
         ins = list(rank_input(rank, n * 7, dtype, seed).chunk(n))
         outs = [torch.zeros(7, dtype=dtype) for _ in range(n)]
@@ -166,10 +180,19 @@ def check_operations(rank, n, gloo, f):
         if rank == g_root:
             for r in range(n):
                 f.expect(outs[r], rank_input(r, numel, dtype, seed), f"gather {dtype} block {r}")
+        if on_gloo:
+            gouts = [torch.zeros(numel, dtype=dtype) for _ in range(n)] if rank == g_root else None
+            dist.gather(mine, gather_list=gouts, dst=g_root, group=gloo)
+            if rank == g_root:
+                f.expect(torch.cat(outs), torch.cat(gouts), f"gather {dtype} against gloo")
         out = torch.zeros(numel, dtype=dtype)
         pieces = list(rank_input(g_root, n * numel, dtype, seed).chunk(n)) if rank == g_root else None
         dist.scatter(out, scatter_list=pieces, src=g_root)
         f.expect(out, rank_input(g_root, n * numel, dtype, seed)[rank * numel:(rank + 1) * numel], f"scatter {dtype}")
+        if on_gloo:
+            gout = torch.zeros(numel, dtype=dtype)
+            dist.scatter(gout, scatter_list=pieces, src=g_root, group=gloo)
+            f.expect(out, gout, f"scatter {dtype} against gloo")
     # bool: SUM is a logical or, as in NCCL's process group
     flags = torch.tensor([rank == 0, False, True])
     dist.all_reduce(flags)
