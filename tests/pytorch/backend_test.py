@@ -268,6 +268,28 @@ def rank_main(rank, n, store_path, body, results, env=None):
         results.put((rank, [f"rank {rank} raised:\n{traceback.format_exc()}"]))
 
 
+def collect(procs, results, expected, timeout):
+    """The messages of `expected` ranks' reports, then the processes joined (one that hangs is
+    killed and reported)."""
+    messages, got = [], 0
+    deadline = time.monotonic() + timeout
+    while got < expected and time.monotonic() < deadline:
+        try:
+            _, msgs = results.get(timeout=max(0.1, deadline - time.monotonic()))
+        except Exception:
+            break
+        got += 1
+        messages += msgs
+    for p in procs:
+        p.join(timeout=max(1.0, deadline - time.monotonic()))
+        if p.is_alive():
+            p.kill()
+            messages.append(f"a rank was still running after {timeout} s: killed")
+    if got < expected:
+        messages.append(f"only {got} of {expected} ranks reported")
+    return messages
+
+
 def run_ranks(n, body, timeout=240, env=None):
     ctx = multiprocessing.get_context("spawn")
     results = ctx.Queue()
@@ -276,24 +298,7 @@ def run_ranks(n, body, timeout=240, env=None):
         procs = [ctx.Process(target=rank_main, args=(r, n, store_path, body, results, env)) for r in range(n)]
         for p in procs:
             p.start()
-        messages = []
-        deadline = time.monotonic() + timeout
-        got = 0
-        while got < n and time.monotonic() < deadline:
-            try:
-                rank, msgs = results.get(timeout=max(0.1, deadline - time.monotonic()))
-            except Exception:
-                break
-            got += 1
-            messages += msgs
-        for p in procs:
-            p.join(timeout=max(1.0, deadline - time.monotonic()))
-            if p.is_alive():
-                p.kill()
-                messages.append(f"a rank was still running after {timeout} s: killed")
-        if got < n:
-            messages.append(f"only {got} of {n} ranks reported")
-    return messages
+        return collect(procs, results, n, timeout)
 
 
 class BackendOps(unittest.TestCase):
@@ -390,24 +395,8 @@ def dying_rank(rank, n, store_path, results):
 
 
 class Lifecycle(unittest.TestCase):
-    def collect(self, procs, results, expected, timeout=90):
-        messages, got = [], 0
-        deadline = time.monotonic() + timeout
-        while got < expected and time.monotonic() < deadline:
-            try:
-                _, msgs = results.get(timeout=max(0.1, deadline - time.monotonic()))
-            except Exception:
-                break
-            got += 1
-            messages += msgs
-        for p in procs:
-            p.join(timeout=5)
-            if p.is_alive():
-                p.kill()
-                messages.append("a rank hung: killed")
-        if got < expected:
-            messages.append(f"only {got} of {expected} ranks reported")
-        return messages
+    def collect(self, procs, results, expected):
+        return collect(procs, results, expected, 90)
 
     def test_env_init_like_torchrun(self):
         ctx = multiprocessing.get_context("spawn")

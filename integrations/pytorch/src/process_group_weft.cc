@@ -435,28 +435,26 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupWeft::send(std::vector<at::Tensor>& t
   checkSingle(tensors, "send tensor");
   checkRank(dstRank, getSize(), "send destination");
   at::Tensor t = tensors[0];
-  std::function<ncclResult_t()> call = [this, t, dstRank]() mutable {
+  return pointToPoint(c10d::OpType::SEND, t, [this, t, dstRank]() mutable {
     return ncclSend(t.data_ptr(), t.numel(), ncclTypeOf(t), dstRank, comm_, nullptr);
-  };
-  if (!coalescing_) return enqueue(c10d::OpType::SEND, {t}, std::move(call));
-  auto work = c10::make_intrusive<WorkWeft>(getRank(), c10d::OpType::SEND, std::vector<at::Tensor>{t});
-  coalescedCalls_.push_back(std::move(call));
-  work->setQueue(queue_);
-  coalescedWorks_.push_back(work);
-  return work;
+  });
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupWeft::recv(std::vector<at::Tensor>& tensors, int srcRank, int /*tag*/) {
   checkSingle(tensors, "recv tensor");
   checkRank(srcRank, getSize(), "recv source");
   at::Tensor t = tensors[0];
-  std::function<ncclResult_t()> call = [this, t, srcRank]() mutable {
+  return pointToPoint(c10d::OpType::RECV, t, [this, t, srcRank]() mutable {
     return ncclRecv(t.data_ptr(), t.numel(), ncclTypeOf(t), srcRank, comm_, nullptr);
-  };
-  if (!coalescing_) return enqueue(c10d::OpType::RECV, {t}, std::move(call));
-  auto work = c10::make_intrusive<WorkWeft>(getRank(), c10d::OpType::RECV, std::vector<at::Tensor>{t});
-  coalescedCalls_.push_back(std::move(call));
+  });
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupWeft::pointToPoint(c10d::OpType type, const at::Tensor& tensor,
+                                                              std::function<ncclResult_t()> call) {
+  if (!coalescing_) return enqueue(type, {tensor}, std::move(call));
+  auto work = c10::make_intrusive<WorkWeft>(getRank(), type, std::vector<at::Tensor>{tensor});
   work->setQueue(queue_);
+  coalescedCalls_.push_back(std::move(call));
   coalescedWorks_.push_back(work);
   return work;
 }

@@ -101,6 +101,9 @@ class ProcessGroupWeft : public c10d::ProcessGroup {
   c10::intrusive_ptr<c10d::Work> enqueue(c10d::OpType type, std::vector<at::Tensor> outputs,
                                          std::function<ncclResult_t()> run);
   std::string failure(ncclResult_t result) const;
+  // A send or receive: queued now, or held for endCoalescing inside a coalescing window.
+  c10::intrusive_ptr<c10d::Work> pointToPoint(c10d::OpType type, const at::Tensor& tensor,
+                                              std::function<ncclResult_t()> call);
 
   ncclComm_t comm_ = nullptr;
   at::Tensor barrierTensor_;
