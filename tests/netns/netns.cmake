@@ -6,3 +6,30 @@ foreach(tool all_reduce_perf all_gather_perf sendrecv_perf)
   set_tests_properties(netns.two_hosts.${tool} PROPERTIES LABELS netns TIMEOUT 300
                        SKIP_RETURN_CODE 77 RUN_SERIAL TRUE)
 endforeach()
+
+# H hosts x 2 ranks on a bridge (tests/netns/hosts_lib.sh): every collective over each network
+# transport between hosts (shared memory inside each), checked against the reference; and a
+# rank killed on one host, after which every other rank fails within WEFT_TIMEOUT.
+set(weft_netns_nets tcp)
+if(WEFT_HAVE_UCX)
+  list(APPEND weft_netns_nets ucx)
+endif()
+set(weft_netns_tools all_reduce_perf all_gather_perf reduce_scatter_perf broadcast_perf reduce_perf alltoall_perf
+                     sendrecv_perf gather_perf scatter_perf)
+foreach(hosts 2 3)
+  foreach(net IN LISTS weft_netns_nets)
+    foreach(tool IN LISTS weft_netns_tools)
+      add_test(NAME netns.hosts${hosts}x2.${net}.${tool}
+               COMMAND ${CMAKE_CURRENT_LIST_DIR}/multi_host.sh ${CMAKE_BINARY_DIR} ${hosts} 2 --net ${net} ${tool}
+                       -b 8 -e 1M -f 8 -c 1 -w 1 -n 3)
+      set_tests_properties(netns.hosts${hosts}x2.${net}.${tool} PROPERTIES LABELS netns TIMEOUT 300
+                           SKIP_RETURN_CODE 77 RUN_SERIAL TRUE)
+    endforeach()
+  endforeach()
+endforeach()
+foreach(net IN LISTS weft_netns_nets)
+  add_test(NAME netns.hosts3x2.${net}.rank_killed
+           COMMAND ${CMAKE_CURRENT_LIST_DIR}/rank_killed.sh ${CMAKE_BINARY_DIR} 3 2 ${net})
+  set_tests_properties(netns.hosts3x2.${net}.rank_killed PROPERTIES LABELS netns TIMEOUT 120 SKIP_RETURN_CODE 77
+                       RUN_SERIAL TRUE)
+endforeach()

@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# Between two hosts (network namespaces, tests/netns/hosts_lib.sh), one rank each: weft's
+# all-reduce over TCP and over UCX beside the ceilings measured in the same run on the same
+# link: ucx_perftest's tag-matching latency (ucx-utils) and iperf3's bidirectional goodput.
+# Needs root; prints markdown rows for docs/performance.md.
+#   bench_between_hosts.sh BUILD_DIR [RATE]     RATE: a tc tbf rate (1gbit, 10gbit) or none
+set -u
+build=${1:?usage: bench_between_hosts.sh BUILD_DIR [RATE]}
+rate=${2:-}
+here=$(cd "$(dirname "$0")" && pwd)
+. "$here/../../tests/netns/hosts_lib.sh"
+for tool in iperf3 ucx_perftest; do
+  command -v $tool >/dev/null || { echo "skipped: $tool is not installed (tools/scripts/install-deps.sh)"; exit 77; }
+done
+hosts_create 2 "$rate"
+ns0=$(hosts_ns 0) ns1=$(hosts_ns 1) addr1=$(hosts_addr 1)
+echo "# link: ${rate:-unshaped veth}"
+
+# iperf3, both directions at once (an all-reduce of 2 ranks sends both ways), 5 s.
+ip netns exec "$ns1" iperf3 -s -1 >/dev/null 2>&1 &
+server=$!
+sleep 0.5
+ip netns exec "$ns0" iperf3 -c "$addr1" -t 5 --bidir -J >/tmp/weft-iperf.$$ 2>&1
+wait $server
+goodput=$(/usr/bin/python3 -c '
+import json, sys
+d = json.load(open(sys.argv[1]))["end"]
+rates = [d["sum_sent"]["bits_per_second"], d["sum_sent_bidir_reverse"]["bits_per_second"]]
+print("%.3f" % (min(rates) / 8e9))' /tmp/weft-iperf.$$)
+rm -f /tmp/weft-iperf.$$
+echo "iperf3 --bidir goodput (slower direction): $goodput GB/s"
+
+# ucx_perftest tag-matching ping-pong, 8 bytes, over UCX's tcp transport.
+ip netns exec "$ns1" env UCX_TLS=tcp ucx_perftest >/dev/null 2>&1 &
+server=$!
+sleep 0.5
+ucx_lat=$(ip netns exec "$ns0" env UCX_TLS=tcp ucx_perftest "$addr1" -t tag_lat -s 8 -n 20000 2>&1 |
+  awk '/^ *Final:/ {print $5}')
+wait $server
+echo "ucx_perftest tag_lat 8 B (one-way, typical): $ucx_lat us"
+
+out=$(mktemp -d)
+run_weft() {  # net args...
+  local net=$1
+  shift
+  HOSTS_ENV="WEFT_NET=$net WEFT_TIMEOUT=120"
+  hosts_run_ranks 1 "$out" "$build/perf/all_reduce_perf" "$@"
+  hosts_wait_ranks || { echo "weft over $net failed:"; cat "$out/rank0.log" "$out/rank1.log"; exit 1; }
+  grep -q "Out of bounds values : 0 OK" "$out/rank0.log" || { echo "wrong data over $net"; exit 1; }
+}
+for net in tcp ucx; do
+  run_weft $net -b 8 -e 8 -c 1 -w 200 -n 5000
+  lat=$(awk '$1 == 8 {print $6}' "$out/rank0.log")
+  echo "weft $net all_reduce 8 B: $lat us"
+  run_weft $net -b 1M -e 64M -f 4 -c 1 -w 2 -n 10
+  echo "weft $net all_reduce busbw (GB/s) by size:"
+  awk '$1 ~ /^[0-9]+$/ {printf "  %10d %s\n", $1, $8}' "$out/rank0.log"
+done
+rm -rf "$out"

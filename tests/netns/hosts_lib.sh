@@ -1,0 +1,90 @@
+# Several "hosts" as network namespaces on one bridge: sourced by the netns tests (and by the
+# performance and characterization scripts). Host i (0-based) is namespace weft-h<i>-<tag> with
+# eth0 at 198.18.1.<i+1>/24; the bridge lives in its own namespace, so the machine's own
+# network is never touched. Each host's link can be shaped with tc tbf on both ends of its veth
+# (tbf shapes egress only; netem does not exist here). hosts_cleanup removes everything and is
+# installed as the EXIT trap by hosts_create.
+#   hosts_create H [RATE]       e.g. hosts_create 3 1gbit; exits 77 (skipped) when it cannot
+#   hosts_ns I                  the namespace of host I
+#   hosts_addr I                its address
+#   hosts_run_ranks R OUTDIR CMD [ARGS...]
+#                               R ranks per host, rank = host*R + local, each with RANK,
+#                               WORLD_SIZE, LOCAL_RANK, MASTER_ADDR/PORT (host 0), WEFT_SECRET,
+#                               WEFT_HOSTNAME, NCCL_SOCKET_IFNAME=eth0 and $HOSTS_ENV; output in
+#                               OUTDIR/rank<N>.log; sets HOSTS_PIDS (index = rank)
+#   hosts_wait_ranks            waits for them all; returns how many failed
+
+HOSTS_TAG=${HOSTS_TAG:-$$}
+HOSTS_COUNT=0
+HOSTS_PIDS=()
+HOSTS_ENV=${HOSTS_ENV:-}
+
+hosts_ns() { echo "weft-h$1-$HOSTS_TAG"; }
+hosts_addr() { echo "198.18.1.$(($1 + 1))"; }
+hosts_bridge_ns() { echo "weft-br-$HOSTS_TAG"; }
+
+hosts_cleanup() {
+  local pid
+  for pid in "${HOSTS_PIDS[@]}"; do kill -9 "$pid" 2>/dev/null; done
+  local i
+  for ((i = 0; i < HOSTS_COUNT; i++)); do ip netns del "$(hosts_ns $i)" 2>/dev/null; done
+  ip netns del "$(hosts_bridge_ns)" 2>/dev/null
+  return 0
+}
+
+hosts_create() {
+  local count=$1 rate=${2:-} i
+  [ "$(id -u)" = 0 ] || { echo "skipped: network namespaces need root"; exit 77; }
+  command -v ip >/dev/null || { echo "skipped: iproute2 (ip) is not installed"; exit 77; }
+  if [ -n "$rate" ]; then command -v tc >/dev/null || { echo "skipped: tc is not installed"; exit 77; }; fi
+  trap hosts_cleanup EXIT
+  local br
+  br=$(hosts_bridge_ns)
+  ip netns add "$br" 2>/dev/null || { echo "skipped: cannot create network namespaces here"; exit 77; }
+  ip -n "$br" link add br0 type bridge || { echo "skipped: cannot create a bridge here"; exit 77; }
+  ip -n "$br" link set br0 up || exit 1
+  for ((i = 0; i < count; i++)); do
+    local ns outer=wv$i-$HOSTS_TAG
+    ns=$(hosts_ns $i)
+    ip netns add "$ns" || exit 1
+    HOSTS_COUNT=$((i + 1))
+    ip link add "$outer" type veth peer name "wi$i-$HOSTS_TAG" || { echo "skipped: cannot create veth pairs here"; exit 77; }
+    ip link set "wi$i-$HOSTS_TAG" netns "$ns" && ip -n "$ns" link set "wi$i-$HOSTS_TAG" name eth0 || exit 1
+    ip link set "$outer" netns "$br" && ip -n "$br" link set "$outer" master br0 || exit 1
+    ip -n "$ns" addr add "$(hosts_addr $i)/24" dev eth0 || exit 1
+    ip -n "$ns" link set lo up && ip -n "$ns" link set eth0 up && ip -n "$br" link set "$outer" up || exit 1
+    if [ -n "$rate" ]; then
+      ip netns exec "$ns" tc qdisc add dev eth0 root tbf rate "$rate" burst 256kb latency 50ms || exit 1
+      ip netns exec "$br" tc qdisc add dev "$outer" root tbf rate "$rate" burst 256kb latency 50ms || exit 1
+    fi
+  done
+  [ -n "$rate" ] && echo "# $count hosts on a bridge, each link shaped with tc tbf to $rate each way"
+  return 0
+}
+
+hosts_run_ranks() {
+  local per=$1 out=$2 i l
+  shift 2
+  local world=$((HOSTS_COUNT * per))
+  local port=$((20000 + RANDOM % 20000))
+  local secret
+  secret=$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')
+  HOSTS_PIDS=()
+  for ((i = 0; i < HOSTS_COUNT; i++)); do
+    for ((l = 0; l < per; l++)); do
+      local rank=$((i * per + l))
+      # shellcheck disable=SC2086
+      ip netns exec "$(hosts_ns $i)" env RANK=$rank WORLD_SIZE=$world LOCAL_RANK=$l LOCAL_WORLD_SIZE=$per \
+        MASTER_ADDR="$(hosts_addr 0)" MASTER_PORT=$port WEFT_SECRET="$secret" WEFT_HOSTNAME="host$i" \
+        NCCL_SOCKET_IFNAME=eth0 $HOSTS_ENV timeout 300 "$@" >"$out/rank$rank.log" 2>&1 &
+      HOSTS_PIDS[rank]=$!
+    done
+  done
+}
+
+hosts_wait_ranks() {
+  local failed=0 pid
+  for pid in "${HOSTS_PIDS[@]}"; do wait "$pid" || failed=$((failed + 1)); done
+  HOSTS_PIDS=()
+  return $failed
+}
