@@ -54,4 +54,10 @@ void setNoDelay(int fd);
 void tuneConnection(int fd);
 void closeSocket(int& fd);
 
+// Closes `fd` (closeSocket) when the scope it is declared in ends, whichever way it ends.
+struct CloseSocketOnExit {
+  int& fd;
+  ~CloseSocketOnExit() { closeSocket(fd); }
+};
+
 }  // namespace weft

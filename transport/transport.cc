@@ -10,6 +10,10 @@ ncclResult_t rangesUnsupported(const Connection& c, const char* what) {
 }
 }  // namespace
 
+RingGeometry ringGeometryFromEnv(Setting slotBytes, Setting slots) {
+  return RingGeometry{settingSize(slotBytes), static_cast<uint32_t>(settingInt(slots))};
+}
+
 ncclResult_t Connection::registerMemory(void*, size_t, MemoryHandle*) {
   return rangesUnsupported(*this, "registerMemory");
 }

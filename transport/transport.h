@@ -9,9 +9,11 @@
 #include <cstdint>
 #include <memory>
 
+#include "common/settings.h"
 #include "common/socket.h"
 #include "nccl.h"
 #include "transport/fd_broker.h"
+#include "transport/peer_handshake.h"
 
 namespace weft {
 
@@ -22,16 +24,26 @@ struct TransportEndpoint {
   int32_t pid = 0;
   uint64_t hostHash = 0;      // ranks with equal hashes share a host (and its memory)
   FdTicket shmSegment;        // shared-memory segment, handed over by the fd broker
-  SocketAddress dataAddress;  // network listener (length 0: none)
+  SocketAddress dataAddress;  // the peer handshake's listener (length 0: none)
+  uint32_t offered = 0;       // TransportKind bits of the transports this rank listens with
 };
 
 // What a transport needs to listen for one communicator.
 struct TransportSetup {
   int rank = 0;
   int nranks = 0;
-  SocketAddress dataAddress;  // where network listeners bind (port 0: any)
   double timeoutSeconds = 0;  // for connection set-up (WEFT_TIMEOUT)
+  // The communicator's listener, through which network transports meet their peers; it
+  // outlives the transports and knows the communicator's token.
+  PeerHandshake* handshake = nullptr;
 };
+
+// The shape of a transport's staging ring, from its WEFT_<NAME>_SLOT_BYTES and _SLOTS.
+struct RingGeometry {
+  size_t slotBytes;
+  uint32_t slots;
+};
+RingGeometry ringGeometryFromEnv(Setting slotBytes, Setting slots);
 
 // Optional transfers between registered user buffers (RDMA, CUDA IPC): no staging slot,
 // no copy through the CPU. A transport that cannot do them answers ncclInvalidUsage.
@@ -67,6 +79,9 @@ class Connection {
   // this rank through its Transport's doorbell). Also -1 once nothing more can arrive (the
   // peer closed): an fd at end of file would wake poll() at once, forever.
   virtual int pollFd() const { return -1; }
+  // Called just before the rank sleeps on pollFd(): false when activity is already pending that
+  // the fd would not signal (then the rank progresses instead of sleeping). UCX arms its worker.
+  virtual bool armPollFd() { return true; }
   // True when sends are still queued locally (the rank must keep calling progress()).
   virtual bool hasPendingSends() const { return false; }
 
@@ -99,9 +114,9 @@ class Transport {
 
   // Opens what peers connect to and records how to reach it in `mine`.
   virtual ncclResult_t listen(const TransportSetup& setup, TransportEndpoint* mine) = 0;
-  // The communicator's secret, known once the endpoints have been exchanged: a transport
-  // that authenticates its peers admits only holders of it.
-  virtual void setCommToken(const uint64_t /*token*/[2]) {}
+  // Whether this rank offers the transport to its peers (a transport the user turned off on
+  // this rank, WEFT_UCX_DISABLE say, does not; then no pair uses it).
+  virtual bool offered() const { return true; }
   // Whether this transport can join `self` to `peer` (both as published by listen()).
   virtual bool canConnect(const TransportEndpoint& self, const TransportEndpoint& peer) const = 0;
   // Both ranks of a pair call this (in either order, possibly concurrently on threads).

@@ -4,6 +4,12 @@
 
 #include "transport/shm/shm_transport.h"
 #include "transport/tcp/tcp_transport.h"
+#ifdef WEFT_HAVE_IBVERBS
+#include "transport/ibverbs/ibverbs_transport.h"
+#endif
+#ifdef WEFT_HAVE_UCX
+#include "transport/ucx/ucx_transport.h"
+#endif
 
 namespace weft {
 
@@ -17,8 +23,14 @@ std::unique_ptr<Transport> create() {
 
 const std::vector<TransportEntry>& transportTable() {
   static const std::vector<TransportEntry> table = {
-      {"shm", true, create<ShmTransport>},
-      {"tcp", false, create<TcpTransport>},
+      {"shm", kTransportShm, true, false, create<ShmTransport>, nullptr},
+#ifdef WEFT_HAVE_IBVERBS
+      {"ib", kTransportIbverbs, false, true, create<IbverbsTransport>, IbverbsTransport::offeredHere},
+#endif
+#ifdef WEFT_HAVE_UCX
+      {"ucx", kTransportUcx, false, true, create<UcxTransport>, nullptr},
+#endif
+      {"tcp", kTransportTcp, false, true, create<TcpTransport>, nullptr},
   };
   return table;
 }

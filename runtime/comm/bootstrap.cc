@@ -22,7 +22,7 @@ namespace {
 
 constexpr uint64_t kHelloMagic = 0x776566744248454cull;  // "weftBHEL"
 constexpr uint64_t kReplyMagic = 0x7765667442525059ull;  // "weftBRPY"
-constexpr uint32_t kProtocolVersion = 2;                 // 2: RankInfo carries settings and link terms
+constexpr uint32_t kProtocolVersion = 3;                 // 3: RankInfo says which transports a rank offers
 constexpr int kMaxRanks = 1 << 20;
 
 struct Hello {

@@ -35,7 +35,8 @@ struct RankInfo {
   FdTicket shmSegment;
   int32_t cudaDevice;
   uint32_t dataAddressLength;
-  sockaddr_storage dataAddress;
+  sockaddr_storage dataAddress;  // the peer handshake's listener (transport/peer_handshake.h)
+  uint32_t transportsOffered;    // TransportKind bits (transport/transport_table.h)
   // topology/rank_placement.h's record: host, CPU binding, NUMA node, GPU, NIC.
   uint32_t placementBytes;
   uint8_t placement[1024];

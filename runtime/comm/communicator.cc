@@ -1,5 +1,6 @@
 #include "runtime/comm/communicator.h"
 
+#include <strings.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -34,10 +35,42 @@ ncclResult_t forcedTransportFromEnv(const TransportEntry** out) {
     if ((*out = findTransport(forced->c_str()))) return ncclSuccess;
     std::string valid = "auto";
     for (const TransportEntry& entry : transportTable()) valid += std::string(", ") + entry.name;
-    return fail(ncclInvalidArgument, "WEFT_TRANSPORT=%s: valid values are %s", forced->c_str(), valid.c_str());
+    return fail(ncclInvalidArgument, "WEFT_TRANSPORT=%s: valid values are %s (is weft built with it?)", forced->c_str(),
+                valid.c_str());
   }
   if (settingBool(Setting::NcclShmDisable)) *out = findTransport("tcp");
   return ncclSuccess;
+}
+
+// WEFT_NET=auto|ucx|tcp, else NCCL_NET in NCCL's names (Socket, UCX, IB; any case): the
+// transport forced for peers on other hosts, or null for the table's order.
+ncclResult_t forcedNetFromEnv(const TransportEntry** out) {
+  *out = nullptr;
+  std::string name;
+  const char* variable = "WEFT_NET";
+  if (settingText(Setting::WeftNet)) {
+    name = settingString(Setting::WeftNet).value_or("auto");
+    if (name == "auto") return ncclSuccess;
+  } else if (const std::optional<std::string> nccl = settingString(Setting::NcclNet); nccl && !nccl->empty()) {
+    variable = "NCCL_NET";
+    if (strcasecmp(nccl->c_str(), "Socket") == 0)
+      name = "tcp";
+    else if (strcasecmp(nccl->c_str(), "UCX") == 0)
+      name = "ucx";
+    else if (strcasecmp(nccl->c_str(), "IB") == 0)
+      name = "ib";
+    else
+      return fail(ncclInvalidArgument, "NCCL_NET=%s: valid values are Socket, UCX and IB", nccl->c_str());
+  } else {
+    return ncclSuccess;
+  }
+  *out = findTransport(name.c_str());
+  if (*out && (*out)->betweenHosts) return ncclSuccess;
+  std::string built;
+  for (const TransportEntry& entry : transportTable())
+    if (entry.betweenHosts) built += std::string(built.empty() ? "" : ", ") + entry.name;
+  return fail(ncclInvalidArgument, "%s asks for the %s transport, which this weft is not built with (it has: %s)",
+              variable, name.c_str(), built.c_str());
 }
 
 // The transports' view of a rank's bootstrap record.
@@ -49,42 +82,82 @@ TransportEndpoint endpointOf(const RankInfo& info) {
   endpoint.shmSegment = info.shmSegment;
   endpoint.dataAddress.length = info.dataAddressLength;
   memcpy(&endpoint.dataAddress.storage, &info.dataAddress, sizeof(endpoint.dataAddress.storage));
+  endpoint.offered = info.transportsOffered;
   return endpoint;
 }
 
-// Every transport of the table listens, and what peers need travels in this rank's record.
+// The peer handshake listens, every transport of the table listens, and what peers need
+// travels in this rank's record.
 ncclResult_t listenOnEveryTransport(ncclComm* comm, const SocketAddress& dataAddress, double timeout, RankInfo* mine) {
+  TransportEndpoint endpoint = endpointOf(*mine);
+  comm->net.handshake = std::make_unique<PeerHandshake>();
+  WEFT_CHECK(comm->net.handshake->listen(dataAddress, comm->rank, timeout, &endpoint.dataAddress));
   TransportSetup setup;
   setup.rank = comm->rank;
   setup.nranks = comm->nranks;
-  setup.dataAddress = dataAddress;
   setup.timeoutSeconds = timeout;
-  TransportEndpoint endpoint = endpointOf(*mine);
+  setup.handshake = comm->net.handshake.get();
   comm->net.transports.clear();
   for (const TransportEntry& entry : transportTable()) {
     comm->net.transports.push_back(entry.create());
     WEFT_CHECK(comm->net.transports.back()->listen(setup, &endpoint));
+    if (comm->net.transports.back()->offered()) endpoint.offered |= entry.kind;
   }
   mine->shmSegment = endpoint.shmSegment;
   mine->dataAddressLength = endpoint.dataAddress.length;
   memcpy(&mine->dataAddress, &endpoint.dataAddress.storage, sizeof(mine->dataAddress));
+  mine->transportsOffered = endpoint.offered;
   return ncclSuccess;
 }
 
-// The first row of the table that can join this rank to `peer` (on this host, the forced one).
+std::string offeredNames(uint32_t offered) {
+  std::string names;
+  for (const TransportEntry& entry : transportTable())
+    if (offered & entry.kind) names += std::string(names.empty() ? "" : ", ") + entry.name;
+  return names.empty() ? "none" : names;
+}
+
+// A transport forced between hosts must be offered by every rank once the ranks span several
+// hosts. Every rank reads the same table and reaches the same verdict, naming the same rank, so
+// all fail at init rather than some at their first collective.
+ncclResult_t checkForcedNetOffered(const ncclComm* comm) {
+  const TransportEntry* forced = comm->net.forcedNet;
+  const std::vector<RankInfo>& ranks = comm->layout.ranks;
+  if (!forced) return ncclSuccess;
+  const bool severalHosts =
+      std::any_of(ranks.begin(), ranks.end(), [&](const RankInfo& info) { return info.hostHash != ranks[0].hostHash; });
+  if (!severalHosts) return ncclSuccess;
+  for (const RankInfo& info : ranks)
+    if (!(info.transportsOffered & forced->kind))
+      return fail(ncclInvalidUsage,
+                  "rank %d (host %s) does not offer the %s transport that WEFT_NET/NCCL_NET forces between hosts "
+                  "(it offers %s)",
+                  info.rank, info.hostName, forced->name, offeredNames(info.transportsOffered).c_str());
+  return ncclSuccess;
+}
+
+// The row that joins this rank to `peer`: the forced one for its kind of peer, else the first
+// that both ranks offer and that can connect them (between hosts, only network transports).
 ncclResult_t chooseTransport(ncclComm* comm, const TransportEndpoint& self, const TransportEndpoint& peer,
                              Transport** out) {
   const bool sameHost = self.hostHash == peer.hostHash;
+  const TransportEntry* forced = sameHost ? comm->net.forcedTransport : comm->net.forcedNet;
   const std::vector<TransportEntry>& table = transportTable();
   for (size_t i = 0; i < table.size(); ++i) {
-    if (sameHost && comm->net.forcedTransport && comm->net.forcedTransport != &table[i]) continue;
+    if (forced && forced != &table[i]) continue;
+    if (!sameHost && !table[i].betweenHosts) continue;
+    if (!(self.offered & peer.offered & table[i].kind)) continue;
     if (comm->net.transports[i]->canConnect(self, peer)) {
       *out = comm->net.transports[i].get();
       return ncclSuccess;
     }
   }
-  return fail(ncclSystemError, "no transport can connect rank %d to rank %d (WEFT_TRANSPORT=%s)", self.rank, peer.rank,
-              comm->net.forcedTransport ? comm->net.forcedTransport->name : "auto");
+  return fail(ncclSystemError,
+              "no transport can connect rank %d to rank %d on %s (%s=%s; this rank offers %s, rank %d "
+              "offers %s)",
+              self.rank, peer.rank, sameHost ? "the same host" : "another host",
+              sameHost ? "WEFT_TRANSPORT" : "WEFT_NET", forced ? forced->name : "auto",
+              offeredNames(self.offered).c_str(), peer.rank, offeredNames(peer.offered).c_str());
 }
 
 // The machine model is discovered once per process (hwloc takes milliseconds); every
@@ -229,10 +302,7 @@ ncclResult_t bootstrapCommunicator(ncclComm* comm, const ncclUniqueId& id, const
   int rootFd = -1;
   SocketAddress local;
   WEFT_CHECK(connectToRoot(contents, timeout, &rootFd, &local));
-  struct CloseOnExit {
-    int& fd;
-    ~CloseOnExit() { closeSocket(fd); }
-  } closer{rootFd};
+  CloseSocketOnExit closer{rootFd};
 
   // Data listeners go where the root was reachable from, unless NCCL_SOCKET_IFNAME says otherwise.
   SocketAddress dataAddress = local;
@@ -253,7 +323,7 @@ ncclResult_t bootstrapCommunicator(ncclComm* comm, const ncclUniqueId& id, const
   WEFT_CHECK(exchangeRankInfo(rootFd, contents, comm->nranks, mine, timeout, &result));
   comm->layout.ranks = std::move(result.ranks);
   memcpy(comm->layout.commToken, result.commToken, sizeof(comm->layout.commToken));
-  for (auto& transport : comm->net.transports) transport->setCommToken(comm->layout.commToken);
+  comm->net.handshake->setToken(comm->layout.commToken);
   return ncclSuccess;
 }
 
@@ -271,6 +341,9 @@ ncclResult_t newCommunicator(int nranks, int rank, const ncclConfig_t* config, n
   // A bad value of a rank-local setting fails here; agreed ones are checked after bootstrap.
   WEFT_CHECK(validateSettings(SettingsToValidate::RankLocal));
   WEFT_CHECK(forcedTransportFromEnv(&comm->net.forcedTransport));
+  WEFT_CHECK(forcedNetFromEnv(&comm->net.forcedNet));
+  if (const char* plugin = settingText(Setting::NcclNetPlugin); plugin && *plugin)
+    WEFT_WARN("NCCL_NET_PLUGIN=%s: net plugins are not supported yet; weft uses its own transports", plugin);
   *out = comm.release();
   return ncclSuccess;
 }
@@ -293,6 +366,7 @@ static ncclResult_t initializeCommunicatorSteps(ncclComm* comm, const ncclUnique
   WEFT_CHECK(bootstrapCommunicator(comm, id, links.table));
   WEFT_CHECK(checkRanksAgree(comm));
   WEFT_CHECK(deferred.raise());
+  WEFT_CHECK(checkForcedNetOffered(comm));
 
   const RankInfo& me = comm->layout.ranks[rank];
   WEFT_CHECK(applyRankLayout(comm));
@@ -377,8 +451,11 @@ ncclResult_t connectPeers(ncclComm* comm, const std::vector<int>& peers) {
     WEFT_CHECK(chooseTransport(comm, self, other, &transport));
     std::unique_ptr<Connection> connection;
     WEFT_CHECK(explainIfAborted(comm, transport->connect(other, &connection), "connection set-up"));
-    WEFT_INFO(kLogInit | kLogP2p, "Channel 00 : %d[%d] -> %d[%d] via %s", comm->rank, comm->rank, peer, peer,
-              connection->transportName());
+    const std::string where = self.hostHash == other.hostHash
+                                  ? std::string("same host")
+                                  : std::string("host ") + comm->layout.ranks[peer].hostName;
+    WEFT_INFO(kLogInit | kLogP2p | kLogNet, "Channel 00 : %d[%d] -> %d[%d] via %s (%s)", comm->rank, comm->rank, peer,
+              peer, connection->transportName(), where.c_str());
     comm->net.connectionTable[peer] = connection.get();
     comm->net.connections[peer] = std::move(connection);
   }

@@ -59,11 +59,15 @@ struct CommAgreedSettings {
 // The transports and per-peer connections; built at init and by connectPeers, driven by the
 // executor and the idle waiter.
 struct CommConnections {
+  // Where network transports meet their peers; outlives the transports, which point to it.
+  std::unique_ptr<PeerHandshake> handshake;
   // One instance per row of transport/transport_table.h, in the table's order. A peer is
-  // reached through the first that can connect to it, or, on this host, through the row that
-  // WEFT_TRANSPORT=shm|tcp forces (NCCL_SHM_DISABLE=1 means tcp); null: auto.
+  // reached through the first row that both ranks offer and that can connect to it, or
+  // through the row forced for its kind of peer: on this host WEFT_TRANSPORT (NCCL_SHM_DISABLE=1
+  // means tcp), on other hosts WEFT_NET or NCCL_NET; null: auto.
   std::vector<std::unique_ptr<Transport>> transports;
   const TransportEntry* forcedTransport = nullptr;
+  const TransportEntry* forcedNet = nullptr;
   std::vector<std::unique_ptr<Connection>> connections;  // by peer rank, null until used
   std::vector<Connection*> connectionTable;              // raw view for the executor
   size_t sliceBytes = 0;

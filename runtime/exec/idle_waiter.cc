@@ -75,12 +75,18 @@ ncclResult_t IdleWaiter::idle(const std::vector<CollectiveRun*>& active, const s
   // (Yielding instead would hand the core to any other runnable process for a whole time slice.)
   std::vector<pollfd> fds;
   std::vector<Connection*> polled;
+  bool pending = false;  // a transport has activity its fd would not signal: progress, don't sleep
   for (CollectiveRun* run : active)
     for (Connection* c : run->connections())
       if (c->pollFd() >= 0) {
+        if (!c->armPollFd()) {
+          pending = true;
+          (void)c->progress();
+        }
         fds.push_back({c->pollFd(), static_cast<short>(POLLIN | (c->hasPendingSends() ? POLLOUT : 0)), 0});
         polled.push_back(c);
       }
+  if (pending) return ncclSuccess;
   if (!fds.empty()) {
     poll(fds.data(), fds.size(), 1);
     // Let the transport take what woke us, even from a peer no step waits on yet: a peer that

@@ -53,7 +53,7 @@ TEST(Logging, InfoNamesTransportsAndAlgorithmsInTheDebugFile) {
   const std::string source = shortHost + ":" + std::to_string(getpid()) + ":[0-9]+";
   const std::string prefix = source + " \\[([01])\\] NCCL INFO ";
   const std::regex line("^" + source + "( \\[[01]\\])? NCCL INFO .*$"),
-      channel("^" + prefix + "Channel 00 : ([01])\\[\\2\\] -> ([01])\\[\\3\\] via SHM$");
+      channel("^" + prefix + "Channel 00 : ([01])\\[\\2\\] -> ([01])\\[\\3\\] via SHM \\(same host\\)$");
   const std::regex choice("^" + prefix +
                           "allreduce: 64 x float op sum root -?[0-9]+ -> algorithm tree, [1-9][0-9]* steps, "
                           "slices of [1-9][0-9]* bytes$");

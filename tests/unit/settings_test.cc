@@ -63,11 +63,13 @@ TEST(Settings, EveryRowIsComplete) {
 }
 
 TEST(Settings, ScheduleShapingSettingsMustAgreeAcrossRanks) {
-  const std::set<std::string> mustAgree = {"WEFT_SLICE_BYTES",    "WEFT_SHM_SLOT_BYTES", "WEFT_SHM_SLOTS",
-                                           "WEFT_TCP_SLOT_BYTES", "WEFT_TCP_SLOTS",      "NCCL_ALGO",
-                                           "WEFT_ALGO",           "NCCL_MIN_NCHANNELS",  "NCCL_MAX_NCHANNELS",
-                                           "WEFT_TUNING_FILE",    "WEFT_DIRECT",         "WEFT_DIRECT_MIN_BYTES",
-                                           "WEFT_COMPRESSION",    "WEFT_TRANSPORT",      "NCCL_SHM_DISABLE"};
+  const std::set<std::string> mustAgree = {
+      "WEFT_SLICE_BYTES",   "WEFT_SHM_SLOT_BYTES", "WEFT_SHM_SLOTS",   "WEFT_TCP_SLOT_BYTES",
+      "WEFT_TCP_SLOTS",     "NCCL_ALGO",           "WEFT_ALGO",        "NCCL_MIN_NCHANNELS",
+      "NCCL_MAX_NCHANNELS", "WEFT_TUNING_FILE",    "WEFT_DIRECT",      "WEFT_DIRECT_MIN_BYTES",
+      "WEFT_COMPRESSION",   "WEFT_TRANSPORT",      "NCCL_SHM_DISABLE", "WEFT_NET",
+      "NCCL_NET",           "WEFT_UCX_SLOT_BYTES", "WEFT_UCX_SLOTS",   "WEFT_IB_SLOT_BYTES",
+      "WEFT_IB_SLOTS"};
   for (const SettingSpec& spec : allSettings())
     EXPECT_EQ(spec.ranksMustAgree, mustAgree.count(spec.name) == 1) << spec.name;
 }
@@ -98,7 +100,7 @@ TEST(Settings, BadValuesNameVariableValueAndWhatIsValid) {
   EXPECT_EQ(parseError(Setting::WeftShmSlotBytes, "5000"),
             "WEFT_SHM_SLOT_BYTES=5000 is invalid: expected a multiple of 64 from 4096 to 1073741824");
   EXPECT_EQ(parseError(Setting::WeftTransport, "rdma"),
-            "WEFT_TRANSPORT=rdma is invalid: expected one of auto, shm, tcp");
+            "WEFT_TRANSPORT=rdma is invalid: expected one of auto, shm, ucx, tcp");
   EXPECT_EQ(parseError(Setting::WeftDirect, "yes"), "WEFT_DIRECT=yes is invalid: expected 0 or 1");
   EXPECT_EQ(parseError(Setting::NcclShmDisable, "2"), "NCCL_SHM_DISABLE=2 is invalid: expected 0 or 1");
   // Trailing text, overflow, not-a-number and a fraction where an integer is wanted.
@@ -152,7 +154,8 @@ TEST(Settings, UnsupportedNcclKnobsOnlyWarn) {
   std::string path = "/tmp/weft-settings-test-" + std::to_string(getpid()) + ".txt";
   {
     ScopedEnv proto("NCCL_PROTO", "Simple");
-    ScopedEnv ib("NCCL_IB_HCA", "mlx5_0");
+    ScopedEnv ib("NCCL_IB_QPS_PER_CONNECTION", "2");
+    ScopedEnv hca("NCCL_IB_HCA", "mlx5_0");  // implemented by the verbs transport
     ScopedEnv algo("NCCL_ALGO", "Ring");
     ScopedEnv level("NCCL_DEBUG", "WARN");
     ScopedEnv file("NCCL_DEBUG_FILE", path.c_str());
@@ -160,7 +163,8 @@ TEST(Settings, UnsupportedNcclKnobsOnlyWarn) {
     std::vector<std::string> unsupported = unsupportedNcclVariables();
     std::set<std::string> found(unsupported.begin(), unsupported.end());
     EXPECT_TRUE(found.count("NCCL_PROTO=Simple"));
-    EXPECT_TRUE(found.count("NCCL_IB_HCA=mlx5_0"));
+    EXPECT_TRUE(found.count("NCCL_IB_QPS_PER_CONNECTION=2"));
+    EXPECT_FALSE(found.count("NCCL_IB_HCA=mlx5_0"));
     for (const std::string& assignment : unsupported) EXPECT_FALSE(assignment.starts_with("NCCL_ALGO=")) << assignment;
     EXPECT_EQ(validateSettings(), ncclSuccess) << lastErrorMessage();
   }

@@ -1,2 +1,6 @@
 # transport/: pieces of the transports testable on their own.
 weft_test(fd_broker_test SOURCES unit/fd_broker_test.cc LIBS weft_test_support)
+# The verbs transport's protocol (credits, ordering, flow control) against an in-memory queue
+# pair, and NCCL_IB_HCA's syntax: both run without an RDMA device.
+weft_test(rdma_protocol_test SOURCES unit/rdma_protocol_test.cc)
+weft_test(ib_device_filter_test SOURCES unit/ib_device_filter_test.cc)

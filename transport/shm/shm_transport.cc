@@ -138,10 +138,7 @@ class ShmConnection : public Connection {
 }  // namespace
 
 ShmSettings ShmTransport::settingsFromEnv() {
-  ShmSettings settings;
-  settings.slotBytes = settingSize(Setting::WeftShmSlotBytes);
-  settings.slots = static_cast<uint32_t>(settingInt(Setting::WeftShmSlots));
-  return settings;
+  return ringGeometryFromEnv(Setting::WeftShmSlotBytes, Setting::WeftShmSlots);
 }
 
 ShmTransport::~ShmTransport() { withdrawFileDescriptor(ownTicket_); }

@@ -12,10 +12,7 @@
 
 namespace weft {
 
-struct ShmSettings {
-  size_t slotBytes;
-  uint32_t slots;
-};
+using ShmSettings = RingGeometry;
 
 class ShmTransport : public Transport, private Doorbell {
  public:

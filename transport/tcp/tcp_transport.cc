@@ -18,19 +18,12 @@ namespace weft {
 
 namespace {
 
-constexpr uint32_t kFrameMagic = 0x77667446;             // "wftF"
-constexpr uint64_t kHelloMagic = 0x7765667454435031ull;  // "weftTCP1"
+constexpr uint32_t kFrameMagic = 0x77667446;       // "wftF"
+constexpr uint32_t kTcpTransportTag = 0x54435030;  // "TCP0", in the peer handshake
 
 struct FrameHeader {
   uint32_t magic;
   uint32_t bytes;
-};
-
-struct TcpHello {
-  uint64_t magic;
-  TcpToken token;
-  int32_t fromRank;
-  int32_t toRank;
 };
 
 // A ring of message slots in ordinary memory, allocated and faulted in once.
@@ -195,77 +188,26 @@ class TcpConnection : public Connection {
 
 }  // namespace
 
-TcpTransport::~TcpTransport() {
-  closeSocket(listenFd_);
-  for (auto& [rank, fd] : acceptedByRank_) close(fd);
-}
-
 TcpSettings TcpTransport::settingsFromEnv() {
-  TcpSettings settings;
-  settings.slotBytes = settingSize(Setting::WeftTcpSlotBytes);
-  settings.slots = static_cast<uint32_t>(settingInt(Setting::WeftTcpSlots));
-  return settings;
+  return ringGeometryFromEnv(Setting::WeftTcpSlotBytes, Setting::WeftTcpSlots);
 }
 
-ncclResult_t TcpTransport::listen(const TransportSetup& setup, TransportEndpoint* mine) {
-  rank_ = setup.rank;
-  timeoutSeconds_ = setup.timeoutSeconds;
-  SocketAddress any = setup.dataAddress;
-  any.setPort(0);
-  WEFT_CHECK(listenSocket(any, &listenFd_, &bound_));
-  mine->dataAddress = bound_;
+ncclResult_t TcpTransport::listen(const TransportSetup& setup, TransportEndpoint* /*mine*/) {
+  if (!setup.handshake) return fail(ncclInternalError, "tcp: no peer handshake to meet peers through");
+  handshake_ = setup.handshake;
   return ncclSuccess;
 }
 
 // TCP reaches any peer that listens, whatever this rank's own endpoint says.
 bool TcpTransport::canConnect(const TransportEndpoint& /*self*/, const TransportEndpoint& peer) const {
-  return listenFd_ >= 0 && peer.dataAddress.length > 0;
-}
-
-ncclResult_t TcpTransport::acceptFrom(int peerRank, int* fd) {
-  Deadline deadline = Deadline::after(timeoutSeconds_);
-  for (;;) {
-    if (auto it = acceptedByRank_.find(peerRank); it != acceptedByRank_.end()) {
-      *fd = it->second;
-      acceptedByRank_.erase(it);
-      return ncclSuccess;
-    }
-    int s = -1;
-    SocketAddress from;
-    ncclResult_t result = acceptSocket(listenFd_, deadline, &s, &from);
-    if (result != ncclSuccess)
-      return fail(ncclRemoteError, "tcp: rank %d never connected (waited %.0f s, WEFT_TIMEOUT)", peerRank,
-                  timeoutSeconds_);
-    TcpHello hello{};
-    // A stranger gets a short deadline for its hello so that it cannot stall the real peers.
-    if (recvAll(s, &hello, sizeof(hello), Deadline::after(timeoutSeconds_ < 5 ? timeoutSeconds_ : 5)) != ncclSuccess ||
-        hello.magic != kHelloMagic || memcmp(&hello.token, &token_, sizeof(token_)) != 0 || hello.toRank != rank_) {
-      WEFT_WARN("tcp: rejected a connection from %s: bad hello (wrong communicator token or not weft)",
-                from.toString().c_str());
-      close(s);
-      continue;
-    }
-    acceptedByRank_[hello.fromRank] = s;
-  }
+  return handshake_ && peer.dataAddress.length > 0;
 }
 
 ncclResult_t TcpTransport::connect(const TransportEndpoint& peer, std::unique_ptr<Connection>* out) {
-  const int peerRank = peer.rank;
-  const SocketAddress& peerAddress = peer.dataAddress;
   int fd = -1;
-  if (rank_ < peerRank) {
-    WEFT_CHECK(connectSocket(peerAddress, Deadline::after(timeoutSeconds_), &fd));
-    TcpHello hello{kHelloMagic, token_, rank_, peerRank};
-    ncclResult_t result = sendAll(fd, &hello, sizeof(hello), Deadline::after(timeoutSeconds_));
-    if (result != ncclSuccess) {
-      close(fd);
-      return result;
-    }
-  } else {
-    WEFT_CHECK(acceptFrom(peerRank, &fd));
-  }
-  *out = std::make_unique<TcpConnection>(fd, peerRank, settings_.slotBytes, settings_.slots);
-  WEFT_INFO(kLogNet, "tcp: connected to rank %d at %s", peerRank, peerAddress.toString().c_str());
+  WEFT_CHECK(handshake_->join(peer.rank, peer.dataAddress, kTcpTransportTag, 0, &fd));
+  *out = std::make_unique<TcpConnection>(fd, peer.rank, settings_.slotBytes, settings_.slots);
+  WEFT_INFO(kLogNet, "tcp: connected to rank %d at %s", peer.rank, peer.dataAddress.toString().c_str());
   return ncclSuccess;
 }
 

@@ -1,10 +1,9 @@
-// TCP transport between hosts (or on loopback when forced). One socket per peer pair,
-// opened by the lower rank, authenticated with the communicator's token. Messages are framed
+// TCP transport between hosts (or on loopback when forced). One socket per peer pair, joined
+// through the communicator's PeerHandshake (so authenticated with its token). Messages are framed
 // (length + magic), staged through per-connection rings allocated once, and moved by
 // non-blocking I/O from the executor's progress loop.
 #pragma once
 
-#include <map>
 #include <memory>
 
 #include "common/socket.h"
@@ -12,14 +11,7 @@
 
 namespace weft {
 
-struct TcpToken {
-  uint64_t words[2];
-};
-
-struct TcpSettings {
-  size_t slotBytes;
-  uint32_t slots;
-};
+using TcpSettings = RingGeometry;
 
 class TcpTransport : public Transport {
  public:
@@ -27,27 +19,17 @@ class TcpTransport : public Transport {
   static TcpSettings settingsFromEnv();
 
   explicit TcpTransport(const TcpSettings& settings) : settings_(settings) {}
-  ~TcpTransport() override;
 
-  // Listens on setup.dataAddress (any port); the bound address is what peers connect to.
+  // Peers connect through setup.handshake; nothing else to open.
   ncclResult_t listen(const TransportSetup& setup, TransportEndpoint* mine) override;
-  // The communicator's token, known only after bootstrap; hellos without it are refused.
-  void setCommToken(const uint64_t token[2]) override { token_ = TcpToken{{token[0], token[1]}}; }
   bool canConnect(const TransportEndpoint& self, const TransportEndpoint& peer) const override;
-  // The lower rank of the pair connects, the higher accepts.
+  // The socket the handshake joined becomes the connection.
   ncclResult_t connect(const TransportEndpoint& peer, std::unique_ptr<Connection>* out) override;
   size_t maxMessageBytes() const override { return settings_.slotBytes; }
 
  private:
-  ncclResult_t acceptFrom(int peerRank, int* fd);
-
   TcpSettings settings_;
-  int listenFd_ = -1;
-  SocketAddress bound_;
-  int rank_ = -1;
-  TcpToken token_{};
-  double timeoutSeconds_ = 0;
-  std::map<int, int> acceptedByRank_;  // connections that arrived before we asked for them
+  PeerHandshake* handshake_ = nullptr;
 };
 
 }  // namespace weft
