@@ -11,6 +11,9 @@ packages=(
   libgtest-dev googletest       # tests
   libbenchmark-dev              # kernel benchmarks
   iproute2                      # network-namespace tests
+  libucx-dev                    # the UCX transport
+  libibverbs-dev                # the RDMA verbs transport (built; runs where a device exists)
+  ucx-utils iperf3              # ceilings beside the between-hosts benchmark (ucx_perftest, iperf3)
   python3                       # report and plot scripts
   clang-format-14               # lint.format keeps the tree formatted
   python3-torch libtorch-dev pybind11-dev  # the torch.distributed backend (integrations/pytorch)
