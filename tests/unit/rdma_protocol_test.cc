@@ -208,42 +208,43 @@ TEST_F(RdmaProtocol, OneSlotRingStillFlowsOnCredits) {
   EXPECT_EQ(errorB, "");
 }
 
-TEST_F(RdmaProtocol, SenderStopsAtTheReceiversCreditsAndResumesWhenOneIsReleased) {
+// The receiver reports credits half a ring at a time: the sender stays stopped after one
+// release and resumes, with room for two, after the second.
+TEST_F(RdmaProtocol, SenderStopsAtTheReceiversCreditsAndResumesWhenHalfTheRingIsReleased) {
   connect(1024, 4);
   uint64_t sent = 0;
-  for (int attempt = 0; attempt < 100; ++attempt) {
-    void* buffer = nullptr;
-    ASSERT_EQ(a_->progress(), ncclSuccess);
-    ASSERT_EQ(a_->sendBuffer(1024, &buffer), ncclSuccess);
-    if (!buffer) continue;
-    memset(buffer, static_cast<int>(sent), 1024);
-    ASSERT_EQ(a_->sendCommit(1024), ncclSuccess);
-    ++sent;
-  }
-  EXPECT_EQ(sent, 4u) << "the sender may write exactly the receiver's ring ahead";
-  EXPECT_FALSE(a_->hasPendingSends()) << "every write was acknowledged";
-  // The receiver releases one: one more fits, once the credit reaches the sender.
-  const void* data = nullptr;
-  size_t bytes = 0;
-  ASSERT_EQ(b_->recvPeek(&data, &bytes), ncclSuccess);
-  ASSERT_NE(data, nullptr);
-  EXPECT_EQ(static_cast<const uint8_t*>(data)[0], 0);
-  b_->recvRelease();
-  void* buffer = nullptr;
-  ASSERT_EQ(a_->sendBuffer(1024, &buffer), ncclSuccess);
-  ASSERT_NE(buffer, nullptr);
-  memset(buffer, 4, 1024);
-  ASSERT_EQ(a_->sendCommit(1024), ncclSuccess);
-  ASSERT_EQ(a_->sendBuffer(1024, &buffer), ncclSuccess);
-  EXPECT_EQ(buffer, nullptr);
-  // Everything arrives in order, nothing overwritten.
-  for (int expected = 1; expected <= 4; ++expected) {
+  auto sendWhatFits = [&] {
+    for (int attempt = 0; attempt < 100; ++attempt) {
+      void* buffer = nullptr;
+      ASSERT_EQ(a_->progress(), ncclSuccess);
+      ASSERT_EQ(a_->sendBuffer(1024, &buffer), ncclSuccess);
+      if (!buffer) continue;
+      memset(buffer, static_cast<int>(sent), 1024);
+      ASSERT_EQ(a_->sendCommit(1024), ncclSuccess);
+      ++sent;
+    }
+  };
+  auto receiveOne = [&](uint64_t expected) {
+    const void* data = nullptr;
+    size_t bytes = 0;
     ASSERT_EQ(b_->recvPeek(&data, &bytes), ncclSuccess);
     ASSERT_NE(data, nullptr) << "message " << expected;
     EXPECT_EQ(bytes, 1024u);
-    EXPECT_EQ(static_cast<const uint8_t*>(data)[1023], expected);
+    EXPECT_EQ(static_cast<const uint8_t*>(data)[1023], static_cast<uint8_t>(expected)) << "overwritten?";
     b_->recvRelease();
-  }
+  };
+  sendWhatFits();
+  EXPECT_EQ(sent, 4u) << "the sender may write exactly the receiver's ring ahead";
+  EXPECT_FALSE(a_->hasPendingSends()) << "every write was acknowledged";
+  receiveOne(0);
+  sendWhatFits();
+  EXPECT_EQ(sent, 4u) << "one release is not reported yet";
+  receiveOne(1);
+  sendWhatFits();
+  EXPECT_EQ(sent, 6u) << "two releases, half the ring, are";
+  for (uint64_t expected = 2; expected < 6; ++expected) receiveOne(expected);
+  const void* data = nullptr;
+  size_t bytes = 0;
   ASSERT_EQ(b_->recvPeek(&data, &bytes), ncclSuccess);
   EXPECT_EQ(data, nullptr);
 }

@@ -67,7 +67,10 @@ ncclResult_t RdmaConnection::pollCompletions() {
 }
 
 ncclResult_t RdmaConnection::sendCredits() {
-  if (creditInFlight_ || creditsSent_ == recvHead_ || failed_ != ncclSuccess) return ncclSuccess;
+  // Half a ring at a time: a sender short of credits has written a whole ring, so half of it
+  // gets released, and reported, before this side can be waiting on that sender.
+  const uint64_t batch = rings_.slots > 1 ? rings_.slots / 2 : 1;
+  if (creditInFlight_ || recvHead_ - creditsSent_ < batch || failed_ != ncclSuccess) return ncclSuccess;
   const uint32_t immediate = kCreditBit | static_cast<uint32_t>(recvHead_ & kCreditMask);
   WEFT_CHECK(queue_->postWrite(kCreditWriteId, nullptr, 0, 0, immediate));
   creditInFlight_ = true;

@@ -353,8 +353,9 @@ class UcxConnection : public Connection {
     return ncclSuccess;
   }
 
-  // Tells the peer how many slots this side has released, one update in flight at a time (the
-  // next one carries everything released meanwhile).
+  // Tells the peer how many slots this side has released: once half a ring has been released
+  // since the last update (a sender that waits for credits has sent a whole ring ahead, so
+  // half of it is released before this side can wait on it), one update in flight at a time.
   ncclResult_t sendCredits() {
     if (io_->creditOut.request) {
       if (!io_->creditOut.done.load(std::memory_order_acquire)) return ncclSuccess;
@@ -363,12 +364,14 @@ class UcxConnection : public Connection {
         return failed_ = fail(ncclRemoteError, "ucx: credit update to rank %d failed: %s", peerRank_,
                               ucs_status_string(io_->creditOut.status));
     }
-    if (creditsSent_ == recvHead_ || failed_ != ncclSuccess) return ncclSuccess;
+    if (recvHead_ - creditsSent_ < creditBatch() || failed_ != ncclSuccess) return ncclSuccess;
     io_->creditOutValue = recvHead_;
     WEFT_CHECK(post(&io_->creditOut, &io_->creditOutValue, sizeof(io_->creditOutValue), creditTag(rank_), nullptr));
     creditsSent_ = recvHead_;
     return ncclSuccess;
   }
+
+  uint64_t creditBatch() const { return io_->receive.size() > 1 ? io_->receive.size() / 2 : 1; }
 
   // Every request this connection may have outstanding.
   template <class F>
