@@ -65,12 +65,13 @@ hosts_create() {
 hosts_run_ranks() {
   local per=$1 out=$2 i l
   shift 2
-  local world=$((HOSTS_COUNT * per))
+  local used=${HOSTS_RUN_COUNT:-$HOSTS_COUNT}
+  local world=$((used * per))
   local port=$((20000 + RANDOM % 20000))
   local secret
   secret=$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')
   HOSTS_PIDS=()
-  for ((i = 0; i < HOSTS_COUNT; i++)); do
+  for ((i = 0; i < used; i++)); do
     for ((l = 0; l < per; l++)); do
       local rank=$((i * per + l))
       # shellcheck disable=SC2086
