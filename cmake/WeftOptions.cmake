@@ -40,7 +40,7 @@ if(NOT WEFT_WITH_UCX STREQUAL "OFF")
 endif()
 if(WEFT_HAVE_UCX)
   add_compile_definitions(WEFT_HAVE_UCX=1)
-  list(APPEND WEFT_OPTIONAL_LIBS PkgConfig::UCX)
+  list(APPEND WEFT_OPTIONAL_LIBS ${CMAKE_DL_LIBS})  # UCX itself is loaded with dlopen, when first used
 endif()
 
 # RDMA verbs

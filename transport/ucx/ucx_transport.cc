@@ -14,6 +14,7 @@
 #include "common/settings.h"
 #include "common/status.h"
 #include "transport/send_reservation.h"
+#include "transport/ucx/ucx_library.h"
 #include "transport/ucx/ucx_worker.h"
 
 namespace weft {
@@ -44,7 +45,7 @@ struct UcxSlot {
 
   // Hands the request back to UCX (once: the slot forgets it).
   void releaseRequest() {
-    if (request) ucp_request_free(request);
+    if (request) ucx().ucp_request_free(request);
     request = nullptr;
   }
 };
@@ -65,15 +66,15 @@ class RegisteredRing {
     params.field_mask = UCP_MEM_MAP_PARAM_FIELD_ADDRESS | UCP_MEM_MAP_PARAM_FIELD_LENGTH;
     params.address = memory_;
     params.length = bytes_;
-    ucs_status_t status = ucp_mem_map(context_, &params, &memh_);
+    ucs_status_t status = ucx().ucp_mem_map(context_, &params, &memh_);
     if (status != UCS_OK) {
       memh_ = nullptr;
-      return fail(ncclSystemError, "ucx: ucp_mem_map of %zu bytes failed: %s", bytes_, ucs_status_string(status));
+      return fail(ncclSystemError, "ucx: ucp_mem_map of %zu bytes failed: %s", bytes_, ucx().ucs_status_string(status));
     }
     return ncclSuccess;
   }
   ~RegisteredRing() {
-    if (memh_) ucp_mem_unmap(context_, memh_);
+    if (memh_) ucx().ucp_mem_unmap(context_, memh_);
     if (memory_) munmap(memory_, bytes_);
   }
   char* data(uint64_t index) { return memory_ + (index % slots_.size()) * slotBytes_; }
@@ -128,10 +129,11 @@ class UcxConnection : public Connection {
     params.err_mode = UCP_ERR_HANDLING_MODE_PEER;  // a dead peer fails its requests instead of hanging them
     params.err_handler.cb = endpointFailed;
     params.err_handler.arg = io_.get();
-    ucs_status_t status = ucp_ep_create(worker_->worker(), &params, &endpoint_);
+    ucs_status_t status = ucx().ucp_ep_create(worker_->worker(), &params, &endpoint_);
     if (status != UCS_OK) {
       endpoint_ = nullptr;
-      return fail(ncclSystemError, "ucx: cannot open an endpoint to rank %d: %s", peerRank_, ucs_status_string(status));
+      return fail(ncclSystemError, "ucx: cannot open an endpoint to rank %d: %s", peerRank_,
+                  ucx().ucs_status_string(status));
     }
     // The peer may send a whole ring before hearing from this side: every slot is posted now.
     for (uint64_t i = 0; i < slots; ++i) WEFT_CHECK(postReceive(i));
@@ -162,14 +164,15 @@ class UcxConnection : public Connection {
     WEFT_CHECK(waitFor([&] { return io_->creditOut.done.load(std::memory_order_acquire); }, "the wire-up"));
     WEFT_CHECK(sendCredits());
     ucp_request_param_t param{};
-    void* flushing = ucp_ep_flush_nbx(endpoint_, &param);
+    void* flushing = ucx().ucp_ep_flush_nbx(endpoint_, &param);
     if (UCS_PTR_IS_ERR(flushing))
       return fail(ncclRemoteError, "ucx: flushing the endpoint to rank %d failed: %s", peerRank_,
-                  ucs_status_string(UCS_PTR_STATUS(flushing)));
+                  ucx().ucs_status_string(UCS_PTR_STATUS(flushing)));
     ncclResult_t result = ncclSuccess;
     if (flushing) {
-      result = waitFor([&] { return ucp_request_check_status(flushing) != UCS_INPROGRESS; }, "the endpoint flush");
-      ucp_request_free(flushing);
+      result =
+          waitFor([&] { return ucx().ucp_request_check_status(flushing) != UCS_INPROGRESS; }, "the endpoint flush");
+      ucx().ucp_request_free(flushing);
     }
     WEFT_CHECK(result);
     const char flushed = 'F';
@@ -228,7 +231,7 @@ class UcxConnection : public Connection {
     }
     if (slot->status != UCS_OK)
       return failed_ = fail(ncclRemoteError, "ucx: receive from rank %d failed: %s", peerRank_,
-                            ucs_status_string(slot->status));
+                            ucx().ucs_status_string(slot->status));
     *data = io_->receive.data(recvHead_);
     *bytes = slot->bytes;
     return ncclSuccess;
@@ -270,7 +273,7 @@ class UcxConnection : public Connection {
     if (status == UCS_OK) return ncclSuccess;
     return failed_ = fail(ncclRemoteError,
                           "ucx: the endpoint to rank %d failed: %s (the peer died or its host is unreachable)",
-                          peerRank_, ucs_status_string(status));
+                          peerRank_, ucx().ucs_status_string(status));
   }
 
   // The parameters of a request that reports through `slot`, from a callback (never at once).
@@ -291,11 +294,11 @@ class UcxConnection : public Connection {
   ncclResult_t post(UcxSlot* slot, const void* data, size_t bytes, ucp_tag_t tag, ucp_mem_h memh) {
     ucp_request_param_t param = requestParams(slot, memh);
     param.cb.send = sendCompleted;
-    void* request = ucp_tag_send_nbx(endpoint_, data, bytes, tag, &param);
+    void* request = ucx().ucp_tag_send_nbx(endpoint_, data, bytes, tag, &param);
     if (UCS_PTR_IS_ERR(request)) {
       slot->request = nullptr;
       return failed_ = fail(ncclRemoteError, "ucx: send to rank %d failed: %s", peerRank_,
-                            ucs_status_string(UCS_PTR_STATUS(request)));
+                            ucx().ucs_status_string(UCS_PTR_STATUS(request)));
     }
     slot->request = request;
     return ncclSuccess;
@@ -305,11 +308,11 @@ class UcxConnection : public Connection {
   ncclResult_t postReceiveInto(UcxSlot* slot, void* data, size_t bytes, ucp_tag_t tag, ucp_mem_h memh) {
     ucp_request_param_t param = requestParams(slot, memh);
     param.cb.recv = receiveCompleted;
-    void* request = ucp_tag_recv_nbx(worker_->worker(), data, bytes, tag, ~ucp_tag_t{0}, &param);
+    void* request = ucx().ucp_tag_recv_nbx(worker_->worker(), data, bytes, tag, ~ucp_tag_t{0}, &param);
     if (UCS_PTR_IS_ERR(request)) {
       slot->request = nullptr;
       return failed_ = fail(ncclRemoteError, "ucx: posting a receive from rank %d failed: %s", peerRank_,
-                            ucs_status_string(UCS_PTR_STATUS(request)));
+                            ucx().ucs_status_string(UCS_PTR_STATUS(request)));
     }
     slot->request = request;
     return ncclSuccess;
@@ -333,8 +336,8 @@ class UcxConnection : public Connection {
       slot.releaseRequest();
       ++sendHead_;
       if (slot.status != UCS_OK)
-        return failed_ =
-                   fail(ncclRemoteError, "ucx: send to rank %d failed: %s", peerRank_, ucs_status_string(slot.status));
+        return failed_ = fail(ncclRemoteError, "ucx: send to rank %d failed: %s", peerRank_,
+                              ucx().ucs_status_string(slot.status));
     }
     return ncclSuccess;
   }
@@ -346,7 +349,7 @@ class UcxConnection : public Connection {
       io_->creditIn.releaseRequest();
       if (io_->creditIn.status != UCS_OK)
         return failed_ = fail(ncclRemoteError, "ucx: credit update from rank %d failed: %s", peerRank_,
-                              ucs_status_string(io_->creditIn.status));
+                              ucx().ucs_status_string(io_->creditIn.status));
       if (io_->creditInValue > peerReleased_) peerReleased_ = io_->creditInValue;
       WEFT_CHECK(postCreditReceive());  // an update that arrived meanwhile matches it at once
     }
@@ -362,7 +365,7 @@ class UcxConnection : public Connection {
       io_->creditOut.releaseRequest();
       if (io_->creditOut.status != UCS_OK)
         return failed_ = fail(ncclRemoteError, "ucx: credit update to rank %d failed: %s", peerRank_,
-                              ucs_status_string(io_->creditOut.status));
+                              ucx().ucs_status_string(io_->creditOut.status));
     }
     if (recvHead_ - creditsSent_ < creditBatch() || failed_ != ncclSuccess) return ncclSuccess;
     io_->creditOutValue = recvHead_;
@@ -387,7 +390,7 @@ class UcxConnection : public Connection {
   void close() {
     ucp_worker_h worker = worker_->worker();
     forEachSlot([&](UcxSlot& slot) {
-      if (slot.request && !slot.done.load(std::memory_order_acquire)) ucp_request_cancel(worker, slot.request);
+      if (slot.request && !slot.done.load(std::memory_order_acquire)) ucx().ucp_request_cancel(worker, slot.request);
     });
     void* closing = nullptr;
     if (endpoint_) {
@@ -396,7 +399,7 @@ class UcxConnection : public Connection {
       ucp_request_param_t param{};
       param.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
       param.flags = io_->endpointStatus.load(std::memory_order_acquire) == UCS_OK ? 0 : UCP_EP_CLOSE_FLAG_FORCE;
-      closing = ucp_ep_close_nbx(endpoint_, &param);
+      closing = ucx().ucp_ep_close_nbx(endpoint_, &param);
       if (UCS_PTR_IS_ERR(closing)) closing = nullptr;
     }
     auto slotsSettled = [&] {
@@ -410,12 +413,12 @@ class UcxConnection : public Connection {
     const Deadline slotsDeadline = Deadline::after(kCloseSeconds);
     const Deadline closeDeadline = Deadline::after(kCloseGraceSeconds);
     while (!slotsDeadline.expired()) {
-      const bool closed = !closing || ucp_request_check_status(closing) != UCS_INPROGRESS;
+      const bool closed = !closing || ucx().ucp_request_check_status(closing) != UCS_INPROGRESS;
       if (slotsSettled() && (closed || closeDeadline.expired())) break;
-      ucp_worker_progress(worker);
+      ucx().ucp_worker_progress(worker);
     }
-    bool unfinished = closing && ucp_request_check_status(closing) == UCS_INPROGRESS;
-    if (closing) ucp_request_free(closing);  // released by UCX when it completes, if it has not
+    bool unfinished = closing && ucx().ucp_request_check_status(closing) == UCS_INPROGRESS;
+    if (closing) ucx().ucp_request_free(closing);  // released by UCX when it completes, if it has not
     forEachSlot([&](UcxSlot& slot) {
       if (!slot.request) return;
       if (!slot.done.load(std::memory_order_acquire)) unfinished = true;

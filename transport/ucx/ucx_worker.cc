@@ -2,15 +2,17 @@
 
 #include <cstdlib>
 #include <mutex>
+#include <string>
 
 #include "common/status.h"
+#include "transport/ucx/ucx_library.h"
 
 namespace weft {
 
 class UcxContext {
  public:
   ~UcxContext() {
-    if (context_) ucp_cleanup(context_);
+    if (context_) ucx().ucp_cleanup(context_);
   }
   // The process's context, made on first use and cleaned up with its last user.
   static ncclResult_t acquire(std::shared_ptr<UcxContext>* out) {
@@ -18,24 +20,26 @@ class UcxContext {
     static std::weak_ptr<UcxContext> shared;
     std::lock_guard<std::mutex> lock(mutex);
     if ((*out = shared.lock())) return ncclSuccess;
+    std::string why;
+    if (!loadUcxLibrary(&why)) return fail(ncclSystemError, "ucx: %s", why.c_str());
     auto made = std::shared_ptr<UcxContext>(new UcxContext);
     ucp_config_t* config = nullptr;
-    ucs_status_t status = ucp_config_read(nullptr, nullptr, &config);
+    ucs_status_t status = ucx().ucp_config_read(nullptr, nullptr, &config);
     if (status != UCS_OK)
-      return fail(ncclSystemError, "ucx: reading UCX_* settings failed: %s", ucs_status_string(status));
+      return fail(ncclSystemError, "ucx: reading UCX_* settings failed: %s", ucx().ucs_status_string(status));
     // UCX's newer protocol selection (the default from UCX 1.16): with 1.13's older one, large
     // messages over its tcp transport reach 58% of a 1 Gbit/s link, with it 100% (measured in
     // docs/performance.md). A UCX_PROTO_ENABLE the user set wins.
-    if (!getenv("UCX_PROTO_ENABLE")) (void)ucp_config_modify(config, "PROTO_ENABLE", "y");
+    if (!getenv("UCX_PROTO_ENABLE")) (void)ucx().ucp_config_modify(config, "PROTO_ENABLE", "y");
     ucp_params_t params{};
     params.field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_MT_WORKERS_SHARED;
     params.features = UCP_FEATURE_TAG | UCP_FEATURE_WAKEUP;
     params.mt_workers_shared = 1;  // one worker per communicator, communicators on any thread
-    status = ucp_init(&params, config, &made->context_);
-    ucp_config_release(config);
+    status = ucx().ucp_init_version(UCP_API_MAJOR, UCP_API_MINOR, &params, config, &made->context_);
+    ucx().ucp_config_release(config);
     if (status != UCS_OK) {
       made->context_ = nullptr;
-      return fail(ncclSystemError, "ucx: ucp_init failed: %s", ucs_status_string(status));
+      return fail(ncclSystemError, "ucx: ucp_init failed: %s", ucx().ucs_status_string(status));
     }
     shared = made;
     *out = made;
@@ -56,21 +60,22 @@ ncclResult_t UcxWorker::create(std::shared_ptr<UcxWorker>* out) {
   // A communicator is driven by one thread at a time, but not always the same one (the
   // caller, a stream's progress thread, a torch worker): MULTI takes UCX's lock per call.
   params.thread_mode = UCS_THREAD_MODE_MULTI;
-  ucs_status_t status = ucp_worker_create(made->context_->handle(), &params, &made->worker_);
+  ucs_status_t status = ucx().ucp_worker_create(made->context_->handle(), &params, &made->worker_);
   if (status != UCS_OK) {
     made->worker_ = nullptr;
-    return fail(ncclSystemError, "ucx: ucp_worker_create failed: %s", ucs_status_string(status));
+    return fail(ncclSystemError, "ucx: ucp_worker_create failed: %s", ucx().ucs_status_string(status));
   }
   ucp_address_t* address = nullptr;
   size_t bytes = 0;
-  status = ucp_worker_get_address(made->worker_, &address, &bytes);
+  status = ucx().ucp_worker_get_address(made->worker_, &address, &bytes);
   if (status != UCS_OK)
-    return fail(ncclSystemError, "ucx: ucp_worker_get_address failed: %s", ucs_status_string(status));
+    return fail(ncclSystemError, "ucx: ucp_worker_get_address failed: %s", ucx().ucs_status_string(status));
   const auto* begin = reinterpret_cast<const uint8_t*>(address);
   made->address_.assign(begin, begin + bytes);
-  ucp_worker_release_address(made->worker_, address);
-  status = ucp_worker_get_efd(made->worker_, &made->eventFd_);
-  if (status != UCS_OK) return fail(ncclSystemError, "ucx: ucp_worker_get_efd failed: %s", ucs_status_string(status));
+  ucx().ucp_worker_release_address(made->worker_, address);
+  status = ucx().ucp_worker_get_efd(made->worker_, &made->eventFd_);
+  if (status != UCS_OK)
+    return fail(ncclSystemError, "ucx: ucp_worker_get_efd failed: %s", ucx().ucs_status_string(status));
   *out = std::move(made);
   return ncclSuccess;
 }
@@ -80,24 +85,24 @@ ncclResult_t UcxWorker::create(std::shared_ptr<UcxWorker>* out) {
 void UcxWorker::discardUnexpected() {
   std::vector<char> scratch;
   for (int message = 0; message < 1024; ++message) {
-    ucp_worker_progress(worker_);
+    ucx().ucp_worker_progress(worker_);
     ucp_tag_recv_info_t info{};
-    ucp_tag_message_h unexpected = ucp_tag_probe_nb(worker_, 0, 0, 1, &info);
+    ucp_tag_message_h unexpected = ucx().ucp_tag_probe_nb(worker_, 0, 0, 1, &info);
     if (!unexpected) return;
     scratch.resize(info.length);
     ucp_request_param_t param{};
-    void* request = ucp_tag_msg_recv_nbx(worker_, scratch.data(), info.length, unexpected, &param);
+    void* request = ucx().ucp_tag_msg_recv_nbx(worker_, scratch.data(), info.length, unexpected, &param);
     if (UCS_PTR_IS_ERR(request)) return;
     // Eager messages are here already; a rendezvous needs a sender that may be gone: bounded.
-    for (int spin = 0; request && spin < 1000 && ucp_request_check_status(request) == UCS_INPROGRESS; ++spin)
-      ucp_worker_progress(worker_);
-    if (request) ucp_request_free(request);
+    for (int spin = 0; request && spin < 1000 && ucx().ucp_request_check_status(request) == UCS_INPROGRESS; ++spin)
+      ucx().ucp_worker_progress(worker_);
+    if (request) ucx().ucp_request_free(request);
   }
 }
 
 UcxWorker::~UcxWorker() {
   if (worker_) discardUnexpected();
-  if (worker_) ucp_worker_destroy(worker_);
+  if (worker_) ucx().ucp_worker_destroy(worker_);
   kept_.clear();  // after the worker: its callbacks are over (the context, still held, unmaps)
 }
 
@@ -109,9 +114,9 @@ void UcxWorker::keepUntilDestroyed(std::shared_ptr<void> state) {
 ucp_context_h UcxWorker::context() const { return context_->handle(); }
 
 void UcxWorker::progress() {
-  for (int i = 0; i < 64 && ucp_worker_progress(worker_) != 0; ++i) {}
+  for (int i = 0; i < 64 && ucx().ucp_worker_progress(worker_) != 0; ++i) {}
 }
 
-bool UcxWorker::arm() { return ucp_worker_arm(worker_) == UCS_OK; }
+bool UcxWorker::arm() { return ucx().ucp_worker_arm(worker_) == UCS_OK; }
 
 }  // namespace weft
