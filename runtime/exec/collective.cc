@@ -116,8 +116,11 @@ ncclResult_t startNext(CommQueue& queue) {
     Schedule schedule;
     WEFT_CHECK(scheduleForPointToPoint(item.pointToPoint, &schedule));
     queue.ownedPlan = std::make_unique<PreparedSchedule>();
-    prepareSchedule(std::move(schedule), false, queue.comm->net.sliceBytes, queue.ownedPlan.get());
-    // Ranges are absolute addresses (see scheduleForPointToPoint): null bases.
+    // Ranges are absolute addresses (see scheduleForPointToPoint): null bases. So a send range
+    // and a receive range at the same addresses are the same memory, and the hazard analysis
+    // must compare them as one buffer: a receive into a buffer still being sent (an in-place
+    // exchange) then waits for the send to take each slice first.
+    prepareSchedule(std::move(schedule), /*sendAliasesRecv=*/true, queue.comm->net.sliceBytes, queue.ownedPlan.get());
     return startRun(queue, *item.pointToPoint.front(), queue.ownedPlan.get(), RunBuffers{}, "SendRecv");
   }
   const CollectiveCall& call = *item.call;

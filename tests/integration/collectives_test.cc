@@ -302,6 +302,39 @@ TEST(PointToPoint, AllToAllVFromSendRecvInRandomOrder) {
   EXPECT_EQ(describeFailures(outcomes), "");
 }
 
+// An exchange in place, as nccl-tests' sendrecv_perf does in-place: one buffer is both the send
+// and the receive of a group. A receive may overwrite a part of the buffer only after the send
+// has taken it; with one-slot rings and many slices the sender waits on the peer for room, so a
+// receive that ran ahead would overwrite slices not yet sent (the peer then gets its own data
+// back). Found by UCX, whose sender waits for the receiver's credits.
+TEST(PointToPoint, InPlaceExchangeNeverOverwritesWhatIsStillToBeSent) {
+  const size_t count = 64 * 1024;  // 256 KiB of int32: 64 slices of 4 KiB
+  auto outcomes = runRankProcesses(2, [&](int rank, const ncclUniqueId& id) {
+    setenv("WEFT_SHM_SLOTS", "1", 1);
+    setenv("WEFT_SLICE_BYTES", "4096", 1);
+    ncclComm_t comm;
+    if (ncclCommInitRank(&comm, 2, id, rank) != ncclSuccess) return 1;
+    const int peer = 1 - rank;
+    std::vector<int32_t> buffer(count);
+    for (int round = 0; round < 20; ++round) {
+      for (size_t i = 0; i < count; ++i) buffer[i] = static_cast<int32_t>(rank * 100000000 + round * 1000000 + i);
+      ncclGroupStart();
+      ncclSend(buffer.data(), count, ncclInt32, peer, comm, nullptr);
+      ncclRecv(buffer.data(), count, ncclInt32, peer, comm, nullptr);
+      if (ncclGroupEnd() != ncclSuccess) return 2;
+      for (size_t i = 0; i < count; ++i)
+        if (buffer[i] != static_cast<int32_t>(peer * 100000000 + round * 1000000 + i)) {
+          fprintf(stderr, "rank %d round %d: element %zu is %d, expected the peer's %d\n", rank, round, i, buffer[i],
+                  static_cast<int32_t>(peer * 100000000 + round * 1000000 + i));
+          return 3;
+        }
+    }
+    ncclCommDestroy(comm);
+    return 0;
+  });
+  EXPECT_EQ(describeFailures(outcomes), "");
+}
+
 // Mixed collectives in one group, and a PreMulSum operator.
 TEST(Groups, MixedCollectivesAndPreMulSum) {
   const int n = 3;
