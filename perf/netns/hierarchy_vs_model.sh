@@ -5,7 +5,9 @@
 # model prices with from two measurements on the same links:
 #   Memory:  2 ranks on one host (shared memory): t = 2a + S/B_intra, Memory = (a, 2 B_intra)
 #   Network: 1 rank on each of 2 hosts:           t = 2a + S/B_net,   Network = (a, B_net)
-# (weighted least squares with weights 1/t^2, as perf/fit_link_model.py). Needs root; prints a
+#            (a from 8 bytes, B_net from the slope above 1 MiB: tbf's burst lets smaller
+#            messages through at the veth's speed)
+# (Memory: weighted least squares with weights 1/t^2, as perf/fit_link_model.py). Needs root; prints a
 # markdown table for docs/performance.md.
 #   hierarchy_vs_model.sh BUILD_DIR [RATE] [TRANSPORT]     defaults: 1gbit, tcp
 set -u
@@ -44,7 +46,13 @@ def times(name):
 
 memory, network = times("memory"), times("network")
 am, km = fit(sorted(memory.items()))
-an, kn = fit(sorted(network.items()))
+# tbf lets a burst (256 KiB) through at the veth's own speed, so one line does not fit both
+# ends: the latency from the smallest message (t = 2a), the bandwidth from the slope between
+# 1 MiB and the largest size (the link's rate).
+small, large = min(network), max(network)
+mib = min(size for size in network if size >= 1 << 20)
+an = network[small]
+kn = (network[large] - network[mib]) / (large - mib)
 tuning = os.path.join(out, "tuning.txt")
 with open(tuning, "w") as t:
     t.write(f"link Memory latency_us {am / 2:.3f} bandwidth_GBps {2 / km / 1e3:.4f}\n")
