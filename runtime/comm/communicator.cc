@@ -24,6 +24,15 @@ namespace weft {
 
 namespace {
 
+// The names of the transport table's rows that `keep` accepts, in table order, or "none".
+template <class Keep>
+std::string transportNames(Keep keep) {
+  std::string names;
+  for (const TransportEntry& entry : transportTable())
+    if (keep(entry)) names += std::string(names.empty() ? "" : ", ") + entry.name;
+  return names.empty() ? "none" : names;
+}
+
 // WEFT_TRANSPORT=auto|<a row of the transport table>, or NCCL_SHM_DISABLE=1 (tcp): the
 // transport forced for same-host peers, or null for the table's order.
 ncclResult_t forcedTransportFromEnv(const TransportEntry** out) {
@@ -33,8 +42,7 @@ ncclResult_t forcedTransportFromEnv(const TransportEntry** out) {
       settingText(Setting::WeftTransport)) {
     if (*forced == "auto") return ncclSuccess;
     if ((*out = findTransport(forced->c_str()))) return ncclSuccess;
-    std::string valid = "auto";
-    for (const TransportEntry& entry : transportTable()) valid += std::string(", ") + entry.name;
+    const std::string valid = "auto, " + transportNames([](const TransportEntry&) { return true; });
     return fail(ncclInvalidArgument, "WEFT_TRANSPORT=%s: valid values are %s (is weft built with it?)", forced->c_str(),
                 valid.c_str());
   }
@@ -66,9 +74,7 @@ ncclResult_t forcedNetFromEnv(const TransportEntry** out) {
   }
   *out = findTransport(name.c_str());
   if (*out && (*out)->betweenHosts) return ncclSuccess;
-  std::string built;
-  for (const TransportEntry& entry : transportTable())
-    if (entry.betweenHosts) built += std::string(built.empty() ? "" : ", ") + entry.name;
+  const std::string built = transportNames([](const TransportEntry& entry) { return entry.betweenHosts; });
   return fail(ncclInvalidArgument, "%s asks for the %s transport, which this weft is not built with (it has: %s)",
               variable, name.c_str(), built.c_str());
 }
@@ -111,10 +117,7 @@ ncclResult_t listenOnEveryTransport(ncclComm* comm, const SocketAddress& dataAdd
 }
 
 std::string offeredNames(uint32_t offered) {
-  std::string names;
-  for (const TransportEntry& entry : transportTable())
-    if (offered & entry.kind) names += std::string(names.empty() ? "" : ", ") + entry.name;
-  return names.empty() ? "none" : names;
+  return transportNames([offered](const TransportEntry& entry) { return (offered & entry.kind) != 0; });
 }
 
 // A transport forced between hosts must be offered by every rank once the ranks span several

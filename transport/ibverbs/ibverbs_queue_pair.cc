@@ -211,7 +211,6 @@ RdmaCompletion completionOf(const ibv_wc& done) {
 }  // namespace
 
 ncclResult_t VerbsQueuePair::poll(RdmaCompletion* out, int capacity, int* count) {
-  acknowledgeEvents();
   *count = 0;
   while (*count < capacity && stashedHead_ < stashed_.size()) out[(*count)++] = stashed_[stashedHead_++];
   if (stashedHead_ == stashed_.size()) {
@@ -240,6 +239,8 @@ void VerbsQueuePair::acknowledgeEvents() {
 }
 
 bool VerbsQueuePair::armEvents() {
+  // Events come only after arming: take the last sleep's here, not on every poll (a syscall).
+  acknowledgeEvents();
   if (!stashed_.empty()) return false;
   if (ibv_req_notify_cq(completions_, 0) != 0) return false;
   // A completion that landed before the request raises no event: look once more, and keep

@@ -21,25 +21,31 @@ IbverbsSettings IbverbsTransport::settingsFromEnv() {
 
 IbverbsTransport::IbverbsTransport(const IbverbsSettings& settings) : settings_(settings) {}
 
-bool IbverbsTransport::offeredHere(std::string* why) {
+namespace {
+// The port this rank would offer verbs on, unless NCCL_IB_DISABLE=1 or none is found (*why).
+bool portToOffer(IbPortChoice* port, std::string* why) {
   if (settingBool(Setting::NcclIbDisable)) {
     *why = "NCCL_IB_DISABLE=1";
     return false;
   }
+  return chooseIbPort(port, why);
+}
+}  // namespace
+
+bool IbverbsTransport::offeredHere(std::string* why) {
   IbPortChoice port;
-  return chooseIbPort(&port, why);
+  return portToOffer(&port, why);
 }
 
 ncclResult_t IbverbsTransport::listen(const TransportSetup& setup, TransportEndpoint* /*mine*/) {
   if (!setup.handshake) return fail(ncclInternalError, "ibverbs: no peer handshake to meet peers through");
   handshake_ = setup.handshake;
   std::string why;
-  offered_ = !settingBool(Setting::NcclIbDisable) && chooseIbPort(&port_, &why);
+  offered_ = portToOffer(&port_, &why);
   if (offered_)
     WEFT_INFO(kLogNet, "ibverbs: offering %s port %d", port_.device.c_str(), port_.port);
   else
-    WEFT_INFO(kLogNet, "ibverbs: not offered (%s)",
-              settingBool(Setting::NcclIbDisable) ? "NCCL_IB_DISABLE=1" : why.c_str());
+    WEFT_INFO(kLogNet, "ibverbs: not offered (%s)", why.c_str());
   return ncclSuccess;
 }
 
