@@ -1,2 +1,7 @@
 # transport/: the connection contract, run against every row of the transport table.
 weft_test(transport_contract_test SOURCES integration/transport_contract_test.cc LIBS weft_test_support)
+if(WEFT_HAVE_UCX)
+  # A UCX peer lost between the address swap and the wire-up (transport/ucx).
+  weft_test(ucx_peer_loss_test SOURCES integration/ucx_peer_loss_test.cc)
+  target_include_directories(ucx_peer_loss_test PRIVATE ${UCX_INCLUDE_DIRS})
+endif()

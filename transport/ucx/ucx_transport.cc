@@ -21,7 +21,6 @@ namespace weft {
 
 namespace {
 
-constexpr uint32_t kUcxTransportTag = 0x55435830;  // "UCX0", in the peer handshake
 constexpr size_t kMaxWorkerAddressBytes = 64 * 1024;
 constexpr double kCloseSeconds = 1;          // how long closing waits for UCX to let go of our buffers
 constexpr double kCloseGraceSeconds = 0.05;  // and for the peer to acknowledge the close
@@ -468,7 +467,7 @@ bool UcxTransport::canConnect(const TransportEndpoint& /*self*/, const Transport
 ncclResult_t UcxTransport::connect(const TransportEndpoint& peer, std::unique_ptr<Connection>* out) {
   if (!worker_) WEFT_CHECK(UcxWorker::create(&worker_));
   int fd = -1;
-  WEFT_CHECK(handshake_->join(peer.rank, peer.dataAddress, kUcxTransportTag, 0, &fd));
+  WEFT_CHECK(handshake_->join(peer.rank, peer.dataAddress, UcxTransport::kHandshakeTag, 0, &fd));
   std::vector<uint8_t> peerAddress;
   const std::vector<uint8_t>& mine = worker_->address();
   CloseSocketOnExit closer{fd};

@@ -20,6 +20,9 @@ using UcxSettings = RingGeometry;
 
 class UcxTransport : public Transport {
  public:
+  // What UCX's hellos are tagged with in the peer handshake ("UCX0").
+  static constexpr uint32_t kHandshakeTag = 0x55435830;
+
   // WEFT_UCX_SLOT_BYTES (default 512 KiB) and WEFT_UCX_SLOTS (default 8); UCX reads its own UCX_*.
   static UcxSettings settingsFromEnv();
 

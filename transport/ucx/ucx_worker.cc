@@ -27,10 +27,14 @@ class UcxContext {
     ucs_status_t status = ucx().ucp_config_read(nullptr, nullptr, &config);
     if (status != UCS_OK)
       return fail(ncclSystemError, "ucx: reading UCX_* settings failed: %s", ucx().ucs_status_string(status));
-    // UCX's newer protocol selection (the default from UCX 1.16): with 1.13's older one, large
-    // messages over its tcp transport reach 58% of a 1 Gbit/s link, with it 100% (measured in
-    // docs/performance.md). A UCX_PROTO_ENABLE the user set wins.
-    if (!getenv("UCX_PROTO_ENABLE")) (void)ucx().ucp_config_modify(config, "PROTO_ENABLE", "y");
+    // Eager sends at every size: every message's receive is posted before it is sent, so an
+    // eager message lands in it with one copy, as a rendezvous's would, minus its round trips.
+    // With UCX 1.13's rendezvous over tcp, large messages reached 58-75% of a shaped link,
+    // eager 100% (docs/performance.md). RDMA fabrics get weft's verbs transport, not this one.
+    // A UCX_RNDV_THRESH the user set wins. UCX's newer protocols (UCX_PROTO_ENABLE=y) stay off:
+    // in 1.13 they abort the process when a peer dies during the wire-up
+    // (tests/integration/ucx_peer_loss_test.cc).
+    if (!getenv("UCX_RNDV_THRESH")) (void)ucx().ucp_config_modify(config, "RNDV_THRESH", "inf");
     ucp_params_t params{};
     params.field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_MT_WORKERS_SHARED;
     params.features = UCP_FEATURE_TAG | UCP_FEATURE_WAKEUP;
