@@ -16,6 +16,7 @@
 #include "common/settings_digest.h"
 #include "common/status.h"
 #include "runtime/api/api_call.h"
+#include "runtime/comm/init_barrier.h"
 #include "runtime/device/stream_dispatch.h"
 #include "topology/rank_layout.h"
 #include "topology/topology_loader.h"
@@ -388,13 +389,15 @@ static ncclResult_t initializeCommunicatorSteps(ncclComm* comm, const ncclUnique
   WEFT_INFO(kLogInit, "comm %p rank %d nranks %d localRank %d localSize %zu host %s pid %d", (void*)comm, rank, nranks,
             comm->layout.localRank, comm->layout.localRanks.size(), me.hostName, me.pid);
 
-  // Ring neighbours are connected now, so that the first collective pays no set-up cost.
+  // Ring neighbours are connected now, so that the first collective pays no set-up cost, and
+  // the ranks pass the end of initialization together (runtime/comm/init_barrier.h).
   if (nranks > 1) {
     auto position =
         std::find(comm->layout.ringOrder.begin(), comm->layout.ringOrder.end(), rank) - comm->layout.ringOrder.begin();
     int next = comm->layout.ringOrder[(position + 1) % nranks];
     int prev = comm->layout.ringOrder[(position + nranks - 1) % nranks];
     WEFT_CHECK(connectPeers(comm, {prev, next}));
+    WEFT_CHECK(finishInitializationTogether(comm, prev, next, Deadline::after(settingDouble(Setting::WeftTimeout))));
   }
   return ncclSuccess;
 }
