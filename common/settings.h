@@ -29,6 +29,7 @@ enum class Setting {
   NcclSocketIfname,
   NcclSocketFamily,
   WeftSecret,
+  WeftAuth,
   WeftBootstrapPort,
   WeftBootstrapFd,
   WeftHostname,

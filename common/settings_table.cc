@@ -28,6 +28,9 @@ constexpr std::array<SettingSpec, static_cast<size_t>(Setting::Count)> kSettings
      "address family for bootstrap and TCP (default: IPv4 first, then IPv6)"},
     {Setting::WeftSecret, "WEFT_SECRET", String, nullptr, 0, 0, 0, nullptr, false, false,
      "the bootstrap secret of ids built from the environment (weftrun sets it)"},
+    {Setting::WeftAuth, "WEFT_AUTH", Enum, "auto", 0, 0, 0, "auto|required", false, false,
+     "required: a bootstrap secret computed from public data (NCCL_COMM_ID or MASTER_ADDR without "
+     "WEFT_SECRET) is an error instead of a warning"},
     {Setting::WeftBootstrapPort, "WEFT_BOOTSTRAP_PORT", Int, nullptr, 1, 65535, 0, nullptr, false, false,
      "weftCommInitFromEnv: the bootstrap root's port, instead of MASTER_PORT"},
     {Setting::WeftBootstrapFd, "WEFT_BOOTSTRAP_FD", Int, nullptr, 0, 1048575, 0, nullptr, false, false,

@@ -178,7 +178,10 @@ ncclResult_t listenSocket(const SocketAddress& address, int* fd, SocketAddress* 
     close(s);
     return fail(ncclSystemError, "cannot bind %s: %s", address.toString().c_str(), strerror(err));
   }
-  if (listen(s, 1024) != 0) {
+  // The kernel's largest backlog (somaxconn): connections that arrive while the accept queue is
+  // full are dropped and retried a second later, so strangers that filled it would delay the
+  // real peers; queued, they are accepted and dropped in order ahead of them.
+  if (listen(s, SOMAXCONN) != 0) {
     int err = errno;
     close(s);
     return fail(ncclSystemError, "listen on %s failed: %s", address.toString().c_str(), strerror(err));

@@ -1,8 +1,12 @@
 #include "transport/peer_handshake.h"
 
+#include <poll.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstring>
+#include <string_view>
 
 #include "common/log.h"
 #include "common/status.h"
@@ -11,16 +15,32 @@ namespace weft {
 
 namespace {
 
-constexpr uint64_t kHelloMagic = 0x7765667448534b31ull;  // "weftHSK1"
-constexpr uint32_t kSwapMagic = 0x77667453;              // "wftS"
+constexpr uint64_t kChallengeMagic = 0x7765667448534b43ull;  // "weftHSKC"
+constexpr uint64_t kHelloMagic = 0x7765667448534b32ull;      // "weftHSK2"
+constexpr uint64_t kAcceptMagic = 0x7765667448534b41ull;     // "weftHSKA"
+constexpr uint32_t kSwapMagic = 0x77667453;                  // "wftS"
+constexpr size_t kMaxPending = 64;
+constexpr std::string_view kHelloLabel = "weft peer hello";
+constexpr std::string_view kAcceptLabel = "weft peer accept";
+
+struct Challenge {
+  uint64_t magic;
+  Nonce nonce;
+};
 
 struct Hello {
   uint64_t magic;
-  uint64_t token[2];
   int32_t fromRank;
   int32_t toRank;
   uint32_t transportTag;
   uint32_t stream;
+  Nonce nonce;
+  Mac mac;  // over both nonces and the fields above, keyed by the communicator's key
+};
+
+struct Accept {
+  uint64_t magic;
+  Mac mac;  // over both nonces (the other way round) and the hello's fields
 };
 
 struct SwapHeader {
@@ -28,10 +48,21 @@ struct SwapHeader {
   uint32_t bytes;
 };
 
+Mac macOf(const MacKey& key, std::string_view label, const Nonce& first, const Nonce& second, const Hello& h) {
+  return computeMac(key, label,
+                    {{&first, sizeof(first)},
+                     {&second, sizeof(second)},
+                     {&h.fromRank, sizeof(h.fromRank)},
+                     {&h.toRank, sizeof(h.toRank)},
+                     {&h.transportTag, sizeof(h.transportTag)},
+                     {&h.stream, sizeof(h.stream)}});
+}
+
 }  // namespace
 
 PeerHandshake::~PeerHandshake() {
   closeSocket(listenFd_);
+  for (auto& p : pending_) close(p.fd);
   for (auto& [key, fd] : accepted_) close(fd);
 }
 
@@ -40,12 +71,105 @@ ncclResult_t PeerHandshake::listen(const SocketAddress& where, int rank, double 
   timeoutSeconds_ = timeoutSeconds;
   SocketAddress any = where;
   any.setPort(0);
-  return listenSocket(any, &listenFd_, bound);
+  WEFT_CHECK(listenSocket(any, &listenFd_, bound));
+  setNonBlocking(listenFd_, true);  // accepted in bursts until the queue is empty
+  return ncclSuccess;
 }
 
-void PeerHandshake::setToken(const uint64_t token[2]) {
+void PeerHandshake::setKey(const MacKey& key) {
   std::lock_guard<std::mutex> lock(mutex_);
-  memcpy(token_, token, sizeof(token_));
+  key_ = key;
+  keySet_ = true;
+}
+
+void PeerHandshake::dropPending(size_t index, const char* reason) {
+  if (++rejected_ <= 8)
+    WEFT_WARN("rank %d rejected a connection from %s: %s%s", rank_, pending_[index].from.toString().c_str(), reason,
+              rejected_ == 8 ? " (further rejections are logged at INFO)" : "");
+  else
+    WEFT_INFO(kLogNet, "rank %d rejected a connection from %s: %s", rank_, pending_[index].from.toString().c_str(),
+              reason);
+  close(pending_[index].fd);
+  pending_.erase(pending_.begin() + index);
+}
+
+// The oldest connection that has sent nothing yet (else the oldest): a peer sends its hello as
+// soon as the challenge arrives, a stranger that holds a connection open does not.
+size_t PeerHandshake::oldestToDrop() const {
+  for (size_t i = 0; i < pending_.size(); ++i)
+    if (pending_[i].got == 0) return i;
+  return 0;
+}
+
+// Accepts what is waiting (a burst at a time) and sends each its challenge.
+void PeerHandshake::acceptReady(const Deadline& deadline) {
+  for (int burst = 0; burst < 16; ++burst) {
+    Pending p{};
+    p.from.length = sizeof(p.from.storage);
+    p.fd =
+        accept4(listenFd_, reinterpret_cast<sockaddr*>(&p.from.storage), &p.from.length, SOCK_CLOEXEC | SOCK_NONBLOCK);
+    if (p.fd < 0) {
+      if ((errno == EMFILE || errno == ENFILE) && !pending_.empty()) {
+        dropPending(oldestToDrop(), "dropped to free a descriptor (the process is out of them)");
+        continue;
+      }
+      if (errno == EMFILE || errno == ENFILE) {
+        // The listener stays readable: left out of poll for a while instead of spinning on it.
+        WEFT_WARN("rank %d: out of file descriptors; not accepting peers for 100 ms", rank_);
+        pausedUntil_ = Deadline::after(0.1);
+      }
+      return;  // nothing more waiting
+    }
+    if (pending_.size() >= kMaxPending)
+      dropPending(oldestToDrop(), "dropped: too many connections have not said who they are");
+    // A stranger gets a short deadline for its hello, never past the caller's.
+    const double helloSeconds = timeoutSeconds_ < 5 ? timeoutSeconds_ : 5;
+    p.deadline = Deadline::after(helloSeconds);
+    if (deadline.millisecondsLeft() < p.deadline.millisecondsLeft()) p.deadline = deadline;
+    Challenge challenge{kChallengeMagic, {}};
+    if (randomNonce(&challenge.nonce) != ncclSuccess ||
+        send(p.fd, &challenge, sizeof(challenge), MSG_DONTWAIT | MSG_NOSIGNAL) != ssize_t(sizeof(challenge))) {
+      close(p.fd);
+      continue;
+    }
+    p.challenge = challenge.nonce;
+    pending_.push_back(p);
+  }
+}
+
+// Reads what pending connection `index` has sent; a complete, proven hello moves it to accepted_.
+void PeerHandshake::readHello(size_t index) {
+  static_assert(sizeof(Hello) <= sizeof(Pending::hello));
+  Pending& p = pending_[index];
+  ssize_t n = recv(p.fd, p.hello + p.got, sizeof(Hello) - p.got, MSG_DONTWAIT);
+  if (n == 0) return dropPending(index, "closed before its hello was complete");
+  if (n < 0) {
+    if (errno != EAGAIN && errno != EINTR) return dropPending(index, strerror(errno));
+    if (p.deadline.expired()) return dropPending(index, "sent no complete hello in time");
+    return;
+  }
+  p.got += static_cast<size_t>(n);
+  Hello hello{};
+  memcpy(&hello, p.hello, p.got < sizeof(hello) ? p.got : sizeof(hello));
+  if (p.got >= sizeof(uint64_t) && hello.magic != kHelloMagic) return dropPending(index, "not a weft peer hello");
+  if (p.got < sizeof(Hello)) return;
+  // Only lower ranks join this one; the MAC proves the key and binds every field to this challenge.
+  if (hello.toRank != rank_ || hello.fromRank < 0 || hello.fromRank >= rank_)
+    return dropPending(index, "a hello for another rank pair");
+  if (!keySet_ || !macsEqual(hello.mac, macOf(key_, kHelloLabel, p.challenge, hello.nonce, hello)))
+    return dropPending(index, "its hello does not prove the communicator's key (or answers another challenge)");
+  Accept accept{kAcceptMagic, macOf(key_, kAcceptLabel, hello.nonce, p.challenge, hello)};
+  const int fd = p.fd;
+  pending_.erase(pending_.begin() + index);
+  setNonBlocking(fd, false);
+  if (sendAll(fd, &accept, sizeof(accept), Deadline::after(timeoutSeconds_)) != ncclSuccess) {
+    close(fd);
+    return;
+  }
+  tuneConnection(fd);
+  const Key arrived{hello.fromRank, hello.transportTag, hello.stream};
+  if (auto it = accepted_.find(arrived); it != accepted_.end()) close(it->second);  // a retry replaces it
+  accepted_[arrived] = fd;
 }
 
 ncclResult_t PeerHandshake::acceptFor(const Key& key, int* fd) {
@@ -56,24 +180,16 @@ ncclResult_t PeerHandshake::acceptFor(const Key& key, int* fd) {
       accepted_.erase(it);
       return ncclSuccess;
     }
-    int s = -1;
-    SocketAddress from;
-    if (acceptSocket(listenFd_, deadline, &s, &from) != ncclSuccess)
+    if (deadline.expired())
       return fail(ncclRemoteError, "rank %d never connected (waited %.0f s, WEFT_TIMEOUT)", std::get<0>(key),
                   timeoutSeconds_);
-    Hello hello{};
-    // A stranger gets a short deadline for its hello so that it cannot stall the real peers.
-    const double helloTimeout = timeoutSeconds_ < 5 ? timeoutSeconds_ : 5;
-    if (recvAll(s, &hello, sizeof(hello), Deadline::after(helloTimeout)) != ncclSuccess || hello.magic != kHelloMagic ||
-        memcmp(hello.token, token_, sizeof(token_)) != 0 || hello.toRank != rank_) {
-      WEFT_WARN("rejected a connection from %s: bad hello (wrong communicator token or not weft)",
-                from.toString().c_str());
-      close(s);
-      continue;
-    }
-    const Key arrived{hello.fromRank, hello.transportTag, hello.stream};
-    if (auto it = accepted_.find(arrived); it != accepted_.end()) close(it->second);  // a retry replaces it
-    accepted_[arrived] = s;
+    std::vector<pollfd> fds{{pausedUntil_.expired() ? listenFd_ : -1, POLLIN, 0}};  // poll skips -1
+    for (const auto& p : pending_) fds.push_back({p.fd, POLLIN, 0});
+    if (poll(fds.data(), fds.size(), deadline.millisecondsLeft(100)) < 0 && errno != EINTR)
+      return fail(ncclSystemError, "peer handshake: poll failed: %s", strerror(errno));
+    for (size_t i = pending_.size(); i-- > 0;)
+      if (fds[i + 1].revents || pending_[i].deadline.expired()) readHello(i);
+    if (fds[0].fd >= 0 && (fds[0].revents & POLLIN)) acceptReady(deadline);
   }
 }
 
@@ -82,16 +198,32 @@ ncclResult_t PeerHandshake::join(int peerRank, const SocketAddress& peerAddress,
   *fd = -1;
   std::lock_guard<std::mutex> lock(mutex_);
   if (listenFd_ < 0) return fail(ncclInternalError, "peer handshake: rank %d is not listening", rank_);
+  if (!keySet_) return fail(ncclInternalError, "peer handshake: rank %d has no communicator key yet", rank_);
   if (rank_ > peerRank) return acceptFor(Key{peerRank, transportTag, stream}, fd);
+  const Deadline deadline = Deadline::after(timeoutSeconds_);
   int s = -1;
-  WEFT_CHECK(connectSocket(peerAddress, Deadline::after(timeoutSeconds_), &s));
-  Hello hello{kHelloMagic, {token_[0], token_[1]}, rank_, peerRank, transportTag, stream};
-  ncclResult_t result = sendAll(s, &hello, sizeof(hello), Deadline::after(timeoutSeconds_));
-  if (result != ncclSuccess) {
-    close(s);
-    return result;
-  }
+  WEFT_CHECK(connectSocket(peerAddress, deadline, &s));
+  CloseSocketOnExit closer{s};
+  Challenge challenge{};
+  WEFT_CHECK(recvAll(s, &challenge, sizeof(challenge), deadline));
+  if (challenge.magic != kChallengeMagic)
+    return fail(ncclSystemError, "peer handshake: %s (rank %d's address) is not a weft peer listener",
+                peerAddress.toString().c_str(), peerRank);
+  Hello hello{kHelloMagic, rank_, peerRank, transportTag, stream, {}, {}};
+  WEFT_CHECK(randomNonce(&hello.nonce));
+  hello.mac = macOf(key_, kHelloLabel, challenge.nonce, hello.nonce, hello);
+  WEFT_CHECK(sendAll(s, &hello, sizeof(hello), deadline));
+  Accept accept{};
+  if (recvAll(s, &accept, sizeof(accept), deadline) != ncclSuccess)
+    return fail(ncclRemoteError, "peer handshake: rank %d at %s refused this rank's hello (or died)", peerRank,
+                peerAddress.toString().c_str());
+  if (accept.magic != kAcceptMagic ||
+      !macsEqual(accept.mac, macOf(key_, kAcceptLabel, hello.nonce, challenge.nonce, hello)))
+    return fail(ncclSystemError,
+                "peer handshake: the listener at %s does not prove the communicator's key: not rank %d",
+                peerAddress.toString().c_str(), peerRank);
   *fd = s;
+  s = -1;  // handed over
   return ncclSuccess;
 }
 

@@ -1,9 +1,13 @@
 // How network transports meet a peer. A communicator listens on one socket, whose address
 // travels in the bootstrap table (TransportEndpoint::dataAddress). To join a peer, the lower
-// rank of the pair connects to the higher rank's listener and sends a hello carrying the
-// communicator's token, both ranks, the transport's tag and a stream number; the higher rank
-// accepts it only with the right token. TCP keeps the joined socket as its data connection;
-// UCX and verbs swap their addresses (worker address, queue pair numbers) over it.
+// rank of the pair connects to the higher rank's listener; the listener sends a fresh nonce,
+// the joining rank answers with a hello (both ranks, the transport's tag, a stream number and
+// a nonce of its own) and a MAC over all of it keyed by the communicator's key, and the
+// accepting rank answers with a MAC of its own over both nonces: each side knows the other
+// holds the key, which never travels, and a recording is worthless on a new connection.
+// Strangers are handled side by side, never one after another, and at most kMaxPending at a
+// time. TCP keeps the joined socket as its data connection; UCX and verbs swap their addresses
+// (worker address, queue pair numbers) over it.
 #pragma once
 
 #include <cstddef>
@@ -13,6 +17,8 @@
 #include <tuple>
 #include <vector>
 
+#include "common/deadline.h"
+#include "common/message_auth.h"
 #include "common/socket.h"
 #include "nccl.h"
 
@@ -27,8 +33,9 @@ class PeerHandshake {
 
   // Listens on `where` (any port); `bound` receives the address peers connect to.
   ncclResult_t listen(const SocketAddress& where, int rank, double timeoutSeconds, SocketAddress* bound);
-  // The communicator's secret, known only after bootstrap: hellos without it are refused.
-  void setToken(const uint64_t token[2]);
+  // The communicator's key (runtime/comm/bootstrap.h), known only after bootstrap: a joining
+  // rank must prove it holds it, and the accepting rank proves it back.
+  void setKey(const MacKey& key);
   int rank() const { return rank_; }
   double timeoutSeconds() const { return timeoutSeconds_; }
 
@@ -44,14 +51,31 @@ class PeerHandshake {
 
  private:
   using Key = std::tuple<int, uint32_t, uint32_t>;  // peer rank, transport tag, stream
+  // A connection accepted but not yet proven: the challenge it was sent and its hello so far.
+  struct Pending {
+    int fd;
+    SocketAddress from;
+    Nonce challenge;
+    uint8_t hello[128];
+    size_t got;
+    Deadline deadline;
+  };
   ncclResult_t acceptFor(const Key& key, int* fd);
+  void acceptReady(const Deadline& deadline);
+  void readHello(size_t index);
+  void dropPending(size_t index, const char* reason);
+  size_t oldestToDrop() const;
 
   std::mutex mutex_;  // transports may join on several threads of one rank
   int listenFd_ = -1;
   int rank_ = -1;
   double timeoutSeconds_ = 0;
-  uint64_t token_[2] = {0, 0};
-  std::map<Key, int> accepted_;  // connections that arrived before this rank asked for them
+  MacKey key_{};
+  bool keySet_ = false;
+  std::vector<Pending> pending_;
+  size_t rejected_ = 0;                        // only the first few are logged at WARN
+  Deadline pausedUntil_ = Deadline::after(0);  // out of descriptors: not accepting until then
+  std::map<Key, int> accepted_;                // connections that arrived before this rank asked for them
 };
 
 }  // namespace weft

@@ -83,6 +83,7 @@ WEFT_API ncclResult_t weftCommInitFromEnv(ncclComm_t* comm) {
     } else {
       UniqueIdContents contents;
       WEFT_CHECK(parseSocketAddress(address, "NCCL_COMM_ID/MASTER_ADDR", &contents.root));
+      if (!settingText(Setting::WeftSecret)) WEFT_CHECK(allowPublicSecret("the rendezvous address and job id"));
       contents.secret = jobSecret(address);
       contents.rootAtRankZero = true;
       encodeUniqueId(contents, &id);

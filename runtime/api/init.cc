@@ -27,6 +27,7 @@ ncclResult_t makeUniqueId(ncclUniqueId* uniqueId) {
     // NCCL_COMM_ID=host:port: rank 0 hosts the root there; every rank can compute the id.
     WEFT_CHECK(parseSocketAddress(*fixed, "NCCL_COMM_ID", &contents.root));
     const char* secret = settingText(Setting::WeftSecret);
+    if (!secret) WEFT_CHECK(allowPublicSecret("NCCL_COMM_ID"));
     contents.secret = secretFromText(secret ? secret : fixed->c_str());
     contents.rootAtRankZero = true;
   } else {

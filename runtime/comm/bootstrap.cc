@@ -1,5 +1,6 @@
 #include "runtime/comm/bootstrap.h"
 
+#include <netinet/in.h>
 #include <poll.h>
 #include <pthread.h>
 #include <unistd.h>
@@ -10,9 +11,11 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <thread>
 
 #include "common/log.h"
+#include "common/message_auth.h"
 #include "common/settings.h"
 #include "common/status.h"
 
@@ -20,18 +23,35 @@ namespace weft {
 
 namespace {
 
-constexpr uint64_t kHelloMagic = 0x776566744248454cull;  // "weftBHEL"
-constexpr uint64_t kReplyMagic = 0x7765667442525059ull;  // "weftBRPY"
-constexpr uint32_t kProtocolVersion = 3;                 // 3: RankInfo says which transports a rank offers
+constexpr uint64_t kChallengeMagic = 0x7765667442434847ull;  // "weftBCHG"
+constexpr uint64_t kHelloMagic = 0x776566744248454cull;      // "weftBHEL"
+constexpr uint64_t kReplyMagic = 0x7765667442525059ull;      // "weftBRPY"
+// 4: challenge-response (the secret never travels; every message is bound to both nonces).
+constexpr uint32_t kProtocolVersion = 4;
 constexpr int kMaxRanks = 1 << 20;
+// Connections a listener holds before they said who they are; beyond it the oldest is dropped,
+// so that strangers cannot use up the root's descriptors (or starve the real ranks of them).
+constexpr size_t kMaxPending = 128;
+constexpr std::string_view kHelloLabel = "weft bootstrap hello v4";
+constexpr std::string_view kReplyLabel = "weft bootstrap reply v4";
+
+// The root's first message on every connection: a nonce the rank's hello must be bound to, so
+// that a recorded hello is worthless on any other connection.
+struct Challenge {
+  uint64_t magic;
+  uint32_t version;
+  uint32_t reserved;
+  Nonce rootNonce;
+};
 
 struct Hello {
   uint64_t magic;
   uint32_t version;
   int32_t nranks;
-  BootstrapSecret secret;
   uint32_t infoBytes;
   uint32_t reserved;
+  Nonce rankNonce;
+  Mac mac;  // over both nonces, nranks and info, keyed by the id's secret
   RankInfo info;
 };
 
@@ -39,19 +59,34 @@ struct ReplyHeader {
   uint64_t magic;
   int32_t status;  // ncclResult_t
   int32_t nranks;
-  uint64_t commToken[2];
+  Nonce commNonce;  // the communicator's token and key derive from it and the secret
+  Mac mac;          // over both nonces, this header and the table: the root holds the secret
 };
 
-bool secretsEqual(const BootstrapSecret& a, const BootstrapSecret& b) {
-  uint8_t diff = 0;  // constant time: do not leak how many bytes matched
-  for (size_t i = 0; i < sizeof(a.bytes); ++i) diff |= a.bytes[i] ^ b.bytes[i];
-  return diff == 0;
+Mac helloMac(const BootstrapSecret& secret, const Nonce& rootNonce, const Hello& h) {
+  return computeMac(secret.bytes, sizeof(secret.bytes), kHelloLabel,
+                    {{&rootNonce, sizeof(rootNonce)},
+                     {&h.rankNonce, sizeof(h.rankNonce)},
+                     {&h.nranks, sizeof(h.nranks)},
+                     {&h.info, sizeof(h.info)}});
+}
+
+Mac replyMac(const BootstrapSecret& secret, const Nonce& rankNonce, const Nonce& rootNonce, const ReplyHeader& header,
+             const void* table, size_t tableBytes) {
+  return computeMac(secret.bytes, sizeof(secret.bytes), kReplyLabel,
+                    {{&rankNonce, sizeof(rankNonce)},
+                     {&rootNonce, sizeof(rootNonce)},
+                     {&header.status, sizeof(header.status)},
+                     {&header.nranks, sizeof(header.nranks)},
+                     {&header.commNonce, sizeof(header.commNonce)},
+                     {table, tableBytes}});
 }
 
 // One connection a root listener has accepted but not yet admitted.
 struct Pending {
   int fd;
   SocketAddress from;
+  Nonce rootNonce;  // the challenge it was sent
   Hello hello;
   size_t got;
   Deadline deadline;
@@ -66,12 +101,16 @@ class BootstrapRoot {
     for (const auto& a : admitted_) close(a.fd);
   }
 
-  bool holds(const BootstrapSecret& secret) const { return secretsEqual(secret, secret_); }
+  // Whether `h` was made with this root's secret for the challenge `rootNonce`.
+  bool verifies(const Hello& h, const Nonce& rootNonce) const {
+    return macsEqual(h.mac, helloMac(secret_, rootNonce, h));
+  }
+  const Deadline& deadline() const { return deadline_; }
   bool complete() const { return nranks_ > 0 && static_cast<int>(admitted_.size()) == nranks_; }
   bool expired() const { return deadline_.expired(); }
 
   // Takes a connection whose hello proved this root's secret; false (with the reason) if refused.
-  bool admit(int fd, const Hello& h, const char** reason) {
+  bool admit(int fd, const Hello& h, const Nonce& rootNonce, const char** reason) {
     if (nranks_ == 0) nranks_ = h.nranks;
     if (h.nranks != nranks_) {
       WEFT_WARN("bootstrap root: rank %d says nranks=%d but the first rank said %d", h.info.rank, h.nranks, nranks_);
@@ -80,7 +119,7 @@ class BootstrapRoot {
     if (h.info.rank < 0 || h.info.rank >= nranks_) return *reason = "rank out of range", false;
     for (const auto& a : admitted_)
       if (a.info.rank == h.info.rank) return *reason = "duplicate rank", false;
-    admitted_.push_back({fd, h.info});
+    admitted_.push_back({fd, h.info, h.rankNonce, rootNonce});
     WEFT_INFO(kLogBootstrap, "bootstrap root: admitted rank %d (%zu/%d)", h.info.rank, admitted_.size(), nranks_);
     return true;
   }
@@ -95,17 +134,18 @@ class BootstrapRoot {
         WEFT_WARN("bootstrap root: only %zu of %d ranks arrived before the WEFT_TIMEOUT deadline (%.0f s)",
                   admitted_.size(), nranks_, timeoutSeconds_);
     }
-    ReplyHeader header{kReplyMagic, status, nranks_, {0, 0}};
-    BootstrapSecret token{};
-    randomSecret(&token);
-    memcpy(header.commToken, token.bytes, sizeof(header.commToken));
-    std::vector<RankInfo> table(nranks_ > 0 ? nranks_ : 0);
-    for (const auto& a : admitted_) table[a.info.rank] = a.info;
+    ReplyHeader header{kReplyMagic, status, nranks_, {}, {}};
+    (void)randomNonce(&header.commNonce);
+    std::vector<RankInfo> table(status == ncclSuccess ? nranks_ : 0);
+    for (const auto& a : admitted_)
+      if (status == ncclSuccess) table[a.info.rank] = a.info;
+    const size_t tableBytes = table.size() * sizeof(RankInfo);
     Deadline deadline = Deadline::after(timeoutSeconds_);
     for (const auto& a : admitted_) {
+      header.mac = replyMac(secret_, a.rankNonce, a.rootNonce, header, table.data(), tableBytes);
       setNonBlocking(a.fd, false);
-      if (sendAll(a.fd, &header, sizeof(header), deadline) == ncclSuccess && status == ncclSuccess)
-        sendAll(a.fd, table.data(), table.size() * sizeof(RankInfo), deadline);
+      if (sendAll(a.fd, &header, sizeof(header), deadline) == ncclSuccess && tableBytes)
+        sendAll(a.fd, table.data(), tableBytes, deadline);
       close(a.fd);
     }
     admitted_.clear();
@@ -115,6 +155,7 @@ class BootstrapRoot {
   struct Admitted {
     int fd;
     RankInfo info;
+    Nonce rankNonce, rootNonce;  // what its reply's MAC is bound to
   };
   BootstrapSecret secret_;
   double timeoutSeconds_;
@@ -132,6 +173,10 @@ struct RootListener {
   std::vector<Pending> pending;
   std::vector<std::unique_ptr<BootstrapRoot>> roots;
   double strangerSeconds = 10;
+  // Out of descriptors (EMFILE) with nothing pending to drop: the listener stays readable, so
+  // it is left out of poll until then instead of spinning on it.
+  Deadline pausedUntil = Deadline::after(0);
+  size_t rejected = 0;  // only the first few are logged at WARN
 };
 
 // Every root of the process, served by one thread that lives while any root does: an id that
@@ -169,6 +214,7 @@ class RootService {
       auto created = std::make_unique<RootListener>();
       WEFT_CHECK(openListener(address, &created->fd, &created->bound));
       created->requested = address;
+      setNonBlocking(created->fd, true);  // accepted in bursts until the queue is empty
       listener = listeners_.emplace_back(std::move(created)).get();
     }
     listener->strangerSeconds = timeoutSeconds < 10 ? timeoutSeconds : 10;
@@ -246,7 +292,7 @@ class RootService {
     while (!stopping_) {
       std::vector<pollfd> fds;
       for (auto& l : listeners_) {
-        fds.push_back({l->fd, POLLIN, 0});
+        fds.push_back({l->pausedUntil.expired() ? l->fd : -1, POLLIN, 0});  // poll skips -1
         for (auto& p : l->pending) fds.push_back({p.fd, POLLIN, 0});
       }
       lock.unlock();  // add() may run meanwhile; it only appends, and the next pass sees it
@@ -257,7 +303,7 @@ class RootService {
         RootListener& l = *listeners_[i];
         bool readable = fds[at].fd == l.fd && (fds[at].revents & POLLIN);
         at += 1 + l.pending.size();
-        if (readable) acceptOne(l);
+        if (readable) acceptReady(l);
         for (size_t k = l.pending.size(); k-- > 0;) readPending(l, k);
       }
       for (size_t i = listeners_.size(); i-- > 0;) {
@@ -280,17 +326,52 @@ class RootService {
     if (!stopping_) thread_.detach();
   }
 
-  void acceptOne(RootListener& l) {
-    Pending p{};
-    p.from.length = sizeof(p.from.storage);
-    p.fd = accept4(l.fd, reinterpret_cast<sockaddr*>(&p.from.storage), &p.from.length, SOCK_CLOEXEC | SOCK_NONBLOCK);
-    if (p.fd < 0) return;
-    p.deadline = Deadline::after(l.strangerSeconds);  // one that connects and says nothing is dropped
-    l.pending.push_back(p);
+  // Accepts what is waiting (a burst at a time) and sends each its challenge.
+  void acceptReady(RootListener& l) {
+    for (int burst = 0; burst < 16; ++burst) {
+      Pending p{};
+      p.from.length = sizeof(p.from.storage);
+      p.fd = accept4(l.fd, reinterpret_cast<sockaddr*>(&p.from.storage), &p.from.length, SOCK_CLOEXEC | SOCK_NONBLOCK);
+      if (p.fd < 0) {
+        if (errno != EMFILE && errno != ENFILE) return;  // EAGAIN: nothing more waiting
+        if (!l.pending.empty()) {
+          reject(l, oldestToDrop(l), "dropped to free a descriptor (the process is out of them)");
+          continue;
+        }
+        WEFT_WARN("bootstrap root: out of file descriptors; not accepting for 100 ms");
+        l.pausedUntil = Deadline::after(0.1);
+        return;
+      }
+      if (l.pending.size() >= kMaxPending)
+        reject(l, oldestToDrop(l), "dropped: too many connections have not said who they are");
+      // One that connects and says nothing is dropped, and never outlives the last root's deadline.
+      p.deadline = Deadline::after(l.strangerSeconds);
+      Challenge challenge{kChallengeMagic, kProtocolVersion, 0, {}};
+      if (randomNonce(&challenge.rootNonce) != ncclSuccess ||
+          send(p.fd, &challenge, sizeof(challenge), MSG_DONTWAIT | MSG_NOSIGNAL) != ssize_t(sizeof(challenge))) {
+        close(p.fd);  // a fresh socket takes 40 bytes at once, or the peer is gone
+        continue;
+      }
+      p.rootNonce = challenge.rootNonce;
+      l.pending.push_back(p);
+    }
+  }
+
+  // The oldest connection that has sent nothing yet (else the oldest): a rank sends its hello
+  // as soon as the challenge arrives, a stranger that holds a connection open does not.
+  static size_t oldestToDrop(const RootListener& l) {
+    for (size_t i = 0; i < l.pending.size(); ++i)
+      if (l.pending[i].got == 0) return i;
+    return 0;
   }
 
   static void reject(RootListener& l, size_t index, const char* reason) {
-    WEFT_WARN("bootstrap root: rejected connection from %s: %s", l.pending[index].from.toString().c_str(), reason);
+    if (++l.rejected <= 8)
+      WEFT_WARN("bootstrap root: rejected connection from %s: %s%s", l.pending[index].from.toString().c_str(), reason,
+                l.rejected == 8 ? " (further rejections are logged at INFO)" : "");
+    else
+      WEFT_INFO(kLogBootstrap, "bootstrap root: rejected connection from %s: %s",
+                l.pending[index].from.toString().c_str(), reason);
     close(l.pending[index].fd);
     l.pending.erase(l.pending.begin() + index);
   }
@@ -315,10 +396,10 @@ class RootService {
     if (h.nranks < 1 || h.nranks > kMaxRanks) return reject(l, index, "bad rank count");
     BootstrapRoot* root = nullptr;
     for (auto& r : l.roots)
-      if (r->holds(h.secret)) root = r.get();
-    if (!root) return reject(l, index, "wrong secret");
+      if (r->verifies(h, p.rootNonce)) root = r.get();
+    if (!root) return reject(l, index, "its hello does not prove the id's secret (or answers another challenge)");
     const char* reason = nullptr;
-    if (!root->admit(p.fd, h, &reason)) return reject(l, index, reason);
+    if (!root->admit(p.fd, h, p.rootNonce, &reason)) return reject(l, index, reason);
     l.pending.erase(l.pending.begin() + index);
   }
 
@@ -328,6 +409,25 @@ class RootService {
   bool running_ = false;
   bool stopping_ = false;
 };
+
+// Every field of a peer's record that is used as a length, an index or an address is checked
+// once, here, before anything reads it: a rank that holds the secret may still be faulty.
+ncclResult_t checkRankRecord(const RankInfo& info, int r) {
+  auto malformed = [&](const char* what) {
+    return fail(ncclSystemError, "bootstrap: rank %d's record is malformed: %s", r, what);
+  };
+  if (info.rank != r) return malformed("it names another rank");
+  if (memchr(info.hostName, 0, sizeof(info.hostName)) == nullptr) return malformed("host name not terminated");
+  if (info.placementBytes > sizeof(info.placement)) return malformed("placement record longer than its field");
+  if (info.dataAddressLength > sizeof(info.dataAddress)) return malformed("data address longer than its field");
+  if (info.dataAddressLength > 0) {
+    const sa_family_t family = info.dataAddress.ss_family;
+    const size_t needed = family == AF_INET ? sizeof(sockaddr_in) : family == AF_INET6 ? sizeof(sockaddr_in6) : 0;
+    if (needed == 0) return malformed("data address of an unknown family");
+    if (info.dataAddressLength < needed) return malformed("data address shorter than its family's");
+  }
+  return ncclSuccess;
+}
 
 }  // namespace
 
@@ -350,30 +450,51 @@ ncclResult_t connectToRoot(const UniqueIdContents& id, double timeoutSeconds, in
 ncclResult_t exchangeRankInfo(int rootFd, const UniqueIdContents& id, int nranks, const RankInfo& mine,
                               double timeoutSeconds, BootstrapResult* result) {
   Deadline deadline = Deadline::after(timeoutSeconds);
+  const std::string root = id.root.toString();
+  Challenge challenge{};
+  if (recvAll(rootFd, &challenge, sizeof(challenge), deadline) != ncclSuccess)
+    return fail(ncclRemoteError, "bootstrap: rank %d got no challenge from the root at %s within WEFT_TIMEOUT=%.0f s",
+                mine.rank, root.c_str(), timeoutSeconds);
+  if (challenge.magic != kChallengeMagic)
+    return fail(ncclSystemError, "bootstrap: %s is not a weft bootstrap root", root.c_str());
+  if (challenge.version != kProtocolVersion)
+    return fail(ncclInvalidUsage, "bootstrap: the root at %s speaks protocol %u, this rank %u (mixed weft versions)",
+                root.c_str(), challenge.version, kProtocolVersion);
   Hello hello{};
   hello.magic = kHelloMagic;
   hello.version = kProtocolVersion;
   hello.nranks = nranks;
-  hello.secret = id.secret;
   hello.infoBytes = sizeof(RankInfo);
   hello.info = mine;
+  WEFT_CHECK(randomNonce(&hello.rankNonce));
+  hello.mac = helloMac(id.secret, challenge.rootNonce, hello);
   ncclResult_t sent = sendAll(rootFd, &hello, sizeof(hello), deadline);
   ReplyHeader header{};
   if (sent != ncclSuccess || recvAll(rootFd, &header, sizeof(header), deadline) != ncclSuccess)
     return fail(ncclRemoteError,
                 "bootstrap: rank %d got no answer from the root at %s (rejected, or not all %d ranks arrived within "
                 "WEFT_TIMEOUT=%.0f s)",
-                mine.rank, id.root.toString().c_str(), nranks, timeoutSeconds);
+                mine.rank, root.c_str(), nranks, timeoutSeconds);
   if (header.magic != kReplyMagic || header.nranks != nranks)
-    return fail(ncclSystemError, "bootstrap: malformed reply from the root");
+    return fail(ncclSystemError, "bootstrap: malformed reply from the root at %s", root.c_str());
+  if (header.status == ncclSuccess) {
+    result->ranks.resize(nranks);
+    WEFT_CHECK(recvAll(rootFd, result->ranks.data(), nranks * sizeof(RankInfo), deadline));
+  }
+  const size_t tableBytes = result->ranks.size() * sizeof(RankInfo);
+  if (!macsEqual(header.mac,
+                 replyMac(id.secret, hello.rankNonce, challenge.rootNonce, header, result->ranks.data(), tableBytes)))
+    return fail(ncclSystemError,
+                "bootstrap: the reply from %s does not prove the id's secret: not the real root (or a forged table)",
+                root.c_str());
   if (header.status != ncclSuccess)
     return fail(static_cast<ncclResult_t>(header.status),
                 "bootstrap: the root gave up before all %d ranks arrived (WEFT_TIMEOUT)", nranks);
-  result->ranks.resize(nranks);
-  WEFT_CHECK(recvAll(rootFd, result->ranks.data(), nranks * sizeof(RankInfo), deadline));
-  memcpy(result->commToken, header.commToken, sizeof(result->commToken));
-  for (int r = 0; r < nranks; ++r)
-    if (result->ranks[r].rank != r) return fail(ncclSystemError, "bootstrap: rank table entry %d is corrupt", r);
+  for (int r = 0; r < nranks; ++r) WEFT_CHECK(checkRankRecord(result->ranks[r], r));
+  const MacPart commNonce{&header.commNonce, sizeof(header.commNonce)};
+  const MacKey token = deriveKey(id.secret.bytes, sizeof(id.secret.bytes), "weft communicator token", commNonce);
+  memcpy(result->commToken, token.bytes, sizeof(result->commToken));
+  result->commKey = deriveKey(id.secret.bytes, sizeof(id.secret.bytes), "weft communicator key", commNonce);
   return ncclSuccess;
 }
 

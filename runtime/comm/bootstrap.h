@@ -1,8 +1,11 @@
 // Bootstrap: how the ranks of a new communicator find each other. The root (started by
 // ncclGetUniqueId, or by rank 0 when the id names a fixed address) admits each rank that
 // proves it holds the id's secret, collects one RankInfo from every rank, and sends the whole
-// table back to all of them. Strangers and garbage are rejected and logged; the real ranks
-// carry on.
+// table back to all of them. The secret never travels: the root challenges every connection
+// with a fresh nonce, the rank's hello carries a MAC over it (common/message_auth.h), and the
+// root's reply a MAC over the rank's nonce and the table, so each side knows the other holds
+// the secret and a recording is worthless on a new connection. Strangers and garbage are
+// rejected and logged; the real ranks carry on.
 #pragma once
 
 #include <sys/socket.h>
@@ -10,6 +13,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "common/message_auth.h"
 #include "common/settings_digest.h"
 #include "runtime/comm/unique_id.h"
 #include "topology/link_model.h"
@@ -48,7 +52,10 @@ struct RankInfo {
 
 struct BootstrapResult {
   std::vector<RankInfo> ranks;  // indexed by rank
-  uint64_t commToken[2];        // random, shared by the ranks of this communicator only
+  // Known to this communicator's ranks only: derived from the id's secret and a nonce the
+  // root chose. The token marks control messages; the key authenticates connections.
+  uint64_t commToken[2];
+  MacKey commKey;
 };
 
 // Starts a root listening on `address` (port 0: any) that lives until the communicator is

@@ -317,8 +317,8 @@ ncclResult_t bootstrapCommunicator(ncclComm* comm, const ncclUniqueId& id, const
   mine.pid = getpid();
   mine.cudaDevice = comm->cudaDevice;
   WEFT_CHECK(describePlacement(comm, &mine));
-  // The communicator token is only known after bootstrap; listeners are opened now so that
-  // their addresses can travel in the table, and the token is set before any peer can use it.
+  // The communicator's key is only known after bootstrap; listeners are opened now so that
+  // their addresses can travel in the table, and the key is set before any peer can use it.
   WEFT_CHECK(listenOnEveryTransport(comm, dataAddress, timeout, &mine));
   mine.settings = digestAgreedSettings();
   mine.links = linkTermsOf(links);
@@ -327,7 +327,7 @@ ncclResult_t bootstrapCommunicator(ncclComm* comm, const ncclUniqueId& id, const
   WEFT_CHECK(exchangeRankInfo(rootFd, contents, comm->nranks, mine, timeout, &result));
   comm->layout.ranks = std::move(result.ranks);
   memcpy(comm->layout.commToken, result.commToken, sizeof(comm->layout.commToken));
-  comm->net.handshake->setToken(comm->layout.commToken);
+  comm->net.handshake->setKey(result.commKey);
   return ncclSuccess;
 }
 

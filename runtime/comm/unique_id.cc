@@ -5,8 +5,12 @@
 
 #include <cerrno>
 #include <cstring>
+#include <mutex>
 
 #include "common/hash.h"
+#include "common/log.h"
+#include "common/message_auth.h"
+#include "common/settings.h"
 #include "common/status.h"
 
 namespace weft {
@@ -54,18 +58,7 @@ ncclResult_t decodeUniqueId(const ncclUniqueId& id, UniqueIdContents* contents) 
   return ncclSuccess;
 }
 
-ncclResult_t randomSecret(BootstrapSecret* secret) {
-  size_t got = 0;
-  while (got < sizeof(secret->bytes)) {
-    ssize_t n = getrandom(secret->bytes + got, sizeof(secret->bytes) - got, 0);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return fail(ncclSystemError, "getrandom failed: %s", strerror(errno));
-    }
-    got += n;
-  }
-  return ncclSuccess;
-}
+ncclResult_t randomSecret(BootstrapSecret* secret) { return randomBytes(secret->bytes, sizeof(secret->bytes)); }
 
 BootstrapSecret secretFromText(const char* text) {
   BootstrapSecret secret{};
@@ -82,6 +75,23 @@ BootstrapSecret secretFromText(const char* text) {
   memcpy(secret.bytes, &a, 8);
   memcpy(secret.bytes + 8, &b, 8);
   return secret;
+}
+
+ncclResult_t allowPublicSecret(const char* derivedFrom) {
+  const char* auth = settingText(Setting::WeftAuth);
+  if (auth && strcmp(auth, "required") == 0)
+    return fail(ncclInvalidUsage,
+                "WEFT_AUTH=required: the bootstrap secret would be computed from %s, which is not secret; set "
+                "WEFT_SECRET (32 hex digits) on every rank, or use ncclGetUniqueId's random id",
+                derivedFrom);
+  static std::once_flag warned;
+  std::call_once(warned, [&] {
+    WEFT_WARN(
+        "the bootstrap is not authenticated: its secret is computed from %s, which anyone who can reach the "
+        "root can compute too; set WEFT_SECRET on every rank (WEFT_AUTH=required makes this an error)",
+        derivedFrom);
+  });
+  return ncclSuccess;
 }
 
 }  // namespace weft

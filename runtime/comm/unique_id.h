@@ -31,5 +31,9 @@ ncclResult_t randomSecret(BootstrapSecret* secret);
 // A secret from text: 32 hex digits are taken as is; anything else is hashed (weaker: only as
 // secret as the text).
 BootstrapSecret secretFromText(const char* text);
+// For a secret computed from public data (`derivedFrom`: the rendezvous address, a job id),
+// which anyone who can reach the root can compute too: warns once that the bootstrap is not
+// authenticated, or fails with ncclInvalidUsage under WEFT_AUTH=required.
+ncclResult_t allowPublicSecret(const char* derivedFrom);
 
 }  // namespace weft

@@ -27,7 +27,7 @@ using weft::testing::threadsInThisProcess;
 namespace {
 
 using Clock = std::chrono::steady_clock;
-constexpr uint64_t kToken[2] = {0x7465737430746f6bull, 42};
+constexpr MacKey kKey = {{0x74, 0x65, 0x73, 0x74, 0x6b, 0x65, 0x79}};
 constexpr double kSetupTimeout = 20;
 constexpr auto kDeadline = std::chrono::seconds(20);  // for any one wait in a test
 
@@ -44,7 +44,7 @@ ncclResult_t listenAs(const TransportEntry& entry, int rank, Side* side) {
   WEFT_CHECK(parseSocketAddress("127.0.0.1", "test", &loopback));
   side->handshake = std::make_unique<PeerHandshake>();
   WEFT_CHECK(side->handshake->listen(loopback, rank, kSetupTimeout, &side->endpoint.dataAddress));
-  side->handshake->setToken(kToken);
+  side->handshake->setKey(kKey);
   TransportSetup setup;
   setup.rank = rank;
   setup.nranks = 2;

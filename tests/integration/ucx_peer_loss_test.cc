@@ -29,14 +29,14 @@ using namespace weft;
 
 namespace {
 
-constexpr uint64_t kToken[2] = {0x756378206c6f7373ull, 7};
+constexpr MacKey kKey = {{0x74, 0x65, 0x73, 0x74, 0x6b, 0x65, 0x79}};
 constexpr double kTimeout = 10;
 
 ncclResult_t listenOnLoopback(PeerHandshake* handshake, int rank, SocketAddress* bound) {
   SocketAddress loopback;
   WEFT_CHECK(parseSocketAddress("127.0.0.1", "test", &loopback));
   WEFT_CHECK(handshake->listen(loopback, rank, kTimeout, bound));
-  handshake->setToken(kToken);
+  handshake->setKey(kKey);
   return ncclSuccess;
 }
 

@@ -7,6 +7,7 @@ set -euo pipefail
 packages=(
   build-essential cmake ninja-build pkg-config
   libhwloc-dev hwloc            # topology discovery; lstopo for the tests
+  libssl-dev                    # HMAC-SHA-256 (libcrypto) for authenticated connections
   libhwloc-plugins              # hwloc's libxml2 reader: the topology fixtures carry comments its minimal parser refuses
   libgtest-dev googletest       # tests
   libbenchmark-dev              # kernel benchmarks

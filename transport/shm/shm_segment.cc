@@ -25,6 +25,7 @@ ncclResult_t ShmSegment::create(const ShmLayout& layout) {
     return fail(ncclInvalidArgument,
                 "shm: bad ring geometry (%u slots of %zu bytes; slots must be 1..64, bytes a multiple of 64)",
                 layout.slots, layout.slotBytes);
+  layout_ = layout;
   bytes_ = layout.totalBytes();
   fd_ = memfd_create("weft-shm", MFD_CLOEXEC);
   if (fd_ < 0) return fail(ncclSystemError, "shm: memfd_create failed: %s", strerror(errno));
@@ -57,24 +58,35 @@ ncclResult_t ShmSegment::open(int fd, int peerRank) {
     base_ = nullptr;
     return fail(ncclSystemError, "shm: mmap of peer segment failed: %s", strerror(errno));
   }
-  // The geometry comes from the peer: slots index the ring header's 64 sizes.
-  const ShmLayout peerLayout = layout();
-  if (peerLayout.slots == 0 || peerLayout.slots > 64 || peerLayout.slotBytes == 0 || peerLayout.slotBytes % 64)
-    return fail(ncclSystemError, "shm: rank %d's segment has a bad ring geometry (%u slots of %zu bytes)", peerRank,
-                peerLayout.slots, peerLayout.slotBytes);
-  if (header()->magic != kShmSegmentMagic || layout().totalBytes() != bytes_)
-    return fail(ncclSystemError, "shm: rank %d's segment is not a weft segment of the expected size", peerRank);
+  // The geometry comes from the peer, through memory it can still write: read once, checked,
+  // and only the checked copy used from here on. Slots index the ring header's 64 sizes.
+  const ShmSegmentHeader* h = header();
+  const uint64_t magic = h->magic, slotBytes = h->slotBytes;
+  const uint32_t slots = h->slots;
+  const int32_t localSize = h->localSize;
+  if (magic != kShmSegmentMagic)
+    return fail(ncclSystemError, "shm: rank %d's segment is not a weft segment (magic %016llx)", peerRank,
+                static_cast<unsigned long long>(magic));
+  if (slots == 0 || slots > 64 || slotBytes == 0 || slotBytes % 64 || slotBytes > kMaxShmSlotBytes)
+    return fail(ncclSystemError, "shm: rank %d's segment has a bad ring geometry (%u slots of %llu bytes)", peerRank,
+                slots, static_cast<unsigned long long>(slotBytes));
+  if (localSize < 1 || localSize > kMaxShmLocalRanks)
+    return fail(ncclSystemError, "shm: rank %d's segment claims %d local ranks", peerRank, localSize);
+  layout_ = ShmLayout{slotBytes, slots, localSize};
+  if (layout_.totalBytes() != bytes_)
+    return fail(ncclSystemError, "shm: rank %d's segment is %zu bytes, its header says %zu", peerRank, bytes_,
+                layout_.totalBytes());
   return ncclSuccess;
 }
 
-ShmLayout ShmSegment::layout() const { return ShmLayout{header()->slotBytes, header()->slots, header()->localSize}; }
+ShmLayout ShmSegment::layout() const { return layout_; }
 
 ShmRingHeader* ShmSegment::ring(int senderLocal) const {
   return reinterpret_cast<ShmRingHeader*>(static_cast<char*>(base_) + layout().ringOffset(senderLocal));
 }
 
 char* ShmSegment::slot(int senderLocal, uint64_t index) const {
-  return reinterpret_cast<char*>(ring(senderLocal)) + sizeof(ShmRingHeader) + index * header()->slotBytes;
+  return reinterpret_cast<char*>(ring(senderLocal)) + sizeof(ShmRingHeader) + index * layout_.slotBytes;
 }
 
 void ShmSegment::prefaultRing(int senderLocal) const {

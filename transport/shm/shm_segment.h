@@ -12,6 +12,10 @@
 namespace weft {
 
 constexpr uint64_t kShmSegmentMagic = 0x7765667453484d31ull;  // "weftSHM1"
+// Bounds on a peer segment's geometry (its header is the peer's word): WEFT_SHM_SLOT_BYTES'
+// range, and more local ranks than any machine has cores.
+constexpr uint64_t kMaxShmSlotBytes = 1ull << 30;
+constexpr int kMaxShmLocalRanks = 1 << 16;
 
 // Cache-line separated so that the writer of one field never invalidates the reader of another.
 struct alignas(64) ShmRingHeader {
@@ -55,6 +59,7 @@ class ShmSegment {
   ncclResult_t open(int fd, int peerRank);
 
   ShmSegmentHeader* header() const { return static_cast<ShmSegmentHeader*>(base_); }
+  // The geometry as created, or as read and checked once when opened (never re-read).
   ShmLayout layout() const;
   ShmRingHeader* ring(int senderLocal) const;
   char* slot(int senderLocal, uint64_t index) const;
@@ -65,6 +70,7 @@ class ShmSegment {
  private:
   void* base_ = nullptr;
   size_t bytes_ = 0;
+  ShmLayout layout_{};
   int fd_ = -1;
 };
 

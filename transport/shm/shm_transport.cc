@@ -35,10 +35,10 @@ class ShmConnection : public Connection {
         peerLocal_(peerLocal) {
     sendRing_ = peer_->ring(ownLocal_);
     recvRing_ = own_->ring(peerLocal_);
-    sendSlots_ = peer_->header()->slots;
-    sendSlotBytes_ = peer_->header()->slotBytes;
-    recvSlots_ = own_->header()->slots;
-    recvSlotBytes_ = own_->header()->slotBytes;
+    sendSlots_ = peer_->layout().slots;
+    sendSlotBytes_ = peer_->layout().slotBytes;
+    recvSlots_ = own_->layout().slots;
+    recvSlotBytes_ = own_->layout().slotBytes;
     sendTail_ = sendRing_->tail.load(std::memory_order_relaxed);
     recvHead_ = recvRing_->head.load(std::memory_order_relaxed);
   }
