@@ -12,6 +12,7 @@
 #include <mutex>
 #include <string>
 
+#include "common/safe_file.h"
 #include "common/settings.h"
 
 namespace weft {
@@ -94,9 +95,13 @@ void configureLocked() {
   config.subsysMask = parseSubsys(settingText(Setting::NcclDebugSubsys));
   if (const char* file = settingText(Setting::NcclDebugFile)) {
     std::string name = expandFileName(file, config.host);
-    if (FILE* sink = fopen(name.c_str(), "we")) {  // "e": close-on-exec, programs the rank starts must not inherit it
+    // Close-on-exec (programs the rank starts must not inherit it), never through a symbolic link.
+    const int fd = openLogFile(name);
+    if (FILE* sink = fd >= 0 ? fdopen(fd, "a") : nullptr) {
       setvbuf(sink, nullptr, _IOLBF, 0);
       config.sink = sink;
+    } else if (fd >= 0) {
+      close(fd);
     }
   }
   configured.store(true, std::memory_order_release);

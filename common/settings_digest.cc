@@ -2,11 +2,10 @@
 
 #include <cstdio>
 #include <cstring>
-#include <fstream>
-#include <iterator>
 #include <string>
 
 #include "common/hash.h"
+#include "common/safe_file.h"
 #include "common/status.h"
 
 namespace weft {
@@ -44,15 +43,18 @@ std::string effectiveText(const SettingSpec& spec) {
   return "unset";
 }
 
+// A file setting (tuning file, topology) is digested whole, up to the largest topology file.
+constexpr size_t kMaxDigestedFileBytes = 64u << 20;
+
 void digestFileContent(const std::string& path, AgreedSettingValue* value) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
+  std::string content;
+  if (readRegularFile(path, kMaxDigestedFileBytes, "setting's file", &content) != ncclSuccess) {
     // The rank that cannot read it differs from those that can; if none can, all fail alike later.
+    clearLastError();
     value->hash = fnv1a("unreadable");
     setShown(value, "unreadable " + path);
     return;
   }
-  const std::string content((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   value->hash = fnv1a(content, 1);
   char shown[sizeof(value->shown)];
   snprintf(shown, sizeof(shown), "content %012llx", static_cast<unsigned long long>(value->hash & 0xffffffffffffull));

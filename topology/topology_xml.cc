@@ -11,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "common/safe_file.h"
 #include "common/status.h"
 #include "topology/hwloc_model_builder.h"
 
@@ -191,15 +192,8 @@ ncclResult_t loadTopologySynthetic(const std::string& description, TopologyModel
 ncclResult_t loadTopologyFile(const std::string& path, TopologyModel* out) {
   static const char kPrefix[] = "synthetic:";
   if (path.rfind(kPrefix, 0) == 0) return loadTopologySynthetic(path.substr(sizeof kPrefix - 1), out);
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return fail(ncclInvalidArgument, "topology file %s: cannot open it: %s", path.c_str(), std::strerror(errno));
-  std::ostringstream buffer;
-  buffer << in.rdbuf();
-  std::string text = buffer.str();
-  if (in.bad()) return fail(ncclInvalidArgument, "topology file %s: read error", path.c_str());
-  if (text.size() > kMaxTopologyFileBytes)
-    return fail(ncclInvalidArgument, "topology file %s: %zu bytes, more than the %zu a topology may have", path.c_str(),
-                text.size(), kMaxTopologyFileBytes);
+  std::string text;
+  WEFT_CHECK(readRegularFile(path, kMaxTopologyFileBytes, "topology file", &text));
   if (text.find('\0') != std::string::npos)
     return fail(ncclInvalidArgument, "topology file %s: contains a NUL byte (not a text file)", path.c_str());
   size_t first = text.find_first_not_of(" \t\r\n");
@@ -226,23 +220,7 @@ ncclResult_t loadTopologyFile(const std::string& path, TopologyModel* out) {
 
 ncclResult_t writeTopologyXml(const TopologyModel& model, const std::string& path) {
   if (model.xml.empty()) return fail(ncclInvalidArgument, "topology dump to %s: the model has no XML", path.c_str());
-  std::string tmp = path + ".tmp." + std::to_string(getpid());
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) return fail(ncclSystemError, "topology dump: cannot create %s: %s", tmp.c_str(), std::strerror(errno));
-    out << model.xml;
-    out.flush();
-    if (!out) {
-      std::remove(tmp.c_str());
-      return fail(ncclSystemError, "topology dump: writing %s failed", tmp.c_str());
-    }
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    int err = errno;
-    std::remove(tmp.c_str());
-    return fail(ncclSystemError, "topology dump: cannot rename %s to %s: %s", tmp.c_str(), path.c_str(),
-                std::strerror(err));
-  }
+  WEFT_CHECK(replaceFile(path, model.xml, "topology dump"));
   return ncclSuccess;
 }
 

@@ -9,6 +9,7 @@
 
 #include "algorithms/cost/cost_terms.h"
 #include "algorithms/cost/prices.h"
+#include "common/safe_file.h"
 #include "common/settings.h"
 #include "common/status.h"
 #include "topology/topology_model.h"
@@ -108,12 +109,13 @@ ncclResult_t applyTuningText(const std::string& text, const std::string& origin,
   return ncclSuccess;
 }
 
+// A tuning file is a few dozen lines; a larger one is a mistake (or /dev/zero).
+constexpr size_t kMaxTuningFileBytes = 1u << 20;
+
 ncclResult_t applyTuningFile(const std::string& path, LinkTable* table) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return fail(ncclInvalidArgument, "%s: cannot open the tuning file (WEFT_TUNING_FILE)", path.c_str());
-  std::ostringstream text;
-  text << in.rdbuf();
-  return applyTuningText(text.str(), path, table);
+  std::string text;
+  WEFT_CHECK(readRegularFile(path, kMaxTuningFileBytes, "tuning file (WEFT_TUNING_FILE)", &text));
+  return applyTuningText(text, path, table);
 }
 
 ncclResult_t linkTableFromEnv(const TopologyModel* model, LinkTable* table) {

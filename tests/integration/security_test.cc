@@ -3,10 +3,12 @@
 // listener that does not hold the key is not trusted, idle connections by the thousand neither
 // stall initialization nor spin the root, and a secret computed from public data is an error
 // under WEFT_AUTH=required.
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <poll.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -18,12 +20,15 @@
 #include <thread>
 #include <vector>
 
+#include "algorithms/cost/cost_model.h"
 #include "common/deadline.h"
 #include "common/message_auth.h"
+#include "common/safe_file.h"
 #include "common/socket.h"
 #include "common/status.h"
 #include "runtime/comm/bootstrap.h"
 #include "runtime/comm/unique_id.h"
+#include "topology/topology_xml.h"
 #include "transport/peer_handshake.h"
 #include "transport/shm/shm_segment.h"
 
@@ -427,6 +432,66 @@ TEST(ForgedRankTable, MalformedRecordIsAClearError) {
     EXPECT_EQ(outcome.result, ncclSystemError);
     EXPECT_NE(outcome.message.find("rank 1's record is malformed"), std::string::npos) << outcome.message;
   }
+}
+
+// A directory of its own for the file tests, removed afterwards.
+struct ScratchDirectory {
+  std::string path;
+  ScratchDirectory() {
+    char name[] = "/tmp/weft-security-XXXXXX";
+    path = mkdtemp(name) ? name : "";
+  }
+  ~ScratchDirectory() { (void)!system(("rm -rf '" + path + "'").c_str()); }
+};
+
+// Files a user names are read only when regular, never past a cap (counted while reading), and
+// a FIFO never blocks the reader.
+TEST(NamedFiles, OnlyRegularFilesWithinTheirCapAreRead) {
+  ScratchDirectory scratch;
+  ASSERT_FALSE(scratch.path.empty());
+  LinkTable table;
+  EXPECT_EQ(applyTuningFile("/dev/zero", &table), ncclInvalidArgument);
+  EXPECT_NE(lastErrorMessage().find("not a regular file"), std::string::npos) << lastErrorMessage();
+  const std::string fifo = scratch.path + "/fifo";
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  const auto start = std::chrono::steady_clock::now();
+  TopologyModel model;
+  EXPECT_EQ(loadTopologyFile(fifo, &model), ncclInvalidArgument);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(2)) << "a FIFO blocked the reader";
+  const std::string big = scratch.path + "/big";
+  {
+    FILE* f = fopen(big.c_str(), "w");
+    ASSERT_NE(f, nullptr);
+    std::string line = "# a comment line that makes the tuning file far longer than any real one\n";
+    for (int i = 0; i < 20000; ++i) fputs(line.c_str(), f);
+    fclose(f);
+  }
+  EXPECT_EQ(applyTuningFile(big, &table), ncclInvalidArgument);
+  EXPECT_NE(lastErrorMessage().find("more than"), std::string::npos) << lastErrorMessage();
+}
+
+// The debug log is not written through a symbolic link planted at its path (another user's
+// file would be appended to), and the topology dump goes through a temporary with a random
+// name, so a link planted at a predictable one is never followed.
+TEST(NamedFiles, CreatedFilesDoNotFollowPlantedLinks) {
+  ScratchDirectory scratch;
+  ASSERT_FALSE(scratch.path.empty());
+  const std::string victim = scratch.path + "/victim";
+  ASSERT_EQ(close(open(victim.c_str(), O_CREAT | O_WRONLY, 0600)), 0);
+  const std::string log = scratch.path + "/weft.log";
+  ASSERT_EQ(symlink(victim.c_str(), log.c_str()), 0);
+  EXPECT_LT(openLogFile(log), 0) << "opened the log through a symbolic link";
+
+  const std::string dump = scratch.path + "/topology.xml";
+  for (const std::string& guess : {dump + ".tmp", dump + ".tmp." + std::to_string(getpid())})
+    ASSERT_EQ(symlink(victim.c_str(), guess.c_str()), 0);
+  ASSERT_EQ(replaceFile(dump, "<topology/>\n", "topology dump"), ncclSuccess) << lastErrorMessage();
+  struct stat info {};
+  ASSERT_EQ(stat(victim.c_str(), &info), 0);
+  EXPECT_EQ(info.st_size, 0) << "the dump was written through a planted link";
+  std::string written;
+  ASSERT_EQ(readRegularFile(dump, 100, "dump", &written), ncclSuccess);
+  EXPECT_EQ(written, "<topology/>\n");
 }
 
 TEST(PublicSecret, IsAnErrorUnderWeftAuthRequired) {
