@@ -12,6 +12,14 @@ if(WEFT_WERROR)
 endif()
 add_compile_options("$<$<COMPILE_LANGUAGE:C,CXX>:${weft_warning_flags}>")
 
+if(WEFT_FUZZ)
+  if(NOT CMAKE_CXX_COMPILER_ID STREQUAL "Clang")
+    message(FATAL_ERROR "WEFT_FUZZ needs clang (libFuzzer): configure with CMAKE_CXX_COMPILER=clang++")
+  endif()
+  # Every object is instrumented for coverage; only the fuzz targets link libFuzzer's main.
+  add_compile_options("$<$<COMPILE_LANGUAGE:C,CXX>:-fsanitize=fuzzer-no-link>")
+endif()
+
 if(WEFT_SANITIZE)
   string(REPLACE "," ";" weft_sanitizers "${WEFT_SANITIZE}")
   foreach(sanitizer IN LISTS weft_sanitizers)

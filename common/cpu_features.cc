@@ -1,5 +1,9 @@
 #include "common/cpu_features.h"
 
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+#endif
+
 #include <cstring>
 #include <optional>
 #include <string>
@@ -17,7 +21,9 @@ const CpuFeatures& detectedCpuFeatures() {
                            // initializers
     f.avx2 = __builtin_cpu_supports("avx2");
     f.fma = __builtin_cpu_supports("fma");
-    f.f16c = __builtin_cpu_supports("f16c");
+    // From cpuid: clang's __builtin_cpu_supports does not know "f16c" (GCC's does).
+    unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+    f.f16c = __get_cpuid(1, &eax, &ebx, &ecx, &edx) && (ecx & bit_F16C) != 0;
     f.bmi = __builtin_cpu_supports("bmi");
     f.bmi2 = __builtin_cpu_supports("bmi2");
     f.avx512f = __builtin_cpu_supports("avx512f");

@@ -3,6 +3,8 @@
 #include <hwloc.h>
 
 #include <unistd.h>
+#include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -28,6 +30,29 @@ bool isNameChar(char c) {
 bool isSpace(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
 
 std::string at(int line) { return "line " + std::to_string(line) + ": "; }
+
+// hwloc's bitmap syntax: comma-separated 32-bit words, each "0x" and 1 to 8 hex digits or
+// empty (zero) between two others, the first possibly "0xf...f" (an infinite set). hwloc 2.9 asserts on anything else
+// (found by tests/fuzz/fuzz_topology_xml), so it is checked before hwloc reads it.
+bool isHwlocBitmap(const std::string& value) {
+  if (value == "0xf...f") return true;
+  size_t start = 0;
+  if (value.compare(0, 8, "0xf...f,") == 0) start = 8;
+  for (;;) {
+    size_t end = value.find(',', start);
+    const std::string word = value.substr(start, end == std::string::npos ? std::string::npos : end - start);
+    const bool middle = start > 0 && end != std::string::npos;
+    if (word.empty() && middle) {  // hwloc writes runs of zero words as empty ones: "0xff,,,0x0"
+      start = end + 1;
+      continue;
+    }
+    if (word.size() < 3 || word.size() > 10 || word[0] != '0' || word[1] != 'x') return false;
+    for (size_t k = 2; k < word.size(); ++k)
+      if (!std::isxdigit(static_cast<unsigned char>(word[k]))) return false;
+    if (end == std::string::npos) return true;
+    start = end + 1;
+  }
+}
 
 ncclResult_t loadXmlIntoHwloc(const std::string& text, const std::string& origin, const std::string& source,
                               TopologyModel* out) {
@@ -116,6 +141,7 @@ std::string checkTopologyXml(const std::string& text) {
     if (rootClosed || (open.empty() && !root.empty())) return at(startLine) + "a second root element <" + name + ">";
     // Attributes.
     bool selfClosing = false;
+    std::vector<std::pair<std::string, std::string>> attributes;  // name, value
     for (;;) {
       while (i < n && isSpace(text[i])) advance(i + 1);
       if (i >= n) return at(startLine) + "the file ends inside <" + name + "> (truncated?)";
@@ -146,7 +172,36 @@ std::string checkTopologyXml(const std::string& text) {
       if (endQuote == std::string::npos)
         return at(line) + "value of attribute " + attr + " never ends (file truncated?)";
       if (text.find('<', i + 1) < endQuote) return at(line) + "'<' inside the value of attribute " + attr;
+      attributes.emplace_back(attr, text.substr(i + 1, endQuote - i - 1));
+      if (attr.size() >= 3 && attr.compare(attr.size() - 3, 3, "set") == 0 &&
+          !isHwlocBitmap(text.substr(i + 1, endQuote - i - 1)))
+        return at(line) + "attribute " + attr + " of <" + name + "> is not an hwloc bitmap (0x1f,0x00000003...)";
       advance(endQuote + 1);
+    }
+    if (name == "object") {
+      // hwloc 2.9 dereferences a missing complete set of an object that has the set (found by
+      // tests/fuzz/fuzz_topology_xml): refused here, before hwloc sees it.
+      auto value = [&](const char* a) -> const std::string* {
+        for (const auto& [attrName, attrValue] : attributes)
+          if (attrName == a) return &attrValue;
+        return nullptr;
+      };
+      auto has = [&](const char* a) { return value(a) != nullptr; };
+      for (const char* set : {"cpuset", "nodeset"}) {
+        const std::string complete = std::string("complete_") + set;
+        if (has(set) != has(complete.c_str()))
+          return at(startLine) + "<object> has " + (has(set) ? set : complete) + " without " +
+                 (has(set) ? complete : std::string(set)) + " (hwloc needs both)";
+      }
+      // A PU or NUMA node without an index becomes bit 2^32-1 of every set above it, which
+      // hwloc then spends minutes and a gigabyte on; a real index is far below 2^20.
+      const std::string* type = value("type");
+      if (type && (*type == "PU" || *type == "NUMANode")) {
+        const std::string* index = value("os_index");
+        if (!index || index->empty() || index->size() > 7 ||
+            index->find_first_not_of("0123456789") != std::string::npos || std::stol(*index) >= (1L << 20))
+          return at(startLine) + "<object type=\"" + *type + "\"> needs an os_index below 1048576";
+      }
     }
     if (root.empty()) {
       root = name;

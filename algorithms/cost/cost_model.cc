@@ -61,6 +61,9 @@ bool parseLinkClass(const std::string& word, LinkType* type) {
 
 }  // namespace
 
+// More NICs than any host has; also keeps the conversion to int defined (found by fuzzing).
+constexpr int kMaxNicsPerNode = 1024;
+
 ncclResult_t applyTuningText(const std::string& text, const std::string& origin, LinkTable* table) {
   std::istringstream lines(text);
   std::string line;
@@ -97,8 +100,9 @@ ncclResult_t applyTuningText(const std::string& text, const std::string& origin,
       }
     } else if (w[0] == "nics_per_node") {
       double value;
-      if (w.size() != 2 || !parsePositive(w[1], &value) || value != std::floor(value))
-        return fail(ncclInvalidArgument, "%s:%d: expected 'nics_per_node <positive integer>'", origin.c_str(), number);
+      if (w.size() != 2 || !parsePositive(w[1], &value) || value != std::floor(value) || value > kMaxNicsPerNode)
+        return fail(ncclInvalidArgument, "%s:%d: expected 'nics_per_node <integer from 1 to %d>'", origin.c_str(),
+                    number, kMaxNicsPerNode);
       result.nicsPerNode = static_cast<int>(value);
     } else {
       return fail(ncclInvalidArgument, "%s:%d: unknown directive '%s' (expected 'link' or 'nics_per_node')",

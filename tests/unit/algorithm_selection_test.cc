@@ -242,9 +242,14 @@ TEST(TuningFile, ParsesAndRejects) {
   EXPECT_DOUBLE_EQ(table[LinkType::NVLink].latencyUs, 1);
   EXPECT_DOUBLE_EQ(table[LinkType::NVLink].bandwidthGBps, linkClassInfo(LinkType::NVLink).nominalGBps);
   EXPECT_EQ(table.nicsPerNode, 4);
-  const char* bad[] = {"link Warp latency_us 1\n", "link PCIe latency_us\n", "link PCIe latency_us -1\n",
-                       "link PCIe speed 5\n",      "bandwidth 5\n",          "nics_per_node 1.5\n",
-                       "link PCIe latency_us 1x\n"};
+  const char* bad[] = {"link Warp latency_us 1\n",
+                       "link PCIe latency_us\n",
+                       "link PCIe latency_us -1\n",
+                       "link PCIe speed 5\n",
+                       "bandwidth 5\n",
+                       "nics_per_node 1.5\n",
+                       "link PCIe latency_us 1x\n",
+                       "nics_per_node 2000000000000000000000000\n"};
   for (const char* text : bad) {
     LinkTable t;
     EXPECT_EQ(applyTuningText(std::string("# ok\n") + text, "tune.txt", &t), ncclInvalidArgument) << text;

@@ -85,6 +85,19 @@ TEST(TopologyXml, CheckerReportsLines) {
   EXPECT_NE(checkTopologyXml("<topology>\n<object>\n").find("opened on line 2 (truncated?)"), std::string::npos);
   EXPECT_NE(checkTopologyXml("<topology a=\"1").find("truncated"), std::string::npos);
   EXPECT_NE(checkTopologyXml("<!-- x").find("comment never closed"), std::string::npos);
+  // What hwloc 2.9 itself crashes, asserts or spins on (found by tests/fuzz/fuzz_topology_xml).
+  EXPECT_NE(checkTopologyXml("<topology>\n<object type='Core' cpuset='0x3'/>\n</topology>")
+                .find("line 2: <object> has cpuset without complete_cpuset"),
+            std::string::npos);
+  EXPECT_NE(checkTopologyXml("<topology>\n<object cpuset=',x2' complete_cpuset='0x2'/>\n</topology>")
+                .find("cpuset of <object> is not an hwloc bitmap"),
+            std::string::npos);
+  EXPECT_EQ(checkTopologyXml("<topology><object cpuset='0xf...f,0x1' complete_cpuset='0xff,0x00000001'/></topology>"),
+            "");
+  EXPECT_NE(checkTopologyXml("<topology>\n<object type='PU' os_iodex='0'/>\n</topology>").find("needs an os_index"),
+            std::string::npos);
+  EXPECT_NE(checkTopologyXml("<topology><object type='NUMANode' os_index='4294967295'/></topology>").find("os_index"),
+            std::string::npos);
 }
 
 TEST(TopologyXml, EveryPrefixOfAFixtureIsHandled) {

@@ -13,6 +13,7 @@ areas="runtime;transport;common;abi"
 threaded='InitAll|InitRank|Split|Shrink|Revoke|Abort|FdBroker|PreMulSum|Deadline|ConnectSocket|ConnectionContract'
 threaded+='|PeerProcessContract|UniqueIdRoot|ClosedPeer|ApiBoundary|abi_process_group|abi_allreduce|Timeout'
 threaded+='|Intruder|Mismatch|SingleRank|DerivedCommunicators|Registration|Watchdog|StreamOrder'
+threaded+='|Replay|Impostor|PeerHandshakeAuth|ForgedRankTable'
 for sanitizers in ${WEFT_SANITIZER_BUILDS:-address,undefined thread}; do
   build=$root/build-${sanitizers//,/-}
   export WEFT_BUILD_DIR=$build
