@@ -31,8 +31,13 @@ ncclResult_t randomBytes(void* out, size_t bytes) {
 ncclResult_t randomNonce(Nonce* nonce) { return randomBytes(nonce->bytes, sizeof(nonce->bytes)); }
 
 Mac computeMac(const void* key, size_t keyBytes, std::string_view label, std::initializer_list<MacPart> parts) {
-  // Fetched once: libcrypto's algorithm lookup takes a lock and a search every time.
-  static EVP_MAC* const hmac = EVP_MAC_fetch(nullptr, "HMAC", nullptr);
+  // Fetched once: libcrypto's algorithm lookup takes a lock and a search every time. And no
+  // OPENSSL_cleanup at exit: a thread still computing MACs then (a root waiting for ranks until
+  // its time-out) would lose its per-thread state to it, which LeakSanitizer reports as a leak.
+  static EVP_MAC* const hmac = [] {
+    OPENSSL_init_crypto(OPENSSL_INIT_NO_ATEXIT, nullptr);
+    return EVP_MAC_fetch(nullptr, "HMAC", nullptr);
+  }();
   Mac mac{};
   std::unique_ptr<EVP_MAC_CTX, decltype(&EVP_MAC_CTX_free)> context(hmac ? EVP_MAC_CTX_new(hmac) : nullptr,
                                                                     EVP_MAC_CTX_free);

@@ -196,8 +196,9 @@ TEST(Replay, RecordedBootstrapHelloIsRefusedByTheNextRoot) {
   EXPECT_EQ(rank1.result, ncclSuccess) << rank1.message;
 }
 
-// A root that does not hold the secret (someone squatting the port) cannot make a rank accept
-// its table: the rank's hello teaches it nothing, and its reply cannot prove the secret.
+// A root that does not hold the secret (someone squatting the port, as another user could take
+// a launcher's port) cannot make a rank accept its table, and learns nothing from the rank's
+// hello: the secret is not in it.
 TEST(Impostor, RootWithoutTheSecretIsNotBelieved) {
   BootstrapSecret real, other;
   ASSERT_EQ(randomSecret(&real), ncclSuccess);
@@ -205,11 +206,18 @@ TEST(Impostor, RootWithoutTheSecretIsNotBelieved) {
   UniqueIdContents squatted = newRoot(other);  // a weft root, but with another secret
   UniqueIdContents id = squatted;
   id.secret = real;
+  RecordingRelay squatter(squatted.root);  // and it keeps what the rank sends
   RankOutcome rank0;
-  bootstrapRank(id, 1, 0, &rank0).join();
+  bootstrapRank(id, 1, 0, &rank0, &squatter.address()).join();
   EXPECT_NE(rank0.result, ncclSuccess);
   // The squatter's root refuses the hello (it cannot verify it), so the rank hears nothing.
   EXPECT_NE(rank0.message.find("no answer"), std::string::npos) << rank0.message;
+  // And what the rank sent does not hold the secret (the hello once carried it in clear).
+  const std::string recording = squatter.recorded();
+  ASSERT_GT(recording.size(), sizeof(RankInfo));
+  EXPECT_EQ(recording.find(std::string(reinterpret_cast<const char*>(real.bytes), sizeof(real.bytes))),
+            std::string::npos)
+      << "the rank sent its secret to whoever listened";
 }
 
 // Both ends of a peer handshake, each a thread of this process.
