@@ -10,6 +10,7 @@
 
 #include "common/log.h"
 #include "common/status.h"
+#include "common/stranger_queue.h"
 
 namespace weft {
 
@@ -62,7 +63,6 @@ Mac macOf(const MacKey& key, std::string_view label, const Nonce& first, const N
 
 PeerHandshake::~PeerHandshake() {
   closeSocket(listenFd_);
-  for (auto& p : pending_) close(p.fd);
   for (auto& [key, fd] : accepted_) close(fd);
 }
 
@@ -73,6 +73,7 @@ ncclResult_t PeerHandshake::listen(const SocketAddress& where, int rank, double 
   any.setPort(0);
   WEFT_CHECK(listenSocket(any, &listenFd_, bound));
   setNonBlocking(listenFd_, true);  // accepted in bursts until the queue is empty
+  strangers_ = std::make_unique<StrangerQueue<Pending>>("rank " + std::to_string(rank), kLogNet, kMaxPending);
   return ncclSuccess;
 }
 
@@ -82,85 +83,45 @@ void PeerHandshake::setKey(const MacKey& key) {
   keySet_ = true;
 }
 
-void PeerHandshake::dropPending(size_t index, const char* reason) {
-  if (++rejected_ <= 8)
-    WEFT_WARN("rank %d rejected a connection from %s: %s%s", rank_, pending_[index].from.toString().c_str(), reason,
-              rejected_ == 8 ? " (further rejections are logged at INFO)" : "");
-  else
-    WEFT_INFO(kLogNet, "rank %d rejected a connection from %s: %s", rank_, pending_[index].from.toString().c_str(),
-              reason);
-  close(pending_[index].fd);
-  pending_.erase(pending_.begin() + index);
-}
-
-// The oldest connection that has sent nothing yet (else the oldest): a peer sends its hello as
-// soon as the challenge arrives, a stranger that holds a connection open does not.
-size_t PeerHandshake::oldestToDrop() const {
-  for (size_t i = 0; i < pending_.size(); ++i)
-    if (pending_[i].got == 0) return i;
-  return 0;
-}
-
-// Accepts what is waiting (a burst at a time) and sends each its challenge.
+// Accepts what is waiting and sends each its challenge.
 void PeerHandshake::acceptReady(const Deadline& deadline) {
-  for (int burst = 0; burst < 16; ++burst) {
-    Pending p{};
-    p.from.length = sizeof(p.from.storage);
-    p.fd =
-        accept4(listenFd_, reinterpret_cast<sockaddr*>(&p.from.storage), &p.from.length, SOCK_CLOEXEC | SOCK_NONBLOCK);
-    if (p.fd < 0) {
-      if ((errno == EMFILE || errno == ENFILE) && !pending_.empty()) {
-        dropPending(oldestToDrop(), "dropped to free a descriptor (the process is out of them)");
-        continue;
-      }
-      if (errno == EMFILE || errno == ENFILE) {
-        // The listener stays readable: left out of poll for a while instead of spinning on it.
-        WEFT_WARN("rank %d: out of file descriptors; not accepting peers for 100 ms", rank_);
-        pausedUntil_ = Deadline::after(0.1);
-      }
-      return;  // nothing more waiting
-    }
-    if (pending_.size() >= kMaxPending)
-      dropPending(oldestToDrop(), "dropped: too many connections have not said who they are");
+  strangers_->acceptReady(listenFd_, [&](Pending& p) {
     // A stranger gets a short deadline for its hello, never past the caller's.
     const double helloSeconds = timeoutSeconds_ < 5 ? timeoutSeconds_ : 5;
     p.deadline = Deadline::after(helloSeconds);
     if (deadline.millisecondsLeft() < p.deadline.millisecondsLeft()) p.deadline = deadline;
     Challenge challenge{kChallengeMagic, {}};
     if (randomNonce(&challenge.nonce) != ncclSuccess ||
-        send(p.fd, &challenge, sizeof(challenge), MSG_DONTWAIT | MSG_NOSIGNAL) != ssize_t(sizeof(challenge))) {
-      close(p.fd);
-      continue;
-    }
+        send(p.fd, &challenge, sizeof(challenge), MSG_DONTWAIT | MSG_NOSIGNAL) != ssize_t(sizeof(challenge)))
+      return false;
     p.challenge = challenge.nonce;
-    pending_.push_back(p);
-  }
+    return true;
+  });
 }
 
 // Reads what pending connection `index` has sent; a complete, proven hello moves it to accepted_.
 void PeerHandshake::readHello(size_t index) {
   static_assert(sizeof(Hello) <= sizeof(Pending::hello));
-  Pending& p = pending_[index];
+  Pending& p = strangers_->pending[index];
   ssize_t n = recv(p.fd, p.hello + p.got, sizeof(Hello) - p.got, MSG_DONTWAIT);
-  if (n == 0) return dropPending(index, "closed before its hello was complete");
+  if (n == 0) return strangers_->drop(index, "closed before its hello was complete");
   if (n < 0) {
-    if (errno != EAGAIN && errno != EINTR) return dropPending(index, strerror(errno));
-    if (p.deadline.expired()) return dropPending(index, "sent no complete hello in time");
+    if (errno != EAGAIN && errno != EINTR) return strangers_->drop(index, strerror(errno));
+    if (p.deadline.expired()) return strangers_->drop(index, "sent no complete hello in time");
     return;
   }
   p.got += static_cast<size_t>(n);
   Hello hello{};
   memcpy(&hello, p.hello, p.got < sizeof(hello) ? p.got : sizeof(hello));
-  if (p.got >= sizeof(uint64_t) && hello.magic != kHelloMagic) return dropPending(index, "not a weft peer hello");
+  if (p.got >= sizeof(uint64_t) && hello.magic != kHelloMagic) return strangers_->drop(index, "not a weft peer hello");
   if (p.got < sizeof(Hello)) return;
   // Only lower ranks join this one; the MAC proves the key and binds every field to this challenge.
   if (hello.toRank != rank_ || hello.fromRank < 0 || hello.fromRank >= rank_)
-    return dropPending(index, "a hello for another rank pair");
+    return strangers_->drop(index, "a hello for another rank pair");
   if (!keySet_ || !macsEqual(hello.mac, macOf(key_, kHelloLabel, p.challenge, hello.nonce, hello)))
-    return dropPending(index, "its hello does not prove the communicator's key (or answers another challenge)");
+    return strangers_->drop(index, "its hello does not prove the communicator's key (or answers another challenge)");
   Accept accept{kAcceptMagic, macOf(key_, kAcceptLabel, hello.nonce, p.challenge, hello)};
-  const int fd = p.fd;
-  pending_.erase(pending_.begin() + index);
+  const int fd = strangers_->release(index);
   setNonBlocking(fd, false);
   if (sendAll(fd, &accept, sizeof(accept), Deadline::after(timeoutSeconds_)) != ncclSuccess) {
     close(fd);
@@ -183,12 +144,12 @@ ncclResult_t PeerHandshake::acceptFor(const Key& key, int* fd) {
     if (deadline.expired())
       return fail(ncclRemoteError, "rank %d never connected (waited %.0f s, WEFT_TIMEOUT)", std::get<0>(key),
                   timeoutSeconds_);
-    std::vector<pollfd> fds{{pausedUntil_.expired() ? listenFd_ : -1, POLLIN, 0}};  // poll skips -1
-    for (const auto& p : pending_) fds.push_back({p.fd, POLLIN, 0});
+    std::vector<pollfd> fds{{strangers_->pollFd(listenFd_), POLLIN, 0}};
+    for (const auto& p : strangers_->pending) fds.push_back({p.fd, POLLIN, 0});
     if (poll(fds.data(), fds.size(), deadline.millisecondsLeft(100)) < 0 && errno != EINTR)
       return fail(ncclSystemError, "peer handshake: poll failed: %s", strerror(errno));
-    for (size_t i = pending_.size(); i-- > 0;)
-      if (fds[i + 1].revents || pending_[i].deadline.expired()) readHello(i);
+    for (size_t i = strangers_->pending.size(); i-- > 0;)
+      if (fds[i + 1].revents || strangers_->pending[i].deadline.expired()) readHello(i);
     if (fds[0].fd >= 0 && (fds[0].revents & POLLIN)) acceptReady(deadline);
   }
 }

@@ -13,6 +13,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <tuple>
 #include <vector>
@@ -20,6 +21,7 @@
 #include "common/deadline.h"
 #include "common/message_auth.h"
 #include "common/socket.h"
+#include "common/stranger_queue.h"
 #include "nccl.h"
 
 namespace weft {
@@ -63,8 +65,6 @@ class PeerHandshake {
   ncclResult_t acceptFor(const Key& key, int* fd);
   void acceptReady(const Deadline& deadline);
   void readHello(size_t index);
-  void dropPending(size_t index, const char* reason);
-  size_t oldestToDrop() const;
 
   std::mutex mutex_;  // transports may join on several threads of one rank
   int listenFd_ = -1;
@@ -72,10 +72,8 @@ class PeerHandshake {
   double timeoutSeconds_ = 0;
   MacKey key_{};
   bool keySet_ = false;
-  std::vector<Pending> pending_;
-  size_t rejected_ = 0;                        // only the first few are logged at WARN
-  Deadline pausedUntil_ = Deadline::after(0);  // out of descriptors: not accepting until then
-  std::map<Key, int> accepted_;                // connections that arrived before this rank asked for them
+  std::unique_ptr<StrangerQueue<Pending>> strangers_;  // made by listen()
+  std::map<Key, int> accepted_;                        // connections that arrived before this rank asked for them
 };
 
 }  // namespace weft

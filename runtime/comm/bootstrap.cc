@@ -18,6 +18,7 @@
 #include "common/message_auth.h"
 #include "common/settings.h"
 #include "common/status.h"
+#include "common/stranger_queue.h"
 
 namespace weft {
 
@@ -170,13 +171,9 @@ struct RootListener {
   int fd = -1;
   SocketAddress requested;  // what the caller asked for (port 0: any)
   SocketAddress bound;
-  std::vector<Pending> pending;
+  StrangerQueue<Pending> strangers{"bootstrap root", kLogBootstrap, kMaxPending};
   std::vector<std::unique_ptr<BootstrapRoot>> roots;
   double strangerSeconds = 10;
-  // Out of descriptors (EMFILE) with nothing pending to drop: the listener stays readable, so
-  // it is left out of poll until then instead of spinning on it.
-  Deadline pausedUntil = Deadline::after(0);
-  size_t rejected = 0;  // only the first few are logged at WARN
 };
 
 // Every root of the process, served by one thread that lives while any root does: an id that
@@ -282,8 +279,8 @@ class RootService {
   static void closeListener(RootListener& l, bool stopping) {
     for (auto& root : l.roots) root->finish(stopping);
     l.roots.clear();
-    for (auto& p : l.pending) close(p.fd);
-    l.pending.clear();
+    for (auto& p : l.strangers.pending) close(p.fd);
+    l.strangers.pending.clear();
     closeSocket(l.fd);
   }
 
@@ -292,8 +289,8 @@ class RootService {
     while (!stopping_) {
       std::vector<pollfd> fds;
       for (auto& l : listeners_) {
-        fds.push_back({l->pausedUntil.expired() ? l->fd : -1, POLLIN, 0});  // poll skips -1
-        for (auto& p : l->pending) fds.push_back({p.fd, POLLIN, 0});
+        fds.push_back({l->strangers.pollFd(l->fd), POLLIN, 0});
+        for (auto& p : l->strangers.pending) fds.push_back({p.fd, POLLIN, 0});
       }
       lock.unlock();  // add() may run meanwhile; it only appends, and the next pass sees it
       poll(fds.data(), fds.size(), 100);
@@ -302,9 +299,9 @@ class RootService {
       for (size_t i = 0; i < listeners_.size() && at < fds.size(); ++i) {
         RootListener& l = *listeners_[i];
         bool readable = fds[at].fd == l.fd && (fds[at].revents & POLLIN);
-        at += 1 + l.pending.size();
+        at += 1 + l.strangers.pending.size();
         if (readable) acceptReady(l);
-        for (size_t k = l.pending.size(); k-- > 0;) readPending(l, k);
+        for (size_t k = l.strangers.pending.size(); k-- > 0;) readPending(l, k);
       }
       for (size_t i = listeners_.size(); i-- > 0;) {
         RootListener& l = *listeners_[i];
@@ -326,58 +323,25 @@ class RootService {
     if (!stopping_) thread_.detach();
   }
 
-  // Accepts what is waiting (a burst at a time) and sends each its challenge.
-  void acceptReady(RootListener& l) {
-    for (int burst = 0; burst < 16; ++burst) {
-      Pending p{};
-      p.from.length = sizeof(p.from.storage);
-      p.fd = accept4(l.fd, reinterpret_cast<sockaddr*>(&p.from.storage), &p.from.length, SOCK_CLOEXEC | SOCK_NONBLOCK);
-      if (p.fd < 0) {
-        if (errno != EMFILE && errno != ENFILE) return;  // EAGAIN: nothing more waiting
-        if (!l.pending.empty()) {
-          reject(l, oldestToDrop(l), "dropped to free a descriptor (the process is out of them)");
-          continue;
-        }
-        WEFT_WARN("bootstrap root: out of file descriptors; not accepting for 100 ms");
-        l.pausedUntil = Deadline::after(0.1);
-        return;
-      }
-      if (l.pending.size() >= kMaxPending)
-        reject(l, oldestToDrop(l), "dropped: too many connections have not said who they are");
+  // Accepts what is waiting and sends each its challenge.
+  static void acceptReady(RootListener& l) {
+    l.strangers.acceptReady(l.fd, [&](Pending& p) {
       // One that connects and says nothing is dropped, and never outlives the last root's deadline.
       p.deadline = Deadline::after(l.strangerSeconds);
       Challenge challenge{kChallengeMagic, kProtocolVersion, 0, {}};
+      // A fresh socket takes 32 bytes at once, or the peer is gone.
       if (randomNonce(&challenge.rootNonce) != ncclSuccess ||
-          send(p.fd, &challenge, sizeof(challenge), MSG_DONTWAIT | MSG_NOSIGNAL) != ssize_t(sizeof(challenge))) {
-        close(p.fd);  // a fresh socket takes 40 bytes at once, or the peer is gone
-        continue;
-      }
+          send(p.fd, &challenge, sizeof(challenge), MSG_DONTWAIT | MSG_NOSIGNAL) != ssize_t(sizeof(challenge)))
+        return false;
       p.rootNonce = challenge.rootNonce;
-      l.pending.push_back(p);
-    }
+      return true;
+    });
   }
 
-  // The oldest connection that has sent nothing yet (else the oldest): a rank sends its hello
-  // as soon as the challenge arrives, a stranger that holds a connection open does not.
-  static size_t oldestToDrop(const RootListener& l) {
-    for (size_t i = 0; i < l.pending.size(); ++i)
-      if (l.pending[i].got == 0) return i;
-    return 0;
-  }
+  static void reject(RootListener& l, size_t index, const char* reason) { l.strangers.drop(index, reason); }
 
-  static void reject(RootListener& l, size_t index, const char* reason) {
-    if (++l.rejected <= 8)
-      WEFT_WARN("bootstrap root: rejected connection from %s: %s%s", l.pending[index].from.toString().c_str(), reason,
-                l.rejected == 8 ? " (further rejections are logged at INFO)" : "");
-    else
-      WEFT_INFO(kLogBootstrap, "bootstrap root: rejected connection from %s: %s",
-                l.pending[index].from.toString().c_str(), reason);
-    close(l.pending[index].fd);
-    l.pending.erase(l.pending.begin() + index);
-  }
-
-  void readPending(RootListener& l, size_t index) {
-    Pending& p = l.pending[index];
+  static void readPending(RootListener& l, size_t index) {
+    Pending& p = l.strangers.pending[index];
     ssize_t n = recv(p.fd, reinterpret_cast<char*>(&p.hello) + p.got, sizeof(Hello) - p.got, MSG_DONTWAIT);
     if (n == 0) return reject(l, index, "closed before its hello was complete");
     if (n < 0) {
@@ -400,7 +364,7 @@ class RootService {
     if (!root) return reject(l, index, "its hello does not prove the id's secret (or answers another challenge)");
     const char* reason = nullptr;
     if (!root->admit(p.fd, h, p.rootNonce, &reason)) return reject(l, index, reason);
-    l.pending.erase(l.pending.begin() + index);
+    l.strangers.release(index);
   }
 
   std::mutex mutex_;
