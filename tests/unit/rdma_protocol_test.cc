@@ -151,7 +151,10 @@ class RdmaProtocol : public ::testing::Test {
   std::unique_ptr<RdmaConnection> a_, b_;
 };
 
-// One end driven as the executor drives it: sends as room appears, receives and checks.
+// One end driven as the executor drives it: sends as room appears, receives and checks. An
+// iteration that moved nothing yields: the two ends spin against each other, and with more
+// spinning threads than cores (ctest -j2 runs two of these tests at once) a spinner that
+// never yields holds its core for a whole time slice per hand-off (20 s instead of 0.3 s).
 std::string exchange(Connection* c, uint64_t sendSalt, uint64_t receiveSalt, const std::vector<size_t>& sizes) {
   size_t sent = 0, received = 0;
   const auto deadline = Clock::now() + std::chrono::seconds(20);
@@ -159,6 +162,7 @@ std::string exchange(Connection* c, uint64_t sendSalt, uint64_t receiveSalt, con
     if (Clock::now() > deadline)
       return "deadline (sent " + std::to_string(sent) + ", received " + std::to_string(received) + ")";
     if (c->progress() != ncclSuccess) return lastErrorMessage();
+    const size_t before = sent + received;
     void* buffer = nullptr;
     if (sent < sizes.size()) {
       if (c->sendBuffer(sizes[sent], &buffer) != ncclSuccess) return lastErrorMessage();
@@ -181,6 +185,7 @@ std::string exchange(Connection* c, uint64_t sendSalt, uint64_t receiveSalt, con
         ++received;
       }
     }
+    if (sent + received == before) std::this_thread::yield();
   }
   return "";
 }
