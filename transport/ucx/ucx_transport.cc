@@ -265,11 +265,15 @@ class UcxConnection : public Connection {
     static_cast<UcxConnectionIo*>(arg)->endpointStatus.store(status, std::memory_order_release);
   }
 
-  // The error UCX reported for the peer's endpoint, once, as ncclRemoteError naming the peer.
+  // The error UCX reported for the peer's endpoint, once, as ncclRemoteError naming the peer;
+  // not while a message that arrived before it is still unread (a peer that exits after its
+  // last message is not an error until that message has been consumed).
   ncclResult_t peerError() {
     if (failed_ != ncclSuccess) return failed_;
     const ucs_status_t status = io_->endpointStatus.load(std::memory_order_acquire);
     if (status == UCS_OK) return ncclSuccess;
+    const UcxSlot& next = io_->receive.slot(recvHead_);
+    if (next.done.load(std::memory_order_acquire) && next.status == UCS_OK) return ncclSuccess;
     return failed_ = fail(ncclRemoteError,
                           "ucx: the endpoint to rank %d failed: %s (the peer died or its host is unreachable)",
                           peerRank_, ucx().ucs_status_string(status));
