@@ -31,6 +31,15 @@ constexpr std::array<SettingSpec, static_cast<size_t>(Setting::Count)> kSettings
     {Setting::WeftAuth, "WEFT_AUTH", Enum, "auto", 0, 0, 0, "auto|required", false, false,
      "required: a bootstrap secret computed from public data (NCCL_COMM_ID or MASTER_ADDR without "
      "WEFT_SECRET) is an error instead of a warning"},
+    {Setting::WeftEncryption, "WEFT_ENCRYPTION", Enum, "none", 0, 0, 0, "none|tls", true, false,
+     "tls: TCP connections between ranks run TLS 1.3 (keyed from the job secret, or WEFT_TLS_*); UCX and "
+     "verbs are not used between hosts"},
+    {Setting::WeftTlsCert, "WEFT_TLS_CERT", String, nullptr, 0, 0, 0, nullptr, false, false,
+     "WEFT_ENCRYPTION=tls: this rank's certificate chain (PEM) instead of the job secret's key"},
+    {Setting::WeftTlsKey, "WEFT_TLS_KEY", String, nullptr, 0, 0, 0, nullptr, false, false,
+     "WEFT_ENCRYPTION=tls: the private key (PEM) of WEFT_TLS_CERT"},
+    {Setting::WeftTlsCa, "WEFT_TLS_CA", String, nullptr, 0, 0, 0, nullptr, false, false,
+     "WEFT_ENCRYPTION=tls: the CA (PEM) every peer's certificate must chain to"},
     {Setting::WeftBootstrapPort, "WEFT_BOOTSTRAP_PORT", Int, nullptr, 1, 65535, 0, nullptr, false, false,
      "weftCommInitFromEnv: the bootstrap root's port, instead of MASTER_PORT"},
     {Setting::WeftBootstrapFd, "WEFT_BOOTSTRAP_FD", Int, nullptr, 0, 1048575, 0, nullptr, false, false,

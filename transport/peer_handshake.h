@@ -15,6 +15,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <string_view>
 #include <tuple>
 #include <vector>
 
@@ -38,6 +39,10 @@ class PeerHandshake {
   // The communicator's key (runtime/comm/bootstrap.h), known only after bootstrap: a joining
   // rank must prove it holds it, and the accepting rank proves it back.
   void setKey(const MacKey& key);
+  // A key for one purpose (`label`) derived from the communicator's key: TLS's pre-shared key.
+  MacKey derivedKey(std::string_view label) const {
+    return deriveKey(key_.bytes, sizeof(key_.bytes), label, {nullptr, 0});
+  }
   int rank() const { return rank_; }
   double timeoutSeconds() const { return timeoutSeconds_; }
 

@@ -23,14 +23,14 @@ std::unique_ptr<Transport> create() {
 
 const std::vector<TransportEntry>& transportTable() {
   static const std::vector<TransportEntry> table = {
-      {"shm", kTransportShm, true, false, create<ShmTransport>, nullptr},
+      {"shm", kTransportShm, true, false, false, create<ShmTransport>, nullptr},
 #ifdef WEFT_HAVE_IBVERBS
-      {"ib", kTransportIbverbs, false, true, create<IbverbsTransport>, IbverbsTransport::offeredHere},
+      {"ib", kTransportIbverbs, false, true, false, create<IbverbsTransport>, IbverbsTransport::offeredHere},
 #endif
 #ifdef WEFT_HAVE_UCX
-      {"ucx", kTransportUcx, false, true, create<UcxTransport>, nullptr},
+      {"ucx", kTransportUcx, false, true, false, create<UcxTransport>, nullptr},
 #endif
-      {"tcp", kTransportTcp, false, true, create<TcpTransport>, nullptr},
+      {"tcp", kTransportTcp, false, true, true, create<TcpTransport>, nullptr},
   };
   return table;
 }

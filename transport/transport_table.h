@@ -32,6 +32,7 @@ struct TransportEntry {
   TransportKind kind;
   bool peersShareMemory;                   // connected ranks can map each other's buffers (same host)
   bool betweenHosts;                       // reaches peers on other hosts (WEFT_NET chooses among these)
+  bool encrypts;                           // runs TLS under WEFT_ENCRYPTION=tls (only these go between hosts then)
   std::unique_ptr<Transport> (*create)();  // reads the transport's settings
   // Whether this machine lets a rank offer it (an RDMA device for verbs), with the reason when
   // not; null: wherever it is built. Cheap, and starts no thread.

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Between two hosts (network namespaces, tests/netns/hosts_lib.sh), one rank each: weft's
-# all-reduce over TCP and over UCX beside the ceilings measured in the same run on the same
+# all-reduce over TCP, over TCP with TLS (WEFT_ENCRYPTION=tls) and over UCX beside the ceilings measured in the same run on the same
 # link: ucx_perftest's tag-matching latency (ucx-utils) and iperf3's bidirectional goodput.
 # Needs root; prints markdown rows for docs/performance.md.
 #   bench_between_hosts.sh BUILD_DIR [RATE]     RATE: a tc tbf rate (1gbit, 10gbit) or none
@@ -40,15 +40,16 @@ wait $server
 echo "ucx_perftest tag_lat 8 B (one-way, typical): $ucx_lat us"
 
 out=$(mktemp -d)
-run_weft() {  # net args...
+run_weft() {  # net args...   (net: tcp, ucx, or tls for TCP with WEFT_ENCRYPTION=tls)
   local net=$1
   shift
-  HOSTS_ENV="WEFT_NET=$net WEFT_TIMEOUT=120"
+  HOSTS_ENV="WEFT_NET=${net/tls/tcp} WEFT_TIMEOUT=120"
+  [ "$net" = tls ] && HOSTS_ENV="$HOSTS_ENV WEFT_ENCRYPTION=tls"
   hosts_run_ranks 1 "$out" "$build/perf/all_reduce_perf" "$@"
   hosts_wait_ranks || { echo "weft over $net failed:"; cat "$out/rank0.log" "$out/rank1.log"; exit 1; }
   grep -q "Out of bounds values : 0 OK" "$out/rank0.log" || { echo "wrong data over $net"; exit 1; }
 }
-for net in tcp ucx; do
+for net in ${BENCH_NETS:-tcp tls ucx}; do
   run_weft $net -b 8 -e 8 -c 1 -w 200 -n 5000
   lat=$(awk '$1 == 8 {print $6}' "$out/rank0.log")
   echo "weft $net all_reduce 8 B: $lat us"

@@ -51,10 +51,9 @@ ncclResult_t forcedTransportFromEnv(const TransportEntry** out) {
   return ncclSuccess;
 }
 
-// WEFT_NET=auto|ucx|tcp, else NCCL_NET in NCCL's names (Socket, UCX, IB; any case): the
-// transport forced for peers on other hosts, or null for the table's order.
-ncclResult_t forcedNetFromEnv(const TransportEntry** out) {
-  *out = nullptr;
+// WEFT_NET, else NCCL_NET, as the user wrote it: the transport forced for peers on other hosts,
+// or null for the table's order.
+ncclResult_t chooseNetFromEnv(const TransportEntry** out) {
   std::string name;
   const char* variable = "WEFT_NET";
   if (settingText(Setting::WeftNet)) {
@@ -78,6 +77,30 @@ ncclResult_t forcedNetFromEnv(const TransportEntry** out) {
   const std::string built = transportNames([](const TransportEntry& entry) { return entry.betweenHosts; });
   return fail(ncclInvalidArgument, "%s asks for the %s transport, which this weft is not built with (it has: %s)",
               variable, name.c_str(), built.c_str());
+}
+
+// WEFT_ENCRYPTION=tls: only a transport that runs TLS may reach other hosts. Forced when the
+// user chose none, an error naming the variable when the user chose one that cannot.
+ncclResult_t restrictNetToEncrypting(const char* variable, const TransportEntry** out) {
+  if (settingString(Setting::WeftEncryption).value_or("none") != "tls") return ncclSuccess;
+  if (*out && !(*out)->encrypts)
+    return fail(ncclInvalidArgument,
+                "%s asks for the %s transport between hosts, which cannot encrypt: WEFT_ENCRYPTION=tls needs %s",
+                variable, (*out)->name, transportNames([](const TransportEntry& entry) {
+                                          return entry.betweenHosts && entry.encrypts;
+                                        }).c_str());
+  for (const TransportEntry& entry : transportTable())
+    if (!*out && entry.betweenHosts && entry.encrypts) *out = &entry;
+  return ncclSuccess;
+}
+
+// WEFT_NET=auto|ucx|tcp, else NCCL_NET in NCCL's names (Socket, UCX, IB; any case): the
+// transport forced for peers on other hosts, or null for the table's order; with
+// WEFT_ENCRYPTION=tls, the one that encrypts.
+ncclResult_t forcedNetFromEnv(const TransportEntry** out) {
+  *out = nullptr;
+  WEFT_CHECK(chooseNetFromEnv(out));
+  return restrictNetToEncrypting(settingText(Setting::WeftNet) ? "WEFT_NET" : "NCCL_NET", out);
 }
 
 // The transports' view of a rank's bootstrap record.

@@ -31,3 +31,5 @@ weft_test(soak_test SOURCES integration/soak_test.cc LIBS weft_test_support TIME
 weft_test(stream_order_test SOURCES integration/stream_order_test.cc LIBS weft_test_support)
 # Attacks on admission: replayed hellos, impostors, idle connections by the thousand (docs/security.md).
 weft_test(security_test SOURCES integration/security_test.cc LIBS weft_test_support)
+# WEFT_ENCRYPTION=tls: results over TLS with certificates, refusals and init errors.
+weft_test(encryption_test SOURCES integration/encryption_test.cc LIBS weft_test_support)

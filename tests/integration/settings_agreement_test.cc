@@ -154,6 +154,8 @@ INSTANTIATE_TEST_SUITE_P(
                    "NCCL_MAX_NCHANNELS differs between ranks: 8 on ranks 0,2,3; 2 on rank 1"},
         Difference{"WEFT_TRANSPORT", "shm", "tcp",
                    "WEFT_TRANSPORT differs between ranks: shm on ranks 0,2,3; tcp on rank 1"},
+        Difference{"WEFT_ENCRYPTION", nullptr, "tls",
+                   "WEFT_ENCRYPTION differs between ranks: none on ranks 0,2,3; tls on rank 1", "tcp"},
         Difference{"NCCL_SHM_DISABLE", "0", "1",
                    "NCCL_SHM_DISABLE differs between ranks: 0 on ranks 0,2,3; 1 on rank 1"},
         Difference{"WEFT_DIRECT", nullptr, "0", "WEFT_DIRECT differs between ranks: 1 on ranks 0,2,3; 0 on rank 1"},

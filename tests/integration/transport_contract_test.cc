@@ -3,7 +3,7 @@
 // and bytes, a slow receiver holds the sender back without losing anything, the largest
 // message passes and one byte more fails cleanly, and a peer that dies is an error, never a
 // hang. Connections are made only through the table, so a new transport is covered by adding
-// its row.
+// its row; TCP runs a second time with WEFT_ENCRYPTION=tls.
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -30,6 +30,20 @@ using Clock = std::chrono::steady_clock;
 constexpr MacKey kKey = {{0x74, 0x65, 0x73, 0x74, 0x6b, 0x65, 0x79}};
 constexpr double kSetupTimeout = 20;
 constexpr auto kDeadline = std::chrono::seconds(20);  // for any one wait in a test
+
+// The variants under test: every row of the table (by index), then TCP once more with
+// WEFT_ENCRYPTION=tls (its I/O goes through TLS records, collected and flushed together).
+size_t tlsVariant() { return transportTable().size(); }
+const TransportEntry& rowOf(size_t variant) {
+  return variant == tlsVariant() ? *findTransport("tcp") : transportTable()[variant];
+}
+// Set before the variant's transports are made (they read it when they listen).
+void useEncryptionOf(size_t variant) {
+  if (variant == tlsVariant())
+    setenv("WEFT_ENCRYPTION", "tls", 1);
+  else
+    unsetenv("WEFT_ENCRYPTION");
+}
 
 // One rank's side of a pair: its instance of the table row and what it published.
 struct Side {
@@ -138,7 +152,7 @@ ncclResult_t awaitMessage(Connection* c, const void** data, size_t* bytes, Conne
 
 class ConnectionContract : public ::testing::TestWithParam<size_t> {
  protected:
-  const TransportEntry& entry() const { return transportTable()[GetParam()]; }
+  const TransportEntry& entry() const { return rowOf(GetParam()); }
 
   // Two sides in this process, connected through the row (each side's connect on its own
   // thread, since a transport may wait for the other side).
@@ -146,6 +160,7 @@ class ConnectionContract : public ::testing::TestWithParam<size_t> {
     std::string why;
     if (entry().offeredHere && !entry().offeredHere(&why))
       GTEST_SKIP() << "skipped: " << entry().name << " is not offered here: " << why;
+    useEncryptionOf(GetParam());
     ASSERT_OK(listenAs(entry(), 0, &a_));
     ASSERT_OK(listenAs(entry(), 1, &b_));
     ASSERT_TRUE(a_.transport->canConnect(a_.endpoint, b_.endpoint)) << entry().name;
@@ -361,11 +376,12 @@ TEST_P(ConnectionContract, RegisteredRangesWorkOrSayTheyAreNotSupported) {
 // Without ConnectionContract's set-up, which listens (and may start threads) before the fork.
 class PeerProcessContract : public ::testing::TestWithParam<size_t> {
  protected:
-  const TransportEntry& entry() const { return transportTable()[GetParam()]; }
+  const TransportEntry& entry() const { return rowOf(GetParam()); }
   void SetUp() override {
     std::string why;
     if (entry().offeredHere && !entry().offeredHere(&why))
       GTEST_SKIP() << "skipped: " << entry().name << " is not offered here: " << why;
+    useEncryptionOf(GetParam());  // before the fork: the peer process inherits it
   }
 };
 
@@ -382,7 +398,7 @@ pid_t forkPeerThatSends(size_t entryIndex, uint64_t index, size_t bytes, bool ex
   pid_t child = fork();
   if (child == 0) {
     alarm(60);  // never outlive a broken test
-    const TransportEntry& row = transportTable()[entryIndex];
+    const TransportEntry& row = rowOf(entryIndex);
     Side peer;
     TransportEndpoint parent;
     std::unique_ptr<Connection> toRank0;
@@ -398,7 +414,7 @@ pid_t forkPeerThatSends(size_t entryIndex, uint64_t index, size_t bytes, bool ex
     _exit(8);
   }
   *connected = ncclInternalError;
-  if (child > 0 && listenAs(transportTable()[entryIndex], 0, mine) == ncclSuccess) {
+  if (child > 0 && listenAs(rowOf(entryIndex), 0, mine) == ncclSuccess) {
     TransportEndpoint peer;
     const ssize_t endpointBytes = sizeof(TransportEndpoint);
     if (read(toParent[0], &peer, sizeof(peer)) == endpointBytes &&
@@ -476,8 +492,19 @@ TEST_P(PeerProcessContract, PeerThatExitsAfterItsLastMessageIsNotAnErrorUntilDra
   ncclResult_t connected;
   pid_t child = forkPeerThatSends(GetParam(), 7, 100, true, &connection, &connected, &mine);
   ASSERT_GT(child, 0);
+  // Until the peer is gone (and reaped: its pid is gone too), this side drives the connection
+  // without reading from it, as the idle waiter does for a step that waits on another peer: a
+  // TLS connection's first bytes need both ends (its handshake).
   int status = 0;
-  ASSERT_EQ(waitpid(child, &status, 0), child);  // reaped: the peer's pid is gone
+  pid_t reaped = 0;
+  for (const auto start = Clock::now(); reaped == 0 && Clock::now() - start < kDeadline;) {
+    if (connected == ncclSuccess) {
+      EXPECT_OK(connection->progress());
+    }
+    if ((reaped = waitpid(child, &status, WNOHANG)) == 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  if (reaped == 0) kill(child, SIGKILL);
+  ASSERT_EQ(reaped == 0 ? waitpid(child, &status, 0) : reaped, child);
   ASSERT_OK(connected);
   ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "child status " << status;
 
@@ -488,12 +515,12 @@ TEST_P(PeerProcessContract, PeerThatExitsAfterItsLastMessageIsNotAnErrorUntilDra
 }
 
 std::string transportName(const ::testing::TestParamInfo<size_t>& info) {
-  return std::string(transportTable()[info.param].name);
+  return info.param == tlsVariant() ? std::string("tcp_tls") : std::string(transportTable()[info.param].name);
 }
 
-INSTANTIATE_TEST_SUITE_P(EveryTransport, ConnectionContract, ::testing::Range<size_t>(0, transportTable().size()),
+INSTANTIATE_TEST_SUITE_P(EveryTransport, ConnectionContract, ::testing::Range<size_t>(0, tlsVariant() + 1),
                          transportName);
-INSTANTIATE_TEST_SUITE_P(EveryTransport, PeerProcessContract, ::testing::Range<size_t>(0, transportTable().size()),
+INSTANTIATE_TEST_SUITE_P(EveryTransport, PeerProcessContract, ::testing::Range<size_t>(0, tlsVariant() + 1),
                          transportName);
 
 }  // namespace

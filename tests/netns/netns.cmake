@@ -33,3 +33,12 @@ foreach(net IN LISTS weft_netns_nets)
   set_tests_properties(netns.hosts3x2.${net}.rank_killed PROPERTIES LABELS netns TIMEOUT 120 SKIP_RETURN_CODE 77
                        RUN_SERIAL TRUE)
 endforeach()
+
+# WEFT_ENCRYPTION=tls: a known pattern all-gathered between two hosts never shows in the
+# traffic tcpdump captures on the link, and does without encryption.
+add_executable(canary_all_gather ${CMAKE_CURRENT_LIST_DIR}/canary_all_gather.cc)
+target_link_libraries(canary_all_gather PRIVATE weft)
+target_include_directories(canary_all_gather PRIVATE ${PROJECT_SOURCE_DIR}/include)
+add_test(NAME netns.two_hosts.tls_hides_the_payload COMMAND ${CMAKE_CURRENT_LIST_DIR}/encryption.sh ${CMAKE_BINARY_DIR})
+set_tests_properties(netns.two_hosts.tls_hides_the_payload PROPERTIES LABELS netns TIMEOUT 180 SKIP_RETURN_CODE 77
+                     RUN_SERIAL TRUE)

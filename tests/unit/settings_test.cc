@@ -69,7 +69,7 @@ TEST(Settings, ScheduleShapingSettingsMustAgreeAcrossRanks) {
       "NCCL_MAX_NCHANNELS", "WEFT_TUNING_FILE",    "WEFT_DIRECT",      "WEFT_DIRECT_MIN_BYTES",
       "WEFT_COMPRESSION",   "WEFT_TRANSPORT",      "NCCL_SHM_DISABLE", "WEFT_NET",
       "NCCL_NET",           "WEFT_UCX_SLOT_BYTES", "WEFT_UCX_SLOTS",   "WEFT_IB_SLOT_BYTES",
-      "WEFT_IB_SLOTS"};
+      "WEFT_IB_SLOTS",      "WEFT_ENCRYPTION"};
   for (const SettingSpec& spec : allSettings())
     EXPECT_EQ(spec.ranksMustAgree, mustAgree.count(spec.name) == 1) << spec.name;
 }

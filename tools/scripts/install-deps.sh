@@ -12,6 +12,7 @@ packages=(
   libgtest-dev googletest       # tests
   libbenchmark-dev              # kernel benchmarks
   iproute2                      # network-namespace tests
+  tcpdump openssl               # the TLS capture test; certificates for the TLS tests
   libucx-dev                    # the UCX transport
   libibverbs-dev                # the RDMA verbs transport (built; runs where a device exists)
   ucx-utils iperf3              # ceilings beside the between-hosts benchmark (ucx_perftest, iperf3)

@@ -1,7 +1,6 @@
 #include "transport/tcp/tcp_transport.h"
 
 #include <sys/socket.h>
-#include <sys/uio.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -12,6 +11,7 @@
 #include "common/log.h"
 #include "common/settings.h"
 #include "common/status.h"
+#include "common/tls_session.h"
 #include "transport/send_reservation.h"
 
 namespace weft {
@@ -26,7 +26,9 @@ struct FrameHeader {
   uint32_t bytes;
 };
 
-// A ring of message slots in ordinary memory, allocated and faulted in once.
+// A ring of message slots in ordinary memory, allocated and faulted in once. Each slot is
+// preceded by room for its frame header, so that a frame leaves in one write (one TLS record
+// rather than a record for the header and another for the payload).
 struct SlotRing {
   std::vector<char> storage;
   std::vector<uint32_t> sizes;
@@ -38,24 +40,30 @@ struct SlotRing {
   void init(size_t bytes, uint32_t count) {
     slotBytes = bytes;
     slots = count;
-    storage.assign(bytes * count, 0);  // assign touches every page
+    storage.assign((sizeof(FrameHeader) + bytes) * count, 0);  // assign touches every page
     sizes.assign(count, 0);
   }
-  char* slot(uint64_t index) { return storage.data() + (index % slots) * slotBytes; }
+  char* frame(uint64_t index) { return storage.data() + (index % slots) * (sizeof(FrameHeader) + slotBytes); }
+  char* slot(uint64_t index) { return frame(index) + sizeof(FrameHeader); }
   bool full() const { return tail - head >= slots; }
   bool empty() const { return tail == head; }
 };
 
 class TcpConnection : public Connection {
  public:
-  TcpConnection(int fd, int peerRank, size_t slotBytes, uint32_t slots) : fd_(fd), peerRank_(peerRank) {
+  // `tls`, when set, carries every byte (WEFT_ENCRYPTION=tls).
+  TcpConnection(int fd, int peerRank, size_t slotBytes, uint32_t slots, std::unique_ptr<TlsSession> tls)
+      : fd_(fd), peerRank_(peerRank), tls_(std::move(tls)) {
     // No SO_SNDBUF/SO_RCVBUF: setting them turns off the kernel's buffer autotuning and is
     // clamped to net.core.[rw]mem_max (~200 KiB by default), which starves a fast link.
     setNonBlocking(fd_, true);
     send_.init(slotBytes, slots);
     recv_.init(slotBytes, slots);
   }
-  ~TcpConnection() override { closeSocket(fd_); }
+  ~TcpConnection() override {
+    tls_.reset();  // its close_notify goes out before the socket closes
+    closeSocket(fd_);
+  }
 
   const char* transportName() const override { return "TCP"; }
   size_t maxMessageBytes() const override { return send_.slotBytes; }
@@ -74,6 +82,8 @@ class TcpConnection : public Connection {
 
   ncclResult_t sendCommit(size_t bytes) override {
     WEFT_CHECK(reserved_.commit(bytes, "TCP"));
+    const FrameHeader header{kFrameMagic, static_cast<uint32_t>(bytes)};
+    memcpy(send_.frame(send_.tail), &header, sizeof(header));
     send_.sizes[send_.tail % send_.slots] = static_cast<uint32_t>(bytes);
     ++send_.tail;
     return pumpSends();
@@ -101,34 +111,56 @@ class TcpConnection : public Connection {
 
   ncclResult_t checkPeer() override { return failed_; }
   int pollFd() const override { return peerClosed_ && send_.empty() ? -1 : fd_; }
-  bool hasPendingSends() const override { return !send_.empty(); }
+  // Records TLS has already read from the socket wake no poll(2): progress instead of sleeping.
+  bool armPollFd() override { return !tls_ || !tls_->hasBufferedInput(); }
+  bool hasPendingSends() const override { return !send_.empty() || (tls_ && tls_->hasUnsentOutput()); }
 
  private:
-  // Writes queued messages (header then payload) until the socket would block.
+  // One non-blocking write or read on the socket, through TLS when it is on.
+  StreamIo writeSome(const char* data, size_t bytes, size_t* moved) {
+    if (tls_) return tls_->write(data, bytes, moved);
+    ssize_t n = send(fd_, data, bytes, MSG_NOSIGNAL | MSG_DONTWAIT);
+    *moved = n > 0 ? static_cast<size_t>(n) : 0;
+    if (n >= 0) return StreamIo::Moved;
+    return errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR ? StreamIo::WouldBlock : StreamIo::Failed;
+  }
+  StreamIo readSome(char* data, size_t bytes, size_t* moved) {
+    if (tls_) return tls_->read(data, bytes, moved);
+    ssize_t n = recv(fd_, data, bytes, MSG_DONTWAIT);
+    *moved = n > 0 ? static_cast<size_t>(n) : 0;
+    if (n > 0) return StreamIo::Moved;
+    if (n == 0) return StreamIo::Closed;
+    return errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR ? StreamIo::WouldBlock : StreamIo::Failed;
+  }
+  ncclResult_t streamFailed(const char* what) {
+    if (tls_)
+      return failed_ = fail(ncclRemoteError,
+                            "tcp: TLS %s rank %d failed: %s (WEFT_ENCRYPTION=tls: do both ranks hold the same job "
+                            "secret, or certificates from the same WEFT_TLS_CA?)",
+                            what, peerRank_, tls_->lastError().c_str());
+    return failed_ = fail(ncclRemoteError, "tcp: %s rank %d failed: %s", what, peerRank_, strerror(errno));
+  }
+
+  // Writes queued frames (header and payload, one after the other in the ring) until the
+  // socket would block.
   ncclResult_t pumpSends() {
     while (!send_.empty()) {
-      uint32_t bytes = send_.sizes[send_.head % send_.slots];
-      FrameHeader header{kFrameMagic, bytes};
-      iovec parts[2];
-      size_t headerLeft = sendOffset_ < sizeof(header) ? sizeof(header) - sendOffset_ : 0;
-      int count = 0;
-      if (headerLeft) parts[count++] = {reinterpret_cast<char*>(&header) + sendOffset_, headerLeft};
-      size_t payloadDone = sendOffset_ > sizeof(header) ? sendOffset_ - sizeof(header) : 0;
-      if (bytes > payloadDone) parts[count++] = {send_.slot(send_.head) + payloadDone, bytes - payloadDone};
-      msghdr message{};
-      message.msg_iov = parts;
-      message.msg_iovlen = count;
-      ssize_t n = count ? sendmsg(fd_, &message, MSG_NOSIGNAL | MSG_DONTWAIT) : 0;
-      if (n < 0) {
-        if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) return ncclSuccess;
-        return failed_ = fail(ncclRemoteError, "tcp: send to rank %d failed: %s", peerRank_, strerror(errno));
+      const size_t frameBytes = sizeof(FrameHeader) + send_.sizes[send_.head % send_.slots];
+      size_t moved = 0;
+      switch (writeSome(send_.frame(send_.head) + sendOffset_, frameBytes - sendOffset_, &moved)) {
+        case StreamIo::Moved: break;
+        case StreamIo::WouldBlock: return ncclSuccess;
+        case StreamIo::Closed:
+        case StreamIo::Failed: return streamFailed("send to");
       }
-      sendOffset_ += n;
-      if (sendOffset_ == sizeof(header) + bytes) {
+      sendOffset_ += moved;
+      if (sendOffset_ == frameBytes) {
         sendOffset_ = 0;
         ++send_.head;
       }
     }
+    // TLS collects records to send them together: what it holds leaves now.
+    if (tls_ && tls_->flush() == StreamIo::Failed) return streamFailed("send to");
     return ncclSuccess;
   }
 
@@ -137,23 +169,21 @@ class TcpConnection : public Connection {
     WEFT_CHECK(failed_);
     while (!recv_.full() && !peerClosed_) {
       char* slot = recv_.slot(recv_.tail);
-      ssize_t n;
+      size_t moved = 0;
+      StreamIo io = StreamIo::Moved;
       if (recvOffset_ < sizeof(FrameHeader)) {
-        n = recv(fd_, reinterpret_cast<char*>(&recvHeader_) + recvOffset_, sizeof(FrameHeader) - recvOffset_,
-                 MSG_DONTWAIT);
+        io = readSome(reinterpret_cast<char*>(&recvHeader_) + recvOffset_, sizeof(FrameHeader) - recvOffset_, &moved);
       } else {
         size_t done = recvOffset_ - sizeof(FrameHeader);
-        n = recvHeader_.bytes > done ? recv(fd_, slot + done, recvHeader_.bytes - done, MSG_DONTWAIT) : 0;
+        if (recvHeader_.bytes > done) io = readSome(slot + done, recvHeader_.bytes - done, &moved);
       }
-      if (n == 0 && !(recvOffset_ >= sizeof(FrameHeader) && recvHeader_.bytes == recvOffset_ - sizeof(FrameHeader))) {
+      if (io == StreamIo::WouldBlock) return ncclSuccess;
+      if (io == StreamIo::Failed) return streamFailed("receive from");
+      if (io == StreamIo::Closed) {
         peerClosed_ = true;
         return ncclSuccess;
       }
-      if (n < 0) {
-        if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) return ncclSuccess;
-        return failed_ = fail(ncclRemoteError, "tcp: receive from rank %d failed: %s", peerRank_, strerror(errno));
-      }
-      recvOffset_ += n;
+      recvOffset_ += moved;
       if (recvOffset_ == sizeof(FrameHeader)) {
         if (recvHeader_.magic != kFrameMagic)
           return failed_ = fail(ncclSystemError, "tcp: corrupt frame from rank %d (magic %08x, %u bytes)", peerRank_,
@@ -176,6 +206,7 @@ class TcpConnection : public Connection {
 
   int fd_;
   int peerRank_;
+  std::unique_ptr<TlsSession> tls_;
   SlotRing send_;
   SlotRing recv_;
   size_t sendOffset_ = 0;
@@ -188,6 +219,10 @@ class TcpConnection : public Connection {
 
 }  // namespace
 
+std::unique_ptr<Connection> makeTcpConnection(int fd, int peerRank, const TcpSettings& settings) {
+  return std::make_unique<TcpConnection>(fd, peerRank, settings.slotBytes, settings.slots, nullptr);
+}
+
 TcpSettings TcpTransport::settingsFromEnv() {
   return ringGeometryFromEnv(Setting::WeftTcpSlotBytes, Setting::WeftTcpSlots);
 }
@@ -195,6 +230,9 @@ TcpSettings TcpTransport::settingsFromEnv() {
 ncclResult_t TcpTransport::listen(const TransportSetup& setup, TransportEndpoint* /*mine*/) {
   if (!setup.handshake) return fail(ncclInternalError, "tcp: no peer handshake to meet peers through");
   handshake_ = setup.handshake;
+  TlsSettings tls;
+  WEFT_CHECK(tlsSettingsFromEnv(&tls));
+  if (tls.enabled) WEFT_CHECK(TlsContext::create(tls, &tls_));
   return ncclSuccess;
 }
 
@@ -206,8 +244,20 @@ bool TcpTransport::canConnect(const TransportEndpoint& /*self*/, const Transport
 ncclResult_t TcpTransport::connect(const TransportEndpoint& peer, std::unique_ptr<Connection>* out) {
   int fd = -1;
   WEFT_CHECK(handshake_->join(peer.rank, peer.dataAddress, kTcpTransportTag, 0, &fd));
-  *out = std::make_unique<TcpConnection>(fd, peer.rank, settings_.slotBytes, settings_.slots);
-  WEFT_INFO(kLogNet, "tcp: connected to rank %d at %s", peer.rank, peer.dataAddress.toString().c_str());
+  std::unique_ptr<TlsSession> tls;
+  if (tls_) {
+    // The rank that joined is TLS's client; the handshake runs with the first traffic.
+    setNonBlocking(fd, true);
+    ncclResult_t started = TlsSession::start(fd, handshake_->rank() < peer.rank, *tls_,
+                                             handshake_->derivedKey("weft tls pre-shared key"), &tls);
+    if (started != ncclSuccess) {
+      closeSocket(fd);
+      return started;
+    }
+  }
+  *out = std::make_unique<TcpConnection>(fd, peer.rank, settings_.slotBytes, settings_.slots, std::move(tls));
+  WEFT_INFO(kLogNet, "tcp: connected to rank %d at %s%s", peer.rank, peer.dataAddress.toString().c_str(),
+            tls_ ? " (TLS 1.3)" : "");
   return ncclSuccess;
 }
 

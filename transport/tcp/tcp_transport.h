@@ -1,17 +1,23 @@
 // TCP transport between hosts (or on loopback when forced). One socket per peer pair, joined
 // through the communicator's PeerHandshake (so authenticated with its token). Messages are framed
 // (length + magic), staged through per-connection rings allocated once, and moved by
-// non-blocking I/O from the executor's progress loop.
+// non-blocking I/O from the executor's progress loop; with WEFT_ENCRYPTION=tls, through TLS 1.3
+// (common/tls_session.h), keyed from the communicator's key or from certificates.
 #pragma once
 
 #include <memory>
 
 #include "common/socket.h"
+#include "common/tls_session.h"
 #include "transport/transport.h"
 
 namespace weft {
 
 using TcpSettings = RingGeometry;
+
+// The connection over an already joined socket `fd` (owned from now on), without TLS: what
+// connect() makes, exposed for the frame parser's fuzz target (tests/fuzz/fuzz_tcp_frames.cc).
+std::unique_ptr<Connection> makeTcpConnection(int fd, int peerRank, const TcpSettings& settings);
 
 class TcpTransport : public Transport {
  public:
@@ -20,7 +26,7 @@ class TcpTransport : public Transport {
 
   explicit TcpTransport(const TcpSettings& settings) : settings_(settings) {}
 
-  // Peers connect through setup.handshake; nothing else to open.
+  // Peers connect through setup.handshake; with WEFT_ENCRYPTION=tls, loads the TLS context.
   ncclResult_t listen(const TransportSetup& setup, TransportEndpoint* mine) override;
   bool canConnect(const TransportEndpoint& self, const TransportEndpoint& peer) const override;
   // The socket the handshake joined becomes the connection.
@@ -30,6 +36,7 @@ class TcpTransport : public Transport {
  private:
   TcpSettings settings_;
   PeerHandshake* handshake_ = nullptr;
+  std::unique_ptr<TlsContext> tls_;  // WEFT_ENCRYPTION=tls
 };
 
 }  // namespace weft

@@ -1,0 +1,90 @@
+// TLS 1.3 (OpenSSL's libssl, no home-made cryptography) over one connected socket, for
+// WEFT_ENCRYPTION=tls. Keyed either from a pre-shared key that both ends derive from the
+// communicator's key (which never travels), or from certificates (WEFT_TLS_CERT, WEFT_TLS_KEY,
+// WEFT_TLS_CA: each end proves it holds a certificate the CA signed). Reads and writes never
+// block, and the first ones run the handshake: the transport drives it from the executor's
+// progress loop like any traffic, so no pair of ranks waits on the other to start it (a blocking
+// handshake inside connect would make the order in which ranks connect their peers matter). No
+// session tickets, no renegotiation: nothing but the connection's own records moves after it.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <string>
+
+#include "common/message_auth.h"
+#include "nccl.h"
+
+struct ssl_st;
+struct ssl_ctx_st;
+
+namespace weft {
+
+// What WEFT_ENCRYPTION and the WEFT_TLS_* files ask for.
+struct TlsSettings {
+  bool enabled = false;         // WEFT_ENCRYPTION=tls
+  std::string certificateFile;  // WEFT_TLS_CERT (a PEM chain); empty: the pre-shared key
+  std::string privateKeyFile;   // WEFT_TLS_KEY
+  std::string caFile;           // WEFT_TLS_CA: the peers' certificates must chain to it
+  bool usesCertificates() const { return !certificateFile.empty(); }
+};
+// Reads WEFT_ENCRYPTION and WEFT_TLS_*; an incomplete certificate set is an error naming what
+// is missing.
+ncclResult_t tlsSettingsFromEnv(TlsSettings* out);
+
+// What every session of a transport shares: the protocol, the suites, the certificates
+// (loaded once, when it is made).
+class TlsContext {
+ public:
+  ~TlsContext();
+  TlsContext(const TlsContext&) = delete;
+  TlsContext& operator=(const TlsContext&) = delete;
+  // A bad certificate, key or CA file is an error naming its variable.
+  static ncclResult_t create(const TlsSettings& settings, std::unique_ptr<TlsContext>* out);
+
+ private:
+  friend class TlsSession;
+  explicit TlsContext(ssl_ctx_st* context) : context_(context) {}
+  ssl_ctx_st* context_;
+};
+
+// The outcome of one non-blocking read or write on a byte stream.
+enum class StreamIo { Moved, WouldBlock, Closed, Failed };
+
+class TlsSession {
+ public:
+  ~TlsSession();
+  TlsSession(const TlsSession&) = delete;
+  TlsSession& operator=(const TlsSession&) = delete;
+
+  // A session on the connected, non-blocking socket `fd`, as the client or the server; `psk`
+  // keys it unless the context holds certificates. The session does not own `fd`.
+  static ncclResult_t start(int fd, bool client, const TlsContext& context, const MacKey& psk,
+                            std::unique_ptr<TlsSession>* out);
+
+  // Moves up to `bytes` (at least 1); `*moved` says how many. Until the handshake is done they
+  // run it and move nothing. Failed leaves the reason in lastError().
+  StreamIo write(const void* data, size_t bytes, size_t* moved);
+  StreamIo read(void* data, size_t bytes, size_t* moved);
+  const std::string& lastError() const { return lastError_; }
+  // Records are collected and leave together: flush() sends what the socket takes (Moved when
+  // all of it left, WouldBlock when some is still here).
+  StreamIo flush();
+  bool hasUnsentOutput() const;
+  // Records received but not yet read: poll(2) on the socket would not signal them.
+  bool hasBufferedInput() const;
+  bool handshakeDone() const;
+
+  struct Outbox;  // the socket's side: records collected to leave together (tls_session.cc)
+
+ private:
+  TlsSession(ssl_st* ssl, const MacKey& psk, std::unique_ptr<Outbox> outbox);
+  StreamIo outcome(int result, size_t* moved);
+
+  std::unique_ptr<Outbox> outbox_;  // declared first: destroyed after ssl_'s use of it
+  ssl_st* ssl_;
+  MacKey psk_;  // read by the PSK callbacks during the handshake
+  std::string lastError_;
+};
+
+}  // namespace weft
