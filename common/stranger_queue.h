@@ -13,6 +13,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "common/deadline.h"
@@ -21,14 +22,17 @@
 
 namespace weft {
 
-// Pending: a struct with `int fd`, `SocketAddress from` and `size_t got` (bytes received).
+// Pending: a movable struct with `int fd`, `SocketAddress from` and `size_t got` (bytes received).
 template <class Pending>
 class StrangerQueue {
  public:
   StrangerQueue(std::string who, uint32_t logSubsystem, size_t capacity)
       : who_(std::move(who)), logSubsystem_(logSubsystem), capacity_(capacity) {}
   ~StrangerQueue() {
-    for (auto& p : pending) close(p.fd);
+    std::vector<int> fds;
+    for (const auto& p : pending) fds.push_back(p.fd);
+    pending.clear();  // first: what a Pending owns (a TLS session) may still write to its fd
+    for (int fd : fds) close(fd);
   }
   StrangerQueue(const StrangerQueue&) = delete;
   StrangerQueue& operator=(const StrangerQueue&) = delete;
@@ -62,7 +66,7 @@ class StrangerQueue {
         close(p.fd);
         continue;
       }
-      pending.push_back(p);
+      pending.push_back(std::move(p));
     }
   }
 
@@ -74,8 +78,9 @@ class StrangerQueue {
                 rejected_ == kWarnings ? " (further rejections are logged at INFO)" : "");
     else
       WEFT_INFO(logSubsystem_, "%s rejected a connection from %s: %s", who_.c_str(), from.c_str(), reason);
-    close(pending[index].fd);
-    pending.erase(pending.begin() + index);
+    const int fd = pending[index].fd;
+    pending.erase(pending.begin() + index);  // first: what it owns may still write to fd
+    close(fd);
   }
 
   // Hands pending connection `index` over (no longer held or closed here); returns its fd.

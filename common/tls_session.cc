@@ -2,6 +2,7 @@
 
 #include <openssl/err.h>
 #include <openssl/ssl.h>
+#include <poll.h>
 #include <sys/socket.h>
 
 #include <algorithm>
@@ -17,7 +18,7 @@ namespace weft {
 
 namespace {
 
-constexpr unsigned char kPskIdentity[] = "weft communicator key";
+constexpr std::string_view kSharedPskIdentity = "weft communicator key";
 // TLS_AES_128_GCM_SHA256: the PSK's hash must be the suite's, and AES-GCM runs on AES-NI.
 constexpr unsigned char kPskCipher[] = {0x13, 0x01};
 constexpr const char* kPskSuites = "TLS_AES_128_GCM_SHA256:TLS_CHACHA20_POLY1305_SHA256";
@@ -36,9 +37,9 @@ std::string openSslError() {
 // MSG_NOSIGNAL (OpenSSL's own socket BIO writes with write(2): a peer that closed would kill
 // this process with SIGPIPE instead of failing the call). Allocated once per connection.
 struct TlsSession::Outbox {
-  static constexpr size_t kBytes = 256 * 1024;
+  Outbox(int socket, size_t capacity) : fd(socket), bytes(capacity) {}
   int fd;
-  std::vector<char> bytes = std::vector<char>(kBytes);
+  std::vector<char> bytes;
   size_t begin = 0, end = 0;
   bool endOfInput = false;  // the peer closed its side: OpenSSL asks (BIO_CTRL_EOF) to tell it from an error
 
@@ -111,35 +112,47 @@ BIO* outboxBio(TlsSession::Outbox* outbox) {
   return bio;
 }
 
-// The pre-shared key as a TLS 1.3 session, on both sides (RFC 8446's external PSK).
-SSL_SESSION* pskSession(SSL* ssl) {
-  const auto* key = static_cast<const MacKey*>(SSL_get_app_data(ssl));
-  const SSL_CIPHER* cipher = SSL_CIPHER_find(ssl, kPskCipher);
-  SSL_SESSION* session = cipher && key ? SSL_SESSION_new() : nullptr;
-  if (session && (SSL_SESSION_set1_master_key(session, key->bytes, sizeof(key->bytes)) != 1 ||
-                  SSL_SESSION_set_cipher(session, cipher) != 1 ||
-                  SSL_SESSION_set_protocol_version(session, TLS1_3_VERSION) != 1)) {
-    SSL_SESSION_free(session);
-    session = nullptr;
+}  // namespace
+
+// OpenSSL's PSK callbacks, with access to the session (its SSL's app data).
+struct TlsCallbacks {
+  // The pre-shared key as a TLS 1.3 session (RFC 8446's external PSK).
+  static SSL_SESSION* pskSession(SSL* ssl, const MacKey& key) {
+    const SSL_CIPHER* cipher = SSL_CIPHER_find(ssl, kPskCipher);
+    SSL_SESSION* session = cipher ? SSL_SESSION_new() : nullptr;
+    if (session && (SSL_SESSION_set1_master_key(session, key.bytes, sizeof(key.bytes)) != 1 ||
+                    SSL_SESSION_set_cipher(session, cipher) != 1 ||
+                    SSL_SESSION_set_protocol_version(session, TLS1_3_VERSION) != 1)) {
+      SSL_SESSION_free(session);
+      session = nullptr;
+    }
+    return session;
   }
-  return session;
-}
-int usePskSession(SSL* ssl, const EVP_MD* digest, const unsigned char** identity, size_t* identityBytes,
-                  SSL_SESSION** session) {
-  const SSL_CIPHER* cipher = SSL_CIPHER_find(ssl, kPskCipher);
-  *session = nullptr;
-  if (digest && cipher && digest != SSL_CIPHER_get_handshake_digest(cipher)) return 1;  // no PSK for that hash
-  *session = pskSession(ssl);
-  *identity = kPskIdentity;
-  *identityBytes = sizeof(kPskIdentity);
-  return *session ? 1 : 0;
-}
-int findPskSession(SSL* ssl, const unsigned char* identity, size_t identityBytes, SSL_SESSION** session) {
-  *session = nullptr;
-  if (identityBytes != sizeof(kPskIdentity) || memcmp(identity, kPskIdentity, identityBytes) != 0) return 1;
-  *session = pskSession(ssl);
-  return *session ? 1 : 0;
-}
+  static int usePskSession(SSL* ssl, const EVP_MD* digest, const unsigned char** identity, size_t* identityBytes,
+                           SSL_SESSION** session) {
+    const auto* self = static_cast<const TlsSession*>(SSL_get_app_data(ssl));
+    const SSL_CIPHER* cipher = SSL_CIPHER_find(ssl, kPskCipher);
+    *session = nullptr;
+    if (!self || (digest && cipher && digest != SSL_CIPHER_get_handshake_digest(cipher)))
+      return 1;  // no PSK for that hash
+    *session = pskSession(ssl, self->psk_.key);
+    *identity = reinterpret_cast<const unsigned char*>(self->psk_.identity.data());
+    *identityBytes = self->psk_.identity.size();
+    return *session ? 1 : 0;
+  }
+  static int findPskSession(SSL* ssl, const unsigned char* identity, size_t identityBytes, SSL_SESSION** session) {
+    const auto* self = static_cast<const TlsSession*>(SSL_get_app_data(ssl));
+    *session = nullptr;
+    MacKey key{};
+    if (!self || !self->psk_.find ||
+        !self->psk_.find(std::string_view(reinterpret_cast<const char*>(identity), identityBytes), &key))
+      return 1;  // an unknown name: no PSK, and without certificates the handshake fails
+    *session = pskSession(ssl, key);
+    return *session ? 1 : 0;
+  }
+};
+
+namespace {
 
 using ContextPtr = std::unique_ptr<SSL_CTX, decltype(&SSL_CTX_free)>;
 
@@ -160,8 +173,8 @@ ncclResult_t makeContext(const TlsSettings& settings, ContextPtr* out) {
   if (!settings.usesCertificates()) {
     if (SSL_CTX_set_ciphersuites(ctx, kPskSuites) != 1)
       return fail(ncclSystemError, "tls: cannot select the PSK cipher suites: %s", openSslError().c_str());
-    SSL_CTX_set_psk_use_session_callback(ctx, usePskSession);
-    SSL_CTX_set_psk_find_session_callback(ctx, findPskSession);
+    SSL_CTX_set_psk_use_session_callback(ctx, TlsCallbacks::usePskSession);
+    SSL_CTX_set_psk_find_session_callback(ctx, TlsCallbacks::findPskSession);
     *out = std::move(context);
     return ncclSuccess;
   }
@@ -205,8 +218,20 @@ ncclResult_t tlsSettingsFromEnv(TlsSettings* out) {
   return ncclSuccess;
 }
 
-TlsSession::TlsSession(SSL* ssl, const MacKey& psk, std::unique_ptr<Outbox> outbox)
-    : outbox_(std::move(outbox)), ssl_(ssl), psk_(psk) {}
+TlsPsk TlsPsk::shared(const MacKey& key) {
+  TlsPsk psk;
+  psk.identity = kSharedPskIdentity;
+  psk.key = key;
+  psk.find = [key](std::string_view identity, MacKey* out) {
+    if (identity != kSharedPskIdentity) return false;
+    *out = key;
+    return true;
+  };
+  return psk;
+}
+
+TlsSession::TlsSession(SSL* ssl, TlsPsk psk, std::unique_ptr<Outbox> outbox)
+    : outbox_(std::move(outbox)), ssl_(ssl), psk_(std::move(psk)) {}
 
 TlsSession::~TlsSession() {
   // One attempt at close_notify, never waiting: the peer may be gone.
@@ -236,10 +261,9 @@ ncclResult_t TlsContext::create(const TlsSettings& settings, std::unique_ptr<Tls
   return ncclSuccess;
 }
 
-ncclResult_t TlsSession::start(int fd, bool client, const TlsContext& context, const MacKey& psk,
-                               std::unique_ptr<TlsSession>* out) {
-  auto outbox = std::make_unique<Outbox>();
-  outbox->fd = fd;
+ncclResult_t TlsSession::start(int fd, bool client, const TlsContext& context, TlsPsk psk,
+                               std::unique_ptr<TlsSession>* out, size_t outboxBytes) {
+  auto outbox = std::make_unique<Outbox>(fd, outboxBytes);
   SSL* ssl = SSL_new(context.context_);  // holds its own reference to the context
   BIO* bio = ssl ? outboxBio(outbox.get()) : nullptr;
   if (!bio) {
@@ -247,8 +271,8 @@ ncclResult_t TlsSession::start(int fd, bool client, const TlsContext& context, c
     return fail(ncclSystemError, "tls: cannot create a session: %s", openSslError().c_str());
   }
   SSL_set_bio(ssl, bio, bio);
-  std::unique_ptr<TlsSession> session(new TlsSession(ssl, psk, std::move(outbox)));
-  SSL_set_app_data(ssl, &session->psk_);
+  std::unique_ptr<TlsSession> session(new TlsSession(ssl, std::move(psk), std::move(outbox)));
+  SSL_set_app_data(ssl, session.get());
   if (client)
     SSL_set_connect_state(ssl);
   else
@@ -282,6 +306,42 @@ StreamIo TlsSession::read(void* data, size_t bytes, size_t* moved) {
   ERR_clear_error();
   errno = 0;
   return outcome(SSL_read_ex(ssl_, data, bytes, moved), moved);
+}
+
+ncclResult_t TlsSession::waitForSocket(const Deadline& deadline, const char* what) {
+  if (deadline.expired()) return fail(ncclRemoteError, "tls: %s: no progress within the time-out", what);
+  pollfd p{outbox_->fd, static_cast<short>(SSL_want_read(ssl_) ? POLLIN : POLLOUT), 0};
+  if (poll(&p, 1, deadline.millisecondsLeft(100)) < 0 && errno != EINTR)
+    return fail(ncclSystemError, "tls: %s: poll failed: %s", what, strerror(errno));
+  return ncclSuccess;
+}
+
+ncclResult_t TlsSession::writeAll(const void* data, size_t bytes, const Deadline& deadline, const char* what) {
+  const char* at = static_cast<const char*>(data);
+  for (size_t done = 0;;) {
+    size_t moved = 0;
+    const StreamIo io = done < bytes ? write(at + done, bytes - done, &moved) : flush();
+    if (io == StreamIo::Failed || io == StreamIo::Closed)
+      return fail(ncclRemoteError, "tls: %s: %s", what, io == StreamIo::Closed ? "closed" : lastError_.c_str());
+    if (io == StreamIo::Moved && done == bytes) return ncclSuccess;  // written, and the last flush sent it all
+    done += moved;
+    if (io == StreamIo::WouldBlock) WEFT_CHECK(waitForSocket(deadline, what));
+  }
+}
+
+ncclResult_t TlsSession::readAll(void* data, size_t bytes, const Deadline& deadline, const char* what) {
+  char* at = static_cast<char*>(data);
+  for (size_t done = 0; done < bytes;) {
+    size_t moved = 0;
+    const StreamIo io = read(at + done, bytes - done, &moved);
+    if (io == StreamIo::Failed || io == StreamIo::Closed)
+      return fail(ncclRemoteError, "tls: %s: %s", what, io == StreamIo::Closed ? "closed" : lastError_.c_str());
+    done += moved;
+    // Reading may have run the handshake, whose answer waits in the buffer.
+    if (flush() == StreamIo::Failed) return fail(ncclRemoteError, "tls: %s: %s", what, lastError_.c_str());
+    if (io == StreamIo::WouldBlock) WEFT_CHECK(waitForSocket(deadline, what));
+  }
+  return ncclSuccess;
 }
 
 bool TlsSession::hasBufferedInput() const { return SSL_has_pending(ssl_) == 1; }

@@ -9,9 +9,12 @@
 #pragma once
 
 #include <cstddef>
+#include <functional>
 #include <memory>
 #include <string>
+#include <string_view>
 
+#include "common/deadline.h"
 #include "common/message_auth.h"
 #include "nccl.h"
 
@@ -48,6 +51,17 @@ class TlsContext {
   ssl_ctx_st* context_;
 };
 
+// The pre-shared key of a session (unless its context holds certificates). A client names the
+// key (`identity`) and holds it (`key`); a server finds the key a client named with `find`
+// (false: no such key, and the handshake fails).
+struct TlsPsk {
+  std::string identity;
+  MacKey key{};
+  std::function<bool(std::string_view identity, MacKey* key)> find;
+  // One key both ends hold, under a fixed name (the connections between ranks).
+  static TlsPsk shared(const MacKey& key);
+};
+
 // The outcome of one non-blocking read or write on a byte stream.
 enum class StreamIo { Moved, WouldBlock, Closed, Failed };
 
@@ -58,15 +72,23 @@ class TlsSession {
   TlsSession& operator=(const TlsSession&) = delete;
 
   // A session on the connected, non-blocking socket `fd`, as the client or the server; `psk`
-  // keys it unless the context holds certificates. The session does not own `fd`.
-  static ncclResult_t start(int fd, bool client, const TlsContext& context, const MacKey& psk,
-                            std::unique_ptr<TlsSession>* out);
+  // keys it unless the context holds certificates. The session does not own `fd`, and must be
+  // destroyed before `fd` is closed (it sends close_notify). Records collect in `outboxBytes`
+  // (any size works; a stream's want several records per send, a short exchange's one).
+  static constexpr size_t kStreamOutboxBytes = 256 * 1024;
+  static constexpr size_t kExchangeOutboxBytes = 32 * 1024;
+  static ncclResult_t start(int fd, bool client, const TlsContext& context, TlsPsk psk,
+                            std::unique_ptr<TlsSession>* out, size_t outboxBytes = kStreamOutboxBytes);
 
   // Moves up to `bytes` (at least 1); `*moved` says how many. Until the handshake is done they
   // run it and move nothing. Failed leaves the reason in lastError().
   StreamIo write(const void* data, size_t bytes, size_t* moved);
   StreamIo read(void* data, size_t bytes, size_t* moved);
   const std::string& lastError() const { return lastError_; }
+  // All of `bytes`, waiting (in poll) for the socket within `deadline`; an error names `what`
+  // (for a bootstrap exchange, which is short and happens once).
+  ncclResult_t writeAll(const void* data, size_t bytes, const Deadline& deadline, const char* what);
+  ncclResult_t readAll(void* data, size_t bytes, const Deadline& deadline, const char* what);
   // Records are collected and leave together: flush() sends what the socket takes (Moved when
   // all of it left, WouldBlock when some is still here).
   StreamIo flush();
@@ -78,12 +100,14 @@ class TlsSession {
   struct Outbox;  // the socket's side: records collected to leave together (tls_session.cc)
 
  private:
-  TlsSession(ssl_st* ssl, const MacKey& psk, std::unique_ptr<Outbox> outbox);
+  TlsSession(ssl_st* ssl, TlsPsk psk, std::unique_ptr<Outbox> outbox);
   StreamIo outcome(int result, size_t* moved);
+  ncclResult_t waitForSocket(const Deadline& deadline, const char* what);
+  friend struct TlsCallbacks;
 
   std::unique_ptr<Outbox> outbox_;  // declared first: destroyed after ssl_'s use of it
   ssl_st* ssl_;
-  MacKey psk_;  // read by the PSK callbacks during the handshake
+  TlsPsk psk_;  // read by the PSK callbacks during the handshake
   std::string lastError_;
 };
 

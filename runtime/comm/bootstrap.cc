@@ -19,6 +19,7 @@
 #include "common/settings.h"
 #include "common/status.h"
 #include "common/stranger_queue.h"
+#include "common/tls_session.h"
 
 namespace weft {
 
@@ -27,8 +28,11 @@ namespace {
 constexpr uint64_t kChallengeMagic = 0x7765667442434847ull;  // "weftBCHG"
 constexpr uint64_t kHelloMagic = 0x776566744248454cull;      // "weftBHEL"
 constexpr uint64_t kReplyMagic = 0x7765667442525059ull;      // "weftBRPY"
+// Instead of a hello: the rank continues in TLS (WEFT_ENCRYPTION=tls), then sends its hello.
+constexpr uint64_t kTlsUpgradeMagic = 0x776566744254534cull;  // "weftBTSL"
 // 4: challenge-response (the secret never travels; every message is bound to both nonces).
-constexpr uint32_t kProtocolVersion = 4;
+// 5: a rank may continue in TLS after the challenge.
+constexpr uint32_t kProtocolVersion = 5;
 constexpr int kMaxRanks = 1 << 20;
 // Connections a listener holds before they said who they are; beyond it the oldest is dropped,
 // so that strangers cannot use up the root's descriptors (or starve the real ranks of them).
@@ -83,23 +87,45 @@ Mac replyMac(const BootstrapSecret& secret, const Nonce& rankNonce, const Nonce&
                      {table, tableBytes}});
 }
 
+// The bootstrap's TLS key and its name, both derived from the id's secret: a root serving
+// several ids finds the key by the name a rank's handshake offers.
+TlsPsk bootstrapPsk(const BootstrapSecret& secret) {
+  TlsPsk psk;
+  const MacKey name = deriveKey(secret.bytes, sizeof(secret.bytes), "weft bootstrap tls name", {nullptr, 0});
+  static const char kHex[] = "0123456789abcdef";
+  for (int i = 0; i < 16; ++i) {
+    psk.identity += kHex[name.bytes[i] >> 4];
+    psk.identity += kHex[name.bytes[i] & 15];
+  }
+  psk.key = deriveKey(secret.bytes, sizeof(secret.bytes), "weft bootstrap tls key", {nullptr, 0});
+  return psk;
+}
+
 // One connection a root listener has accepted but not yet admitted.
 struct Pending {
   int fd;
   SocketAddress from;
   Nonce rootNonce;  // the challenge it was sent
   Hello hello;
-  size_t got;
+  size_t got;      // bytes received: the first 8 say hello or TLS, then the hello
+  size_t helloAt;  // where the hello starts in what was received (8 after a TLS upgrade)
   Deadline deadline;
+  std::unique_ptr<TlsSession> tls;  // after the rank asked for TLS
 };
 
 // One unique id's root: the ranks admitted so far, until all nranks are in or the deadline.
 class BootstrapRoot {
  public:
   BootstrapRoot(const BootstrapSecret& secret, double timeoutSeconds)
-      : secret_(secret), timeoutSeconds_(timeoutSeconds), deadline_(Deadline::after(timeoutSeconds)) {}
+      : secret_(secret),
+        tlsPsk_(bootstrapPsk(secret)),
+        timeoutSeconds_(timeoutSeconds),
+        deadline_(Deadline::after(timeoutSeconds)) {}
   ~BootstrapRoot() {
-    for (const auto& a : admitted_) close(a.fd);
+    for (auto& a : admitted_) {
+      a.tls.reset();  // before its fd closes
+      close(a.fd);
+    }
   }
 
   // Whether `h` was made with this root's secret for the challenge `rootNonce`.
@@ -110,8 +136,16 @@ class BootstrapRoot {
   bool complete() const { return nranks_ > 0 && static_cast<int>(admitted_.size()) == nranks_; }
   bool expired() const { return deadline_.expired(); }
 
-  // Takes a connection whose hello proved this root's secret; false (with the reason) if refused.
-  bool admit(int fd, const Hello& h, const Nonce& rootNonce, const char** reason) {
+  // Whether a rank's TLS handshake names this root's key (`*key` then holds it).
+  bool tlsKeyNamed(std::string_view identity, MacKey* key) const {
+    if (identity != tlsPsk_.identity) return false;
+    *key = tlsPsk_.key;
+    return true;
+  }
+
+  // Takes a connection whose hello proved this root's secret (with its TLS session, if any);
+  // false (with the reason) if refused.
+  bool admit(int fd, std::unique_ptr<TlsSession>& tls, const Hello& h, const Nonce& rootNonce, const char** reason) {
     if (nranks_ == 0) nranks_ = h.nranks;
     if (h.nranks != nranks_) {
       WEFT_WARN("bootstrap root: rank %d says nranks=%d but the first rank said %d", h.info.rank, h.nranks, nranks_);
@@ -120,7 +154,7 @@ class BootstrapRoot {
     if (h.info.rank < 0 || h.info.rank >= nranks_) return *reason = "rank out of range", false;
     for (const auto& a : admitted_)
       if (a.info.rank == h.info.rank) return *reason = "duplicate rank", false;
-    admitted_.push_back({fd, h.info, h.rankNonce, rootNonce});
+    admitted_.push_back({fd, h.info, h.rankNonce, rootNonce, std::move(tls)});
     WEFT_INFO(kLogBootstrap, "bootstrap root: admitted rank %d (%zu/%d)", h.info.rank, admitted_.size(), nranks_);
     return true;
   }
@@ -142,11 +176,17 @@ class BootstrapRoot {
       if (status == ncclSuccess) table[a.info.rank] = a.info;
     const size_t tableBytes = table.size() * sizeof(RankInfo);
     Deadline deadline = Deadline::after(timeoutSeconds_);
-    for (const auto& a : admitted_) {
+    for (auto& a : admitted_) {
       header.mac = replyMac(secret_, a.rankNonce, a.rootNonce, header, table.data(), tableBytes);
-      setNonBlocking(a.fd, false);
-      if (sendAll(a.fd, &header, sizeof(header), deadline) == ncclSuccess && tableBytes)
-        sendAll(a.fd, table.data(), tableBytes, deadline);
+      if (a.tls) {
+        if (a.tls->writeAll(&header, sizeof(header), deadline, "bootstrap reply") == ncclSuccess && tableBytes)
+          (void)a.tls->writeAll(table.data(), tableBytes, deadline, "bootstrap reply");
+        a.tls.reset();  // its close_notify, before the fd closes
+      } else {
+        setNonBlocking(a.fd, false);
+        if (sendAll(a.fd, &header, sizeof(header), deadline) == ncclSuccess && tableBytes)
+          sendAll(a.fd, table.data(), tableBytes, deadline);
+      }
       close(a.fd);
     }
     admitted_.clear();
@@ -156,9 +196,11 @@ class BootstrapRoot {
   struct Admitted {
     int fd;
     RankInfo info;
-    Nonce rankNonce, rootNonce;  // what its reply's MAC is bound to
+    Nonce rankNonce, rootNonce;       // what its reply's MAC is bound to
+    std::unique_ptr<TlsSession> tls;  // the reply goes through it when the rank asked for TLS
   };
   BootstrapSecret secret_;
+  TlsPsk tlsPsk_;
   double timeoutSeconds_;
   Deadline deadline_;
   int nranks_ = 0;
@@ -174,6 +216,7 @@ struct RootListener {
   StrangerQueue<Pending> strangers{"bootstrap root", kLogBootstrap, kMaxPending};
   std::vector<std::unique_ptr<BootstrapRoot>> roots;
   double strangerSeconds = 10;
+  std::unique_ptr<TlsContext> tls;  // made when the first rank asks for TLS
 };
 
 // Every root of the process, served by one thread that lives while any root does: an id that
@@ -279,8 +322,10 @@ class RootService {
   static void closeListener(RootListener& l, bool stopping) {
     for (auto& root : l.roots) root->finish(stopping);
     l.roots.clear();
-    for (auto& p : l.strangers.pending) close(p.fd);
-    l.strangers.pending.clear();
+    std::vector<int> fds;
+    for (const auto& p : l.strangers.pending) fds.push_back(p.fd);
+    l.strangers.pending.clear();  // first: a TLS session still writes to its fd
+    for (int fd : fds) close(fd);
     closeSocket(l.fd);
   }
 
@@ -340,20 +385,68 @@ class RootService {
 
   static void reject(RootListener& l, size_t index, const char* reason) { l.strangers.drop(index, reason); }
 
+  // A rank that asked for TLS: the server's end of its handshake, keyed by whichever root of
+  // this listener its handshake names (or the certificates of this process's WEFT_TLS_*).
+  static bool startTls(RootListener& l, Pending& p) {
+    if (!l.tls) {
+      TlsSettings settings;
+      if (tlsSettingsFromEnv(&settings) != ncclSuccess || TlsContext::create(settings, &l.tls) != ncclSuccess)
+        return false;
+    }
+    TlsPsk psk;
+    psk.find = [&l](std::string_view identity, MacKey* key) {
+      for (const auto& root : l.roots)
+        if (root->tlsKeyNamed(identity, key)) return true;
+      return false;
+    };
+    return TlsSession::start(p.fd, false, *l.tls, std::move(psk), &p.tls, TlsSession::kExchangeOutboxBytes) ==
+           ncclSuccess;
+  }
+
+  // Reads what the connection sent so far: 8 bytes that say hello or TLS, then the hello.
+  // Returns the reason to drop it, or null (go on waiting, or it was complete: *complete).
+  static const char* receive(RootListener& l, Pending& p, bool* complete) {
+    *complete = false;
+    for (;;) {
+      // Never past the first 8 bytes before knowing whether TLS follows them.
+      const size_t want = p.got < sizeof(uint64_t) ? sizeof(uint64_t) - p.got : p.helloAt + sizeof(Hello) - p.got;
+      char* into = reinterpret_cast<char*>(&p.hello) + (p.got - p.helloAt);
+      size_t moved = 0;
+      StreamIo io = StreamIo::Moved;
+      if (p.tls) {
+        io = p.tls->read(into, want, &moved);
+        if (p.tls->flush() == StreamIo::Failed) io = StreamIo::Failed;  // its handshake answer
+      } else {
+        ssize_t n = recv(p.fd, into, want, MSG_DONTWAIT);
+        moved = n > 0 ? static_cast<size_t>(n) : 0;
+        io = n > 0                               ? StreamIo::Moved
+             : n == 0                            ? StreamIo::Closed
+             : errno == EAGAIN || errno == EINTR ? StreamIo::WouldBlock
+                                                 : StreamIo::Failed;
+      }
+      if (io == StreamIo::Closed) return "closed before its hello was complete";
+      if (io == StreamIo::Failed) return p.tls ? "its TLS handshake failed (another key, or not TLS)" : strerror(errno);
+      if (io == StreamIo::WouldBlock) return p.deadline.expired() ? "sent no complete hello in time" : nullptr;
+      p.got += moved;
+      if (p.got == sizeof(uint64_t) && !p.tls && p.hello.magic == kTlsUpgradeMagic) {
+        if (!startTls(l, p)) return "TLS could not start here (WEFT_TLS_* of the root's process)";
+        p.helloAt = p.got;  // the hello follows, inside TLS
+        continue;
+      }
+      // Check the magic as soon as it is in, so that garbage is refused without waiting.
+      if (p.got - p.helloAt >= sizeof(uint64_t) && p.hello.magic != kHelloMagic) return "not a weft bootstrap hello";
+      if (p.got - p.helloAt == sizeof(Hello)) {
+        *complete = true;
+        return nullptr;
+      }
+    }
+  }
+
   static void readPending(RootListener& l, size_t index) {
     Pending& p = l.strangers.pending[index];
-    ssize_t n = recv(p.fd, reinterpret_cast<char*>(&p.hello) + p.got, sizeof(Hello) - p.got, MSG_DONTWAIT);
-    if (n == 0) return reject(l, index, "closed before its hello was complete");
-    if (n < 0) {
-      if (errno != EAGAIN && errno != EINTR) return reject(l, index, strerror(errno));
-      if (p.deadline.expired()) return reject(l, index, "sent no complete hello in time");
-      return;
-    }
-    p.got += n;
-    // Check the magic as soon as it is in, so that garbage is refused without waiting.
-    if (p.got >= sizeof(uint64_t) && p.hello.magic != kHelloMagic)
-      return reject(l, index, "not a weft bootstrap hello");
-    if (p.got < sizeof(Hello)) return;
+    bool complete = false;
+    if (const char* reason = receive(l, p, &complete)) return reject(l, index, reason);
+    if (!complete) return;
     const Hello& h = p.hello;
     if (h.version != kProtocolVersion) return reject(l, index, "protocol version mismatch");
     if (h.infoBytes != sizeof(RankInfo)) return reject(l, index, "rank info of the wrong size");
@@ -363,7 +456,7 @@ class RootService {
       if (r->verifies(h, p.rootNonce)) root = r.get();
     if (!root) return reject(l, index, "its hello does not prove the id's secret (or answers another challenge)");
     const char* reason = nullptr;
-    if (!root->admit(p.fd, h, p.rootNonce, &reason)) return reject(l, index, reason);
+    if (!root->admit(p.fd, p.tls, h, p.rootNonce, &reason)) return reject(l, index, reason);
     l.strangers.release(index);
   }
 
@@ -411,10 +504,40 @@ ncclResult_t connectToRoot(const UniqueIdContents& id, double timeoutSeconds, in
   return ncclSuccess;
 }
 
+namespace {
+// The rank's end of its bootstrap connection: the socket, or TLS over it once it asked for TLS.
+struct RootChannel {
+  int fd;
+  std::unique_ptr<TlsSession> tls;
+  ncclResult_t send(const void* data, size_t bytes, const Deadline& deadline) {
+    return tls ? tls->writeAll(data, bytes, deadline, "bootstrap") : sendAll(fd, data, bytes, deadline);
+  }
+  ncclResult_t receive(void* data, size_t bytes, const Deadline& deadline) {
+    return tls ? tls->readAll(data, bytes, deadline, "bootstrap") : recvAll(fd, data, bytes, deadline);
+  }
+};
+
+// WEFT_ENCRYPTION=tls: asks the root to continue in TLS, keyed from the id's secret (or this
+// rank's certificates).
+ncclResult_t upgradeToTls(RootChannel* channel, const UniqueIdContents& id, const Deadline& deadline) {
+  TlsSettings settings;
+  WEFT_CHECK(tlsSettingsFromEnv(&settings));
+  if (!settings.enabled) return ncclSuccess;
+  std::unique_ptr<TlsContext> context;
+  WEFT_CHECK(TlsContext::create(settings, &context));
+  const uint64_t upgrade = kTlsUpgradeMagic;
+  WEFT_CHECK(sendAll(channel->fd, &upgrade, sizeof(upgrade), deadline));
+  setNonBlocking(channel->fd, true);
+  return TlsSession::start(channel->fd, true, *context, bootstrapPsk(id.secret), &channel->tls,
+                           TlsSession::kExchangeOutboxBytes);
+}
+}  // namespace
+
 ncclResult_t exchangeRankInfo(int rootFd, const UniqueIdContents& id, int nranks, const RankInfo& mine,
                               double timeoutSeconds, BootstrapResult* result) {
   Deadline deadline = Deadline::after(timeoutSeconds);
   const std::string root = id.root.toString();
+  RootChannel channel{rootFd, nullptr};
   Challenge challenge{};
   if (recvAll(rootFd, &challenge, sizeof(challenge), deadline) != ncclSuccess)
     return fail(ncclRemoteError, "bootstrap: rank %d got no challenge from the root at %s within WEFT_TIMEOUT=%.0f s",
@@ -424,6 +547,7 @@ ncclResult_t exchangeRankInfo(int rootFd, const UniqueIdContents& id, int nranks
   if (challenge.version != kProtocolVersion)
     return fail(ncclInvalidUsage, "bootstrap: the root at %s speaks protocol %u, this rank %u (mixed weft versions)",
                 root.c_str(), challenge.version, kProtocolVersion);
+  WEFT_CHECK(upgradeToTls(&channel, id, deadline));
   Hello hello{};
   hello.magic = kHelloMagic;
   hello.version = kProtocolVersion;
@@ -432,18 +556,24 @@ ncclResult_t exchangeRankInfo(int rootFd, const UniqueIdContents& id, int nranks
   hello.info = mine;
   WEFT_CHECK(randomNonce(&hello.rankNonce));
   hello.mac = helloMac(id.secret, challenge.rootNonce, hello);
-  ncclResult_t sent = sendAll(rootFd, &hello, sizeof(hello), deadline);
+  ncclResult_t sent = channel.send(&hello, sizeof(hello), deadline);
   ReplyHeader header{};
-  if (sent != ncclSuccess || recvAll(rootFd, &header, sizeof(header), deadline) != ncclSuccess)
+  if (sent != ncclSuccess || channel.receive(&header, sizeof(header), deadline) != ncclSuccess) {
+    if (channel.tls && !channel.tls->handshakeDone())
+      return fail(ncclRemoteError,
+                  "bootstrap: rank %d: TLS with the root at %s failed (%s): does the root's process use the same "
+                  "WEFT_TLS_* certificates, or the same id?",
+                  mine.rank, root.c_str(), lastErrorMessage().c_str());
     return fail(ncclRemoteError,
                 "bootstrap: rank %d got no answer from the root at %s (rejected, or not all %d ranks arrived within "
                 "WEFT_TIMEOUT=%.0f s)",
                 mine.rank, root.c_str(), nranks, timeoutSeconds);
+  }
   if (header.magic != kReplyMagic || header.nranks != nranks)
     return fail(ncclSystemError, "bootstrap: malformed reply from the root at %s", root.c_str());
   if (header.status == ncclSuccess) {
     result->ranks.resize(nranks);
-    WEFT_CHECK(recvAll(rootFd, result->ranks.data(), nranks * sizeof(RankInfo), deadline));
+    WEFT_CHECK(channel.receive(result->ranks.data(), nranks * sizeof(RankInfo), deadline));
   }
   const size_t tableBytes = result->ranks.size() * sizeof(RankInfo);
   if (!macsEqual(header.mac,

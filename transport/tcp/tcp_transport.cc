@@ -249,7 +249,7 @@ ncclResult_t TcpTransport::connect(const TransportEndpoint& peer, std::unique_pt
     // The rank that joined is TLS's client; the handshake runs with the first traffic.
     setNonBlocking(fd, true);
     ncclResult_t started = TlsSession::start(fd, handshake_->rank() < peer.rank, *tls_,
-                                             handshake_->derivedKey("weft tls pre-shared key"), &tls);
+                                             TlsPsk::shared(handshake_->derivedKey("weft tls pre-shared key")), &tls);
     if (started != ncclSuccess) {
       closeSocket(fd);
       return started;
