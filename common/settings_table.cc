@@ -32,7 +32,7 @@ constexpr std::array<SettingSpec, static_cast<size_t>(Setting::Count)> kSettings
      "required: a bootstrap secret computed from public data (NCCL_COMM_ID or MASTER_ADDR without "
      "WEFT_SECRET) is an error instead of a warning"},
     {Setting::WeftEncryption, "WEFT_ENCRYPTION", Enum, "none", 0, 0, 0, "none|tls", true, false,
-     "tls: TCP connections between ranks run TLS 1.3 (keyed from the job secret, or WEFT_TLS_*); UCX and "
+     "tls: the bootstrap and TCP between ranks run TLS 1.3 (keyed from the job secret, or WEFT_TLS_*); UCX and "
      "verbs are not used between hosts"},
     {Setting::WeftTlsCert, "WEFT_TLS_CERT", String, nullptr, 0, 0, 0, nullptr, false, false,
      "WEFT_ENCRYPTION=tls: this rank's certificate chain (PEM) instead of the job secret's key"},
