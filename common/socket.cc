@@ -321,6 +321,21 @@ ncclResult_t recvAll(int fd, void* data, size_t bytes, const Deadline& deadline)
   return ncclSuccess;
 }
 
+StreamIo sendSome(int fd, const void* data, size_t bytes, size_t* moved) {
+  ssize_t n = send(fd, data, bytes, MSG_NOSIGNAL | MSG_DONTWAIT);
+  *moved = n > 0 ? static_cast<size_t>(n) : 0;
+  if (n >= 0) return StreamIo::Moved;
+  return errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR ? StreamIo::WouldBlock : StreamIo::Failed;
+}
+
+StreamIo recvSome(int fd, void* data, size_t bytes, size_t* moved) {
+  ssize_t n = recv(fd, data, bytes, MSG_DONTWAIT);
+  *moved = n > 0 ? static_cast<size_t>(n) : 0;
+  if (n > 0) return StreamIo::Moved;
+  if (n == 0) return StreamIo::Closed;
+  return errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR ? StreamIo::WouldBlock : StreamIo::Failed;
+}
+
 void setNonBlocking(int fd, bool nonBlocking) {
   int flags = fcntl(fd, F_GETFL, 0);
   fcntl(fd, F_SETFL, nonBlocking ? flags | O_NONBLOCK : flags & ~O_NONBLOCK);

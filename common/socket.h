@@ -47,6 +47,13 @@ ncclResult_t acceptSocket(int listenFd, const Deadline& deadline, int* fd, Socke
 ncclResult_t sendAll(int fd, const void* data, size_t bytes, const Deadline& deadline);
 ncclResult_t recvAll(int fd, void* data, size_t bytes, const Deadline& deadline);
 
+// The outcome of one non-blocking read or write on a byte stream (a socket, or TLS over one).
+enum class StreamIo { Moved, WouldBlock, Closed, Failed };
+// One non-blocking send (MSG_NOSIGNAL: a closed peer is Failed, not SIGPIPE) or recv of up to
+// `bytes`; `*moved` says how many. Failed leaves the reason in errno.
+StreamIo sendSome(int fd, const void* data, size_t bytes, size_t* moved);
+StreamIo recvSome(int fd, void* data, size_t bytes, size_t* moved);
+
 void setNonBlocking(int fd, bool nonBlocking);
 void setNoDelay(int fd);
 // Every connected data socket: no Nagle delay, keepalive probes and TCP_USER_TIMEOUT within

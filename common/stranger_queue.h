@@ -28,12 +28,7 @@ class StrangerQueue {
  public:
   StrangerQueue(std::string who, uint32_t logSubsystem, size_t capacity)
       : who_(std::move(who)), logSubsystem_(logSubsystem), capacity_(capacity) {}
-  ~StrangerQueue() {
-    std::vector<int> fds;
-    for (const auto& p : pending) fds.push_back(p.fd);
-    pending.clear();  // first: what a Pending owns (a TLS session) may still write to its fd
-    for (int fd : fds) close(fd);
-  }
+  ~StrangerQueue() { closeAll(); }
   StrangerQueue(const StrangerQueue&) = delete;
   StrangerQueue& operator=(const StrangerQueue&) = delete;
 
@@ -81,6 +76,15 @@ class StrangerQueue {
     const int fd = pending[index].fd;
     pending.erase(pending.begin() + index);  // first: what it owns may still write to fd
     close(fd);
+  }
+
+  // Closes every pending connection, each after what it owns (a TLS session may still write
+  // its close_notify to the fd).
+  void closeAll() {
+    std::vector<int> fds;
+    for (const auto& p : pending) fds.push_back(p.fd);
+    pending.clear();
+    for (int fd : fds) close(fd);
   }
 
   // Hands pending connection `index` over (no longer held or closed here); returns its fd.

@@ -47,9 +47,10 @@ struct TlsSession::Outbox {
   // Sends what is collected until the socket would block; false on a socket error.
   bool flush() {
     while (begin < end) {
-      ssize_t n = send(fd, bytes.data() + begin, end - begin, MSG_NOSIGNAL | MSG_DONTWAIT);
-      if (n < 0) return errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR;
-      begin += static_cast<size_t>(n);
+      size_t sent = 0;
+      const StreamIo io = sendSome(fd, bytes.data() + begin, end - begin, &sent);
+      if (io != StreamIo::Moved) return io == StreamIo::WouldBlock;
+      begin += sent;
     }
     begin = end = 0;
     return true;
@@ -196,10 +197,13 @@ ncclResult_t makeContext(const TlsSettings& settings, ContextPtr* out) {
 
 }  // namespace
 
+bool tlsRequested() { return settingString(Setting::WeftEncryption).value_or("none") == "tls"; }
+
+bool tlsUsesCertificates() { return settingText(Setting::WeftTlsCert) != nullptr; }
+
 ncclResult_t tlsSettingsFromEnv(TlsSettings* out) {
   *out = TlsSettings{};
-  const std::optional<std::string> mode = settingString(Setting::WeftEncryption);
-  out->enabled = mode && *mode == "tls";
+  out->enabled = tlsRequested();
   out->certificateFile = settingString(Setting::WeftTlsCert).value_or("");
   out->privateKeyFile = settingString(Setting::WeftTlsKey).value_or("");
   out->caFile = settingString(Setting::WeftTlsCa).value_or("");

@@ -16,6 +16,7 @@
 
 #include "common/deadline.h"
 #include "common/message_auth.h"
+#include "common/socket.h"
 #include "nccl.h"
 
 struct ssl_st;
@@ -34,6 +35,10 @@ struct TlsSettings {
 // Reads WEFT_ENCRYPTION and WEFT_TLS_*; an incomplete certificate set is an error naming what
 // is missing.
 ncclResult_t tlsSettingsFromEnv(TlsSettings* out);
+// WEFT_ENCRYPTION=tls, and whether WEFT_TLS_CERT names certificates (then the job secret keys
+// nothing), without checking the rest.
+bool tlsRequested();
+bool tlsUsesCertificates();
 
 // What every session of a transport shares: the protocol, the suites, the certificates
 // (loaded once, when it is made).
@@ -61,9 +66,6 @@ struct TlsPsk {
   // One key both ends hold, under a fixed name (the connections between ranks).
   static TlsPsk shared(const MacKey& key);
 };
-
-// The outcome of one non-blocking read or write on a byte stream.
-enum class StreamIo { Moved, WouldBlock, Closed, Failed };
 
 class TlsSession {
  public:

@@ -322,10 +322,7 @@ class RootService {
   static void closeListener(RootListener& l, bool stopping) {
     for (auto& root : l.roots) root->finish(stopping);
     l.roots.clear();
-    std::vector<int> fds;
-    for (const auto& p : l.strangers.pending) fds.push_back(p.fd);
-    l.strangers.pending.clear();  // first: a TLS session still writes to its fd
-    for (int fd : fds) close(fd);
+    l.strangers.closeAll();
     closeSocket(l.fd);
   }
 
@@ -417,12 +414,7 @@ class RootService {
         io = p.tls->read(into, want, &moved);
         if (p.tls->flush() == StreamIo::Failed) io = StreamIo::Failed;  // its handshake answer
       } else {
-        ssize_t n = recv(p.fd, into, want, MSG_DONTWAIT);
-        moved = n > 0 ? static_cast<size_t>(n) : 0;
-        io = n > 0                               ? StreamIo::Moved
-             : n == 0                            ? StreamIo::Closed
-             : errno == EAGAIN || errno == EINTR ? StreamIo::WouldBlock
-                                                 : StreamIo::Failed;
+        io = recvSome(p.fd, into, want, &moved);
       }
       if (io == StreamIo::Closed) return "closed before its hello was complete";
       if (io == StreamIo::Failed) return p.tls ? "its TLS handshake failed (another key, or not TLS)" : strerror(errno);

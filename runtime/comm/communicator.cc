@@ -15,6 +15,7 @@
 #include "common/settings.h"
 #include "common/settings_digest.h"
 #include "common/status.h"
+#include "common/tls_session.h"
 #include "runtime/api/api_call.h"
 #include "runtime/comm/init_barrier.h"
 #include "runtime/device/stream_dispatch.h"
@@ -82,7 +83,7 @@ ncclResult_t chooseNetFromEnv(const TransportEntry** out) {
 // WEFT_ENCRYPTION=tls: only a transport that runs TLS may reach other hosts. Forced when the
 // user chose none, an error naming the variable when the user chose one that cannot.
 ncclResult_t restrictNetToEncrypting(const char* variable, const TransportEntry** out) {
-  if (settingString(Setting::WeftEncryption).value_or("none") != "tls") return ncclSuccess;
+  if (!tlsRequested()) return ncclSuccess;
   if (*out && !(*out)->encrypts)
     return fail(ncclInvalidArgument,
                 "%s asks for the %s transport between hosts, which cannot encrypt: WEFT_ENCRYPTION=tls needs %s",

@@ -12,6 +12,7 @@
 #include "common/message_auth.h"
 #include "common/settings.h"
 #include "common/status.h"
+#include "common/tls_session.h"
 
 namespace weft {
 
@@ -80,7 +81,7 @@ BootstrapSecret secretFromText(const char* text) {
 ncclResult_t allowPublicSecret(const char* derivedFrom) {
   // TLS keyed from it would encrypt with a key anyone on the path computes (the root's nonce
   // travels in clear); certificates do not depend on it.
-  if (settingString(Setting::WeftEncryption).value_or("none") == "tls" && !settingText(Setting::WeftTlsCert))
+  if (tlsRequested() && !tlsUsesCertificates())
     return fail(ncclInvalidUsage,
                 "WEFT_ENCRYPTION=tls: TLS would be keyed from a secret computed from %s, which is not secret; set "
                 "WEFT_SECRET (32 hex digits) on every rank, or WEFT_TLS_CERT, WEFT_TLS_KEY and WEFT_TLS_CA",

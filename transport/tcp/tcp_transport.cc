@@ -118,19 +118,10 @@ class TcpConnection : public Connection {
  private:
   // One non-blocking write or read on the socket, through TLS when it is on.
   StreamIo writeSome(const char* data, size_t bytes, size_t* moved) {
-    if (tls_) return tls_->write(data, bytes, moved);
-    ssize_t n = send(fd_, data, bytes, MSG_NOSIGNAL | MSG_DONTWAIT);
-    *moved = n > 0 ? static_cast<size_t>(n) : 0;
-    if (n >= 0) return StreamIo::Moved;
-    return errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR ? StreamIo::WouldBlock : StreamIo::Failed;
+    return tls_ ? tls_->write(data, bytes, moved) : sendSome(fd_, data, bytes, moved);
   }
   StreamIo readSome(char* data, size_t bytes, size_t* moved) {
-    if (tls_) return tls_->read(data, bytes, moved);
-    ssize_t n = recv(fd_, data, bytes, MSG_DONTWAIT);
-    *moved = n > 0 ? static_cast<size_t>(n) : 0;
-    if (n > 0) return StreamIo::Moved;
-    if (n == 0) return StreamIo::Closed;
-    return errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR ? StreamIo::WouldBlock : StreamIo::Failed;
+    return tls_ ? tls_->read(data, bytes, moved) : recvSome(fd_, data, bytes, moved);
   }
   ncclResult_t streamFailed(const char* what) {
     if (tls_)
