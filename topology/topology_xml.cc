@@ -195,8 +195,11 @@ std::string checkTopologyXml(const std::string& text) {
       }
       // A PU or NUMA node without an index becomes bit 2^32-1 of every set above it, which
       // hwloc then spends minutes and a gigabyte on; a real index is far below 2^20.
+      // The type as hwloc reads it: case-insensitive, with aliases ("numa", "Node", "pu").
       const std::string* type = value("type");
-      if (type && (*type == "PU" || *type == "NUMANode")) {
+      hwloc_obj_type_t hwlocType;
+      if (type && hwloc_type_sscanf(type->c_str(), &hwlocType, nullptr, 0) == 0 &&
+          (hwlocType == HWLOC_OBJ_PU || hwlocType == HWLOC_OBJ_NUMANODE)) {
         const std::string* index = value("os_index");
         if (!index || index->empty() || index->size() > 7 ||
             index->find_first_not_of("0123456789") != std::string::npos || std::stol(*index) >= (1L << 20))
@@ -209,6 +212,17 @@ std::string checkTopologyXml(const std::string& text) {
         return "root element is <system>: this is NCCL's own topology format, which weft does not read; "
                "give an hwloc XML topology (lstopo --of xml, or a weft dump)";
       if (root != "topology") return "root element is <" + root + ">, expected <topology> (an hwloc XML topology)";
+      // hwloc imports 1.x files (no version) through fix-ups that dereference sets the file
+      // may lack (found by tests/fuzz/fuzz_topology_xml); hwloc 2 has written 2.x since 2017.
+      std::string version;
+      for (const auto& [attrName, attrValue] : attributes)
+        if (attrName == "version") version = attrValue;
+      if (version.size() < 3 || version.compare(0, 2, "2.") != 0 ||
+          version.find_first_not_of("0123456789", 2) != std::string::npos)
+        return at(startLine) + "<topology> " +
+               (version.empty() ? std::string("has no version: an hwloc 1.x file")
+                                : "has version \"" + version + "\", not 2.x") +
+               "; weft reads hwloc 2 XML (re-export it with hwloc 2's `lstopo --of xml`)";
     }
     if (!selfClosing)
       open.emplace_back(name, startLine);

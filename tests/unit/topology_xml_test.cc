@@ -80,24 +80,52 @@ TEST(TopologyXml, MissingFileIsRefused) { expectRefused("/nonexistent/weft/topol
 
 TEST(TopologyXml, CheckerReportsLines) {
   EXPECT_EQ(checkTopologyXml("<topology version=\"2.0\">\n<object a='1'/>\n</topology>\n"), "");
-  EXPECT_EQ(checkTopologyXml("<topology>\n<object>\n</info>\n</topology>"),
+  EXPECT_EQ(checkTopologyXml("<topology version='2.0'>\n<object>\n</info>\n</topology>"),
             "line 3: </info> closes <object> opened on line 2");
-  EXPECT_NE(checkTopologyXml("<topology>\n<object>\n").find("opened on line 2 (truncated?)"), std::string::npos);
+  EXPECT_NE(checkTopologyXml("<topology version='2.0'>\n<object>\n").find("opened on line 2 (truncated?)"),
+            std::string::npos);
   EXPECT_NE(checkTopologyXml("<topology a=\"1").find("truncated"), std::string::npos);
   EXPECT_NE(checkTopologyXml("<!-- x").find("comment never closed"), std::string::npos);
   // What hwloc 2.9 itself crashes, asserts or spins on (found by tests/fuzz/fuzz_topology_xml).
-  EXPECT_NE(checkTopologyXml("<topology>\n<object type='Core' cpuset='0x3'/>\n</topology>")
+  EXPECT_NE(checkTopologyXml("<topology version='2.0'>\n<object type='Core' cpuset='0x3'/>\n</topology>")
                 .find("line 2: <object> has cpuset without complete_cpuset"),
             std::string::npos);
-  EXPECT_NE(checkTopologyXml("<topology>\n<object cpuset=',x2' complete_cpuset='0x2'/>\n</topology>")
+  EXPECT_NE(checkTopologyXml("<topology version='2.0'>\n<object cpuset=',x2' complete_cpuset='0x2'/>\n</topology>")
                 .find("cpuset of <object> is not an hwloc bitmap"),
             std::string::npos);
-  EXPECT_EQ(checkTopologyXml("<topology><object cpuset='0xf...f,0x1' complete_cpuset='0xff,0x00000001'/></topology>"),
+  EXPECT_EQ(checkTopologyXml(
+                "<topology version='2.0'><object cpuset='0xf...f,0x1' complete_cpuset='0xff,0x00000001'/></topology>"),
             "");
-  EXPECT_NE(checkTopologyXml("<topology>\n<object type='PU' os_iodex='0'/>\n</topology>").find("needs an os_index"),
+  EXPECT_NE(checkTopologyXml("<topology version='2.0'>\n<object type='PU' os_iodex='0'/>\n</topology>")
+                .find("needs an os_index"),
             std::string::npos);
-  EXPECT_NE(checkTopologyXml("<topology><object type='NUMANode' os_index='4294967295'/></topology>").find("os_index"),
+  EXPECT_NE(checkTopologyXml("<topology version='2.0'><object type='NUMANode' os_index='4294967295'/></topology>")
+                .find("os_index"),
             std::string::npos);
+  // hwloc's aliases of the same types (found by fuzzing: "NUMA" without an index ran for minutes).
+  for (const char* alias : {"NUMA", "numanode", "Node", "pu"})
+    EXPECT_NE(checkTopologyXml(std::string("<topology version='2.0'><object type='") + alias + "'/></topology>")
+                  .find("needs an os_index"),
+              std::string::npos)
+        << alias;
+}
+
+TEST(TopologyXml, Hwloc1FilesAreRefusedWithAHint) {
+  // hwloc 2.9 dereferences the missing cpuset of a 1.x NUMA node (a SEGV found by CI's fuzzing).
+  const std::string v1 =
+      "<topology>\n"
+      "<object type='Machine' os_index='0' cpuset='0x1' complete_cpuset='0x1' nodeset='0x1' complete_nodeset='0x1'>\n"
+      "<object type='NUMANode' os_index='0' nodeset='0x1' complete_nodeset='0x1'>\n"
+      "<object type='PU' os_index='0' cpuset='0x1' complete_cpuset='0x1' nodeset='0x1' complete_nodeset='0x1'/>\n"
+      "</object></object></topology>\n";
+  TopologyModel model;
+  EXPECT_EQ(loadTopologyXmlText(v1, "v1.xml", &model), ncclInvalidArgument);
+  EXPECT_NE(lastErrorMessage().find("line 1: <topology> has no version: an hwloc 1.x file"), std::string::npos)
+      << lastErrorMessage();
+  EXPECT_NE(lastErrorMessage().find("lstopo --of xml"), std::string::npos);
+  EXPECT_NE(checkTopologyXml("<topology version='1.11'/>").find("has version \"1.11\", not 2.x"), std::string::npos);
+  EXPECT_NE(checkTopologyXml("<topology version='2.x'/>").find("not 2.x"), std::string::npos);
+  EXPECT_EQ(checkTopologyXml("<topology version='2.1'/>"), "");
 }
 
 TEST(TopologyXml, EveryPrefixOfAFixtureIsHandled) {

@@ -2,8 +2,10 @@
 # CI's fuzzing stage: every libFuzzer target of tests/fuzz (what weft parses from files,
 # settings and peers), built with clang, AddressSanitizer and UBSan in build-fuzz/, run from a
 # copy of its seed corpus (tests/fuzz/corpus/<target>). In CI each target runs a fixed number
-# of inputs from a fixed seed (about 20 s each here), so that a run is repeatable: a crash
-# found once is found every time, never by chance in one CI run. Any crash, leak, time-out or
+# of inputs from a fixed seed (about 20 s each here). That makes a run nearly repeatable, not
+# exactly: CI once reached an hwloc crash at input 85,086 that the same seed never reached here
+# (the path taken depends on more than the seed). A crash CI finds is a real defect: reproduce
+# it from the input or the stack, fix it, add the input to the corpus. Any crash, leak, time-out or
 # sanitizer report fails the stage; the input is kept in build-fuzz/crashes/ and the
 # fuzzer's last lines are printed.
 #   run-fuzzers.sh                            all targets, fixed runs (CI)
