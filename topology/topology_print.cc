@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <string>
 
+#include "common/json_text.h"
 #include "topology/affinity.h"
 
 namespace weft {
@@ -92,33 +93,6 @@ void tree(const TopologyModel& m, int id, int depth, std::string* out) {
   for (int c : m.nodes[id].children) tree(m, c, depth + 1, out);
 }
 
-std::string json(const std::string& s) {
-  std::string o = "\"";
-  for (char c : s) {
-    switch (c) {
-      case '"': o += "\\\""; break;
-      case '\\': o += "\\\\"; break;
-      case '\n': o += "\\n"; break;
-      case '\t': o += "\\t"; break;
-      default:
-        if (static_cast<unsigned char>(c) < 0x20) {
-          char buf[8];
-          std::snprintf(buf, sizeof buf, "\\u%04x", c);
-          o += buf;
-        } else {
-          o += c;
-        }
-    }
-  }
-  return o + "\"";
-}
-
-std::string num(double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.6g", v);
-  return buf;
-}
-
 }  // namespace
 
 std::string formatTopologyTree(const TopologyModel& m) {
@@ -153,9 +127,10 @@ std::string formatLinkTable(const TopologyModel& m) {
                 "detail");
   out += line;
   for (const TopoLink& l : m.links) {
-    std::string bw = num(l.bandwidthGBps) + (l.reported ? " " : "*");
+    std::string bw = fmt("%.6g", l.bandwidthGBps) + (l.reported ? " " : "*");
     std::snprintf(line, sizeof line, "%-12s %10s %8s  %-26s %-26s %s\n", linkTypeName(l.type), bw.c_str(),
-                  num(l.latencyUs).c_str(), m.nodes[l.a].name.c_str(), m.nodes[l.b].name.c_str(), l.label.c_str());
+                  fmt("%.6g", l.latencyUs).c_str(), m.nodes[l.a].name.c_str(), m.nodes[l.b].name.c_str(),
+                  l.label.c_str());
     out += line;
   }
   out += "(* nominal value from the link table: the hardware did not report one)\n";
@@ -164,7 +139,7 @@ std::string formatLinkTable(const TopologyModel& m) {
 
 std::string topologyToJson(const TopologyModel& m) {
   std::string o = "{\n";
-  o += "  \"source\": " + json(m.source) + ",\n  \"hostName\": " + json(m.hostName) + ",\n";
+  o += "  \"source\": " + jsonQuote(m.source) + ",\n  \"hostName\": " + jsonQuote(m.hostName) + ",\n";
   o += "  \"packages\": " + std::to_string(m.packages) + ", \"numaNodes\": " + std::to_string(m.numaNodes) +
        ", \"cores\": " + std::to_string(m.cores) + ", \"pus\": " + std::to_string(m.pus) + ",\n";
   o += "  \"caches\": [";
@@ -178,25 +153,26 @@ std::string topologyToJson(const TopologyModel& m) {
     const NumaInfo& n = m.numaList[i];
     o += std::string(i ? ", " : "") + "{\"os_index\": " + std::to_string(n.osIndex) +
          ", \"package\": " + std::to_string(n.package) + ", \"memory\": " + std::to_string(n.memoryBytes) +
-         ", \"cpuset\": " + json(n.cpuset) + "}";
+         ", \"cpuset\": " + jsonQuote(n.cpuset) + "}";
   }
   o += "],\n  \"gpus\": [";
   for (size_t i = 0; i < m.gpus.size(); ++i) {
     const GpuInfo& g = m.gpus[i];
-    o += std::string(i ? "," : "") + "\n    {\"index\": " + std::to_string(g.index) + ", \"busId\": " + json(g.busId) +
-         ", \"model\": " + json(g.model) + ", \"numa\": " + std::to_string(g.numaNode) +
-         ", \"cpuset\": " + json(g.cpuset) + ", \"nvlinkGBps\": " + num(g.nvlinkGBps) +
-         ", \"nvswitch\": " + (g.onNvSwitch ? "true" : "false") + ", \"nearestNics\": [";
+    o += std::string(i ? "," : "") + "\n    {\"index\": " + std::to_string(g.index) +
+         ", \"busId\": " + jsonQuote(g.busId) + ", \"model\": " + jsonQuote(g.model) +
+         ", \"numa\": " + std::to_string(g.numaNode) + ", \"cpuset\": " + jsonQuote(g.cpuset) +
+         ", \"nvlinkGBps\": " + jsonNumber(g.nvlinkGBps) + ", \"nvswitch\": " + (g.onNvSwitch ? "true" : "false") +
+         ", \"nearestNics\": [";
     std::vector<int> near = nearestNics(m, g.index);
-    for (size_t k = 0; k < near.size(); ++k) o += std::string(k ? ", " : "") + json(m.nics[near[k]].name);
+    for (size_t k = 0; k < near.size(); ++k) o += std::string(k ? ", " : "") + jsonQuote(m.nics[near[k]].name);
     o += "]}";
   }
   o += "],\n  \"nics\": [";
   for (size_t i = 0; i < m.nics.size(); ++i) {
     const NicInfo& n = m.nics[i];
-    o += std::string(i ? "," : "") + "\n    {\"name\": " + json(n.name) + ", \"netdev\": " + json(n.netdev) +
-         ", \"verbs\": " + json(n.verbsDevice) + ", \"busId\": " + json(n.busId) +
-         ", \"speedGbps\": " + num(n.speedGbps) + ", \"numa\": " + std::to_string(n.numaNode) + "}";
+    o += std::string(i ? "," : "") + "\n    {\"name\": " + jsonQuote(n.name) + ", \"netdev\": " + jsonQuote(n.netdev) +
+         ", \"verbs\": " + jsonQuote(n.verbsDevice) + ", \"busId\": " + jsonQuote(n.busId) +
+         ", \"speedGbps\": " + jsonNumber(n.speedGbps) + ", \"numa\": " + std::to_string(n.numaNode) + "}";
   }
   o += "],\n  \"gpuPaths\": [";
   bool first = true;
@@ -205,23 +181,23 @@ std::string topologyToJson(const TopologyModel& m) {
       if (a.index >= b.index) continue;
       o += std::string(first ? "" : ",") + "\n    {\"a\": " + std::to_string(a.index) +
            ", \"b\": " + std::to_string(b.index) + ", \"type\": \"" + pathTypeName(pathType(m, a.node, b.node)) +
-           "\", \"GBps\": " + num(pathBandwidthGBps(m, a.node, b.node)) + "}";
+           "\", \"GBps\": " + jsonNumber(pathBandwidthGBps(m, a.node, b.node)) + "}";
       first = false;
     }
   o += "],\n  \"nodes\": [";
   for (size_t i = 0; i < m.nodes.size(); ++i) {
     const TopoNode& n = m.nodes[i];
     o += std::string(i ? "," : "") + "\n    {\"id\": " + std::to_string(n.id) + ", \"type\": \"" +
-         topoNodeTypeName(n.type) + "\", \"parent\": " + std::to_string(n.parent) + ", \"name\": " + json(n.name) +
-         ", \"busId\": " + json(n.busId) + ", \"numa\": " + std::to_string(n.numaNode) + "}";
+         topoNodeTypeName(n.type) + "\", \"parent\": " + std::to_string(n.parent) + ", \"name\": " + jsonQuote(n.name) +
+         ", \"busId\": " + jsonQuote(n.busId) + ", \"numa\": " + std::to_string(n.numaNode) + "}";
   }
   o += "],\n  \"links\": [";
   for (size_t i = 0; i < m.links.size(); ++i) {
     const TopoLink& l = m.links[i];
     o += std::string(i ? "," : "") + "\n    {\"a\": " + std::to_string(l.a) + ", \"b\": " + std::to_string(l.b) +
-         ", \"type\": \"" + linkTypeName(l.type) + "\", \"GBps\": " + num(l.bandwidthGBps) +
-         ", \"latencyUs\": " + num(l.latencyUs) + ", \"reported\": " + (l.reported ? "true" : "false") +
-         ", \"label\": " + json(l.label) + "}";
+         ", \"type\": \"" + linkTypeName(l.type) + "\", \"GBps\": " + jsonNumber(l.bandwidthGBps) +
+         ", \"latencyUs\": " + jsonNumber(l.latencyUs) + ", \"reported\": " + (l.reported ? "true" : "false") +
+         ", \"label\": " + jsonQuote(l.label) + "}";
   }
   o += "]\n}\n";
   return o;
