@@ -6,6 +6,7 @@
 
 #include <libgen.h>
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -14,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "perf/perf_json.h"
 #include "weft/weft.h"
 
 namespace weft::perf {
@@ -43,9 +45,18 @@ int localRankFromEnv() {
   return 0;
 }
 
+// -J FILE: the document rank 0 fills during the run and writes at its end (also after an
+// error, with the error in it).
+struct JsonOutput {
+  int fd = -1;
+  std::string path;
+  PerfJsonRun doc;
+};
+
 class Runner {
  public:
-  Runner(const CollTest& test, const PerfOptions& options, ncclComm_t comm) : test_(test), o_(options), comm_(comm) {}
+  Runner(const CollTest& test, const PerfOptions& options, ncclComm_t comm, JsonOutput* json)
+      : test_(test), o_(options), comm_(comm), json_(json) {}
   ~Runner() { freeBuffers(); }
 
   // Returns the number of failed checks.
@@ -71,7 +82,9 @@ class Runner {
   void runOnce(const void* send, void* recv, const CollCounts& c, ncclDataType_t type, ncclRedOp_t op);
   void warmup(ncclDataType_t type, ncclRedOp_t op, size_t bytes);
   void timeTest(ncclDataType_t type, ncclRedOp_t op);
-  void benchTime(ncclDataType_t type, ncclRedOp_t op, size_t bytes, const CollCounts& c, int inPlace);
+  PerfJsonPlacement benchTime(ncclDataType_t type, ncclRedOp_t op, size_t bytes, const CollCounts& c, int inPlace);
+  void openJsonOutput();
+  void iterationStatistics(PerfJsonPlacement* out);
 
   const CollTest& test_;
   PerfOptions o_;
@@ -84,7 +97,10 @@ class Runner {
   int busBwCount_ = 0;
   int errors_ = 0;
   int rep_ = 0;
-  int root_ = 0;  // the root of the current pass (-r, or each rank in turn with -r -1)
+  int root_ = 0;                     // the root of the current pass (-r, or each rank in turn with -r -1)
+  JsonOutput* json_;                 // -J: rank 0 fills json_->doc; null without -J
+  std::vector<double> iterSeconds_;  // -I: this rank's time of each timed iteration
+  std::vector<double> iterRows_;     // -I: every rank's iterSeconds_, gathered (nranks x iters)
 };
 
 double Runner::allReduceDouble(double v, ncclRedOp_t op) {
@@ -115,9 +131,14 @@ void Runner::printHeader() {
   std::memcpy(mine.data() + kRankLine * rank_, line.data(), line.size());
   check(ncclAllReduce(mine.data(), all.data(), mine.size(), ncclUint8, ncclSum, comm_, nullptr),
         "ncclAllReduce(rank lines)");
-  for (int r = 0; r < nranks_; ++r) print(std::string(reinterpret_cast<const char*>(all.data() + kRankLine * r)));
+  for (int r = 0; r < nranks_; ++r) {
+    std::string rankLine(reinterpret_cast<const char*>(all.data() + kRankLine * r));
+    print(rankLine);
+    PerfJsonDevice device;
+    if (rank_ == 0 && json_ && parseRankLine(rankLine, &device)) json_->doc.devices.push_back(device);
+  }
   print("#\n");
-  print(formatColumnHeader(o_.reportCputime != 0));
+  print(formatColumnHeader(o_.reportCputime != 0, o_.perIterTiming != 0));
   if (rank_ == 0) std::fflush(stdout);
 }
 
@@ -169,7 +190,39 @@ void Runner::warmup(ncclDataType_t type, ncclRedOp_t op, size_t bytes) {
   for (int i = 0; i < o_.warmupIters; ++i) runOnce(send_, recv_, c, type, op);
 }
 
-void Runner::benchTime(ncclDataType_t type, ncclRedOp_t op, size_t bytes, const CollCounts& c, int inPlace) {
+void Runner::openJsonOutput() {
+  if (o_.outputFile.empty()) return;
+  std::string error;
+  if (rank_ == 0) {
+    json_->fd = createPerfJsonFile(o_.outputFile, &json_->path, &error);
+    if (json_->fd >= 0) print("# Writing JSON output to " + json_->path + "\n");
+  }
+  // Every rank stops alike when rank 0 cannot write the file.
+  if (allReduceSum(rank_ == 0 && json_->fd < 0 ? 1 : 0) != 0)
+    throw PerfError("-J: " + (rank_ == 0 ? error : "rank 0 cannot create " + o_.outputFile));
+}
+
+// -I: per iteration, the slowest rank's time, its statistics (printed) and every rank's row.
+void Runner::iterationStatistics(PerfJsonPlacement* out) {
+  const int iters = o_.iters;
+  std::vector<double> mine(iterRows_.size(), 0.0);
+  std::copy(iterSeconds_.begin(), iterSeconds_.end(), mine.begin() + static_cast<ptrdiff_t>(rank_) * iters);
+  check(ncclAllReduce(mine.data(), iterRows_.data(), iterRows_.size(), ncclFloat64, ncclSum, comm_, nullptr),
+        "ncclAllReduce(iteration times)");
+  for (double& t : iterRows_) t *= 1e6;
+  out->hasIterations = true;
+  out->skippedIterations = o_.perIterSkip;
+  out->timesUs = slowestRankPerIteration(iterRows_, nranks_, iters);
+  out->statsUs = computeIterStats(out->timesUs, o_.perIterSkip);
+  if (json_ && nranks_ > 1) {
+    for (int r = 0; r < nranks_; ++r)
+      out->perProcessUs.emplace_back(iterRows_.begin() + static_cast<ptrdiff_t>(r) * iters,
+                                     iterRows_.begin() + static_cast<ptrdiff_t>(r + 1) * iters);
+  }
+}
+
+PerfJsonPlacement Runner::benchTime(ncclDataType_t type, ncclRedOp_t op, size_t bytes, const CollCounts& c,
+                                    int inPlace) {
   const size_t ts = typeSize(type);
   const int dataOp = test_.reduces ? static_cast<int>(op) : kNoOp;
   const char* sendPtr = inPlace ? recv_ + c.sendInplaceOffset * ts * rank_ : send_;
@@ -189,10 +242,12 @@ void Runner::benchTime(ncclDataType_t type, ncclRedOp_t op, size_t bytes, const 
 
   const double t0 = nowSec();
   for (int iter = 0; iter < o_.iters; ++iter) {
+    const double iterStart = o_.perIterTiming ? nowSec() : 0.0;
     if (o_.aggIters > 1) check(ncclGroupStart(), "ncclGroupStart");
     for (int a = 0; a < o_.aggIters; ++a) runOnce(sendPtr, recvPtr, c, type, op);
     if (o_.aggIters > 1) check(ncclGroupEnd(), "ncclGroupEnd");
     if (o_.blocking) barrier();
+    if (o_.perIterTiming) iterSeconds_[iter] = (nowSec() - iterStart) / o_.aggIters;  // per collective, as nccl-tests
   }
   double sec = (nowSec() - t0) / (static_cast<double>(o_.iters) * o_.aggIters);
   switch (o_.average) {
@@ -202,6 +257,8 @@ void Runner::benchTime(ncclDataType_t type, ncclRedOp_t op, size_t bytes, const 
     default: sec = allReduceDouble(sec, ncclSum) / nranks_; break;
   }
   Bandwidth bw = computeBandwidth(c.paramCount, ts, sec, test_.algFactor(nranks_), test_.busFactor(nranks_));
+  PerfJsonPlacement result;
+  if (o_.perIterTiming) iterationStatistics(&result);
 
   const int checks = (inPlace && !test_.checksInPlace) ? 0 : o_.check;
   int64_t wrong = checks ? 0 : -1;
@@ -221,8 +278,14 @@ void Runner::benchTime(ncclDataType_t type, ncclRedOp_t op, size_t bytes, const 
   }
   if (wrong > 0) ++errors_;
   print(formatRowResult(sec * 1e6, bw.algBw, bw.busBw, wrong));
+  if (o_.perIterTiming) print(formatIterColumns(result.statsUs));
   busBwSum_ += bw.busBw;
   ++busBwCount_;
+  result.timeUs = sec * 1e6;
+  result.algBw = bw.algBw;
+  result.busBw = bw.busBw;
+  result.wrong = wrong;
+  return result;
 }
 
 void Runner::timeTest(ncclDataType_t type, ncclRedOp_t op) {
@@ -232,11 +295,18 @@ void Runner::timeTest(ncclDataType_t type, ncclRedOp_t op) {
   const size_t ts = typeSize(type);
   for (size_t size : sizeSteps(o_)) {
     CollCounts c = collCounts(test_, size / ts, ts, nranks_);
-    print(formatRowStart(reportedBytes(c, ts), c.paramCount, typeName(type), test_.reduces ? opName(op) : "none",
-                         test_.rooted ? root_ : -1));
-    benchTime(type, op, size, c, 0);
-    benchTime(type, op, size, c, 1);
+    PerfJsonResult row;
+    row.size = reportedBytes(c, ts);
+    row.count = c.paramCount;
+    row.type = typeName(type);
+    row.redop = test_.reduces ? opName(op) : "none";
+    row.root = test_.rooted ? root_ : -1;
+    row.actualIterations = o_.iters;
+    print(formatRowStart(row.size, row.count, row.type.c_str(), row.redop.c_str(), row.root));
+    row.outOfPlace = benchTime(type, op, size, c, 0);
+    row.inPlace = benchTime(type, op, size, c, 1);
     print("\n");
+    if (rank_ == 0 && json_) json_->doc.results.push_back(std::move(row));
   }
 }
 
@@ -245,6 +315,11 @@ int Runner::run() {
   check(ncclCommUserRank(comm_, &rank_), "ncclCommUserRank");
   if (test_.rooted && o_.root >= nranks_)
     throw PerfError("root " + std::to_string(o_.root) + " is not a rank (" + std::to_string(nranks_) + " ranks)");
+  if (o_.perIterTiming) {
+    iterSeconds_.assign(static_cast<size_t>(o_.iters), 0.0);
+    iterRows_.assign(static_cast<size_t>(o_.iters) * nranks_, 0.0);
+  }
+  openJsonOutput();
   printHeader();
   if (const char* reason = test_.skipReason ? test_.skipReason(nranks_) : nullptr) {
     print(std::string(reason) + "\n");  // nccl-tests: the table stays empty and the run succeeds
@@ -265,9 +340,34 @@ int Runner::run() {
       }
     }
   }
-  print(formatSummary(errors_, busBwCount_ ? busBwSum_ / busBwCount_ : 0.0));
+  const double averageBusBw = busBwCount_ ? busBwSum_ / busBwCount_ : 0.0;
+  print(formatSummary(errors_, averageBusBw));
   print("\n");
+  if (rank_ == 0 && json_) {
+    json_->doc.outOfBounds = errors_;
+    json_->doc.averageBusBw = averageBusBw;
+  }
   return errors_;
+}
+
+// Finishes and writes the -J document (nothing without -J, or on ranks other than 0). False
+// with a message on stderr when the file cannot be written.
+bool writeJsonOutput(JsonOutput* json, const std::string& prog, const std::string& error) {
+  if (json->fd < 0) return true;
+  json->doc.endTime = perfJsonTimeNow();
+  json->doc.errors = {error};  // nccl-tests: ncclGetLastError(NULL), "" after a clean run
+  const std::string text = formatPerfJson(json->doc);
+  size_t done = 0;
+  while (done < text.size()) {
+    ssize_t n = ::write(json->fd, text.data() + done, text.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    done += static_cast<size_t>(n);
+  }
+  const bool ok = done == text.size() && ::close(json->fd) == 0;
+  json->fd = -1;
+  if (!ok) std::fprintf(stderr, "%s: cannot write %s: %s\n", prog.c_str(), json->path.c_str(), std::strerror(errno));
+  return ok;
 }
 
 }  // namespace
@@ -286,6 +386,13 @@ int runPerfTool(int argc, char** argv, const CollTest& test) {
   }
   if (!parsed.warnings.empty()) std::fputs(parsed.warnings.c_str(), stderr);
 
+  JsonOutput json;
+  json.doc.startTime = perfJsonTimeNow();
+  json.doc.args.assign(argv, argv + argc);
+  for (char** e = environ; e && *e; ++e) json.doc.env.push_back(redactedEnvironmentEntry(*e));
+  ncclGetVersion(&json.doc.ncclVersion);
+  json.doc.options = parsed.options;
+
   ncclComm_t comm = nullptr;
   ncclResult_t r = weftCommInitFromEnv(&comm);
   if (r != ncclSuccess) {
@@ -296,14 +403,16 @@ int runPerfTool(int argc, char** argv, const CollTest& test) {
   }
   int errors = 0;
   try {
-    Runner runner(test, parsed.options, comm);
+    Runner runner(test, parsed.options, comm, &json);
     errors = runner.run();
   } catch (const PerfError& e) {
     std::fflush(stdout);
     std::fprintf(stderr, "%s: %s\n", prog.c_str(), e.what());
+    writeJsonOutput(&json, prog, e.what());
     ncclCommAbort(comm);
     return 1;
   }
+  if (!writeJsonOutput(&json, prog, "")) errors = std::max(errors, 1);
   r = ncclCommDestroy(comm);
   if (r != ncclSuccess) {
     std::fprintf(stderr, "%s: ncclCommDestroy failed: %s\n", prog.c_str(), ncclGetErrorString(r));

@@ -54,6 +54,9 @@ const Flag kFlags[] = {
     {'C', "report_cputime", "<0/1>"},
     {'a', "average", "<0/1/2/3> report average iteration time <0=RANK0/1=AVG/2=MIN/3=MAX>"},
     {'R', "memalloc", "<0/1> allocate buffers with ncclMemAlloc (also WEFT_PERF_MEMALLOC=1)"},
+    {'I', "per_iter_timing", "<0/1> time every iteration: min/max/p99/cv% columns, per-rank times in -J"},
+    {'K', "per_iter_skip", "<count> leading iterations the -I statistics leave out (default: 0)"},
+    {'J', "output_file", "<file> write nccl-tests' JSON document there (the name must end in .json)"},
     {'h', "help", nullptr},
 };
 
@@ -192,6 +195,20 @@ bool applyFlag(const Flag& flag, const std::string& value, PerfParse* result, st
     case 'T':
       if (!parseInt(value, 0, 1L << 30, &o.timeoutSec)) return failed("invalid timeout " + what);
       break;
+    case 'I':
+      if (!parseInt(value, 0, 1, &o.perIterTiming)) return failed("invalid per_iter_timing flag " + what + " (0/1)");
+      break;
+    case 'K':
+      if (!parseInt(value, 0, 1L << 30, &o.perIterSkip)) return failed("invalid per_iter_skip count " + what);
+      break;
+    case 'J': {
+      // nccl-tests infers the format from the suffix and writes nothing for another one.
+      const size_t dot = value.rfind('.');
+      if (value.empty() || dot == std::string::npos || lower(value.substr(dot)) != ".json")
+        return failed("-J '" + value + "': only JSON output is supported (a file name ending in .json)");
+      o.outputFile = value;
+      break;
+    }
     case 'p':
     case 'y':
       if (!parseInt(value, 0, 1, &n)) return failed("invalid flag " + what);
@@ -337,6 +354,13 @@ PerfParse parsePerfArgs(int argc, const char* const* argv, const char* memAllocE
     if (!applyFlag(*arg.flag, arg.value, &result, &error)) return fail(error);
   }
   if (!checkSizes(o, &error)) return fail(error);
+  if (o.perIterSkip >= o.iters)
+    return fail("-K " + std::to_string(o.perIterSkip) + " leaves none of the " + std::to_string(o.iters) +
+                " iterations (-n) for the -I statistics");
+  if (o.perIterSkip && !o.perIterTiming) {
+    result.warnings += "# -K ignored: it applies to -I 1's statistics\n";
+    o.perIterSkip = 0;
+  }
   result.kind = PerfParse::kRun;
   return result;
 }

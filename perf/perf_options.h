@@ -29,6 +29,9 @@ struct PerfOptions {
   int reportCputime = 0;                            // -C
   int cudaGraph = 0;                                // -G (accepted, ignored: host memory)
   int timeoutSec = 0;                               // -T (accepted; the library's own deadlines apply)
+  std::string outputFile;                           // -J: nccl-tests' JSON document (rank 0 writes it)
+  int perIterTiming = 0;                            // -I: per-iteration times and their statistics
+  int perIterSkip = 0;                              // -K: leading iterations the -I statistics leave out
 };
 
 struct PerfParse {

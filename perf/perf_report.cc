@@ -26,6 +26,11 @@ std::string formatRunHeader(const PerfOptions& o) {
       1, 1, o.minBytes, o.maxBytes, o.stepFactor > 1 ? o.stepFactor : o.stepBytes,
       o.stepFactor > 1 ? "factor" : "bytes", o.warmupIters, o.iters, o.aggIters, o.check, o.cudaGraph);
   if (o.blocking) s += "# Blocking Enabled: wait for completion and barrier after each collective \n";
+  if (o.perIterTiming) {
+    s += "# Per-Iteration Report: host wall-clock timing; i_* uses max over process rows";
+    if (o.perIterSkip) s += format("; summary skips first %d iterations", o.perIterSkip);
+    s += " \n";
+  }
   return s;
 }
 
@@ -35,8 +40,24 @@ std::string formatRankLine(int rank, int group, int pid, const std::string& host
                 device, busId, deviceName.c_str());
 }
 
-std::string formatColumnHeader(bool reportCputime) {
+std::string formatColumnHeader(bool reportCputime, bool perIteration) {
   const char* timeStr = reportCputime ? "cputime" : "time";
+  if (perIteration) {
+    // nccl-tests' -I layout: each placement's columns followed by its i_* columns.
+    std::string s = format(
+        "# %10s  %12s  %8s  %6s  %6s              out-of-place (+ per-iteration)"
+        "                                in-place (+ per-iteration)\n",
+        "", "", "", "", "");
+    s += format(
+        "# %10s  %12s  %8s  %6s  %6s  %7s  %6s  %6s %6s  %7s  %7s  %7s  %7s  %7s  %6s  %6s %6s  %7s  %7s  %7s  %7s\n",
+        "size", "count", "type", "redop", "root", timeStr, "algbw", "busbw", "#wrong", "i_min", "i_max", "i_p99",
+        "i_cv%", timeStr, "algbw", "busbw", "#wrong", "i_min", "i_max", "i_p99", "i_cv%");
+    s += format(
+        "# %10s  %12s  %8s  %6s  %6s  %7s  %6s  %6s  %5s  %7s  %7s  %7s  %7s  %7s  %6s  %6s  %5s  %7s  %7s  %7s  %7s\n",
+        "(B)", "(elements)", "", "", "", "(us)", "(GB/s)", "(GB/s)", "", "(us)", "(us)", "(us)", "(%)", "(us)",
+        "(GB/s)", "(GB/s)", "", "(us)", "(us)", "(us)", "(%)");
+    return s;
+  }
   std::string s =
       format("# %10s  %12s  %8s  %6s  %6s           out-of-place                       in-place          \n", "", "",
              "", "", "");
@@ -61,6 +82,20 @@ std::string formatRowResult(double us, double algBw, double busBw, int64_t wrong
   std::string t = formatTime(us);
   if (wrong < 0) return format("  %7s  %6.2f  %6.2f  %5s", t.c_str(), algBw, busBw, "N/A");
   return format("  %7s  %6.2f  %6.2f  %5lld", t.c_str(), algBw, busBw, static_cast<long long>(wrong));
+}
+
+std::string formatFitted(double value, int width) {
+  // nccl-tests' getFloatStr: the most decimals that fit the column, then exponent notation.
+  for (const char* f : {"%*.2f", "%*.1f", "%*.0f"}) {
+    std::string s = format(f, width, value);
+    if (static_cast<int>(s.size()) <= width) return s;
+  }
+  return format(width >= 7 ? "%*.1e" : "%*.0e", width, value);
+}
+
+std::string formatIterColumns(const IterStats& us) {
+  return "  " + formatFitted(us.min, 7) + "  " + formatFitted(us.max, 7) + "  " + formatFitted(us.p99, 7) + "  " +
+         formatFitted(us.cvPct, 7);
 }
 
 std::string formatSummary(int errors, double avgBusBw) {

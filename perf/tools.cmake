@@ -8,6 +8,8 @@ add_library(weft_perf_core STATIC
   ${CMAKE_CURRENT_LIST_DIR}/perf_data.cc
   ${CMAKE_CURRENT_LIST_DIR}/perf_report.cc
   ${CMAKE_CURRENT_LIST_DIR}/perf_coll.cc
+  ${CMAKE_CURRENT_LIST_DIR}/perf_iter_stats.cc
+  ${CMAKE_CURRENT_LIST_DIR}/perf_json.cc
 )
 target_include_directories(weft_perf_core PUBLIC ${PROJECT_SOURCE_DIR} ${PROJECT_SOURCE_DIR}/include)
 

@@ -28,6 +28,7 @@ endif()
 if(TARGET weft_perf_core)
   weft_tools_gtest(perf_harness_test SOURCES ${CMAKE_CURRENT_LIST_DIR}/perf_harness_test.cc
                    LIBS weft_perf_core)
+  weft_tools_gtest(perf_json_test SOURCES ${CMAKE_CURRENT_LIST_DIR}/perf_json_test.cc LIBS weft_perf_core)
 endif()
 
 # End to end: the perf tools on the real library, under weftrun. #wrong must be 0 everywhere;
@@ -48,6 +49,16 @@ if(TARGET all_reduce_perf AND TARGET weftrun)
   add_test(NAME perf.all_reduce_perf.np2_memalloc
            COMMAND $<TARGET_FILE:weftrun> -n 2 --timeout 240 $<TARGET_FILE:all_reduce_perf>
                    -b 8 -e 1M -f 32 -n 4 -w 1 -R 1 -c 1)
+  # -J and -I: the documents validate against perf/nccl_tests_json.schema.json beside nccl-tests'
+  # own (the fixture), with the same key paths, and agree with the printed table.
+  if(TARGET alltoall_perf)
+    add_test(NAME perf.json_matches_nccl_tests
+             COMMAND /usr/bin/python3 ${CMAKE_CURRENT_LIST_DIR}/perf_json_e2e.py --weftrun $<TARGET_FILE:weftrun>
+                     --tools $<TARGET_FILE_DIR:all_reduce_perf> --schema ${PROJECT_SOURCE_DIR}/perf/nccl_tests_json.schema.json
+                     --fixture ${PROJECT_SOURCE_DIR}/tests/fixtures/perf/nccl_tests_2.19.6_all_reduce_I1.json)
+    set_tests_properties(perf.json_matches_nccl_tests PROPERTIES LABELS integration TIMEOUT 300
+                                                                 ENVIRONMENT "${WEFT_TEST_ENV}")
+  endif()
   set_tests_properties(perf.all_reduce_perf.np1 perf.all_reduce_perf.np2
                        perf.all_reduce_perf.np3_all_types_ops perf.all_reduce_perf.np4_agg_blocking
                        perf.all_reduce_perf.np2_memalloc
