@@ -69,23 +69,6 @@ uint32_t parseSubsys(const char* text) {
   return invert ? ~mask : mask;
 }
 
-// Expands NCCL_DEBUG_FILE's %h (host) and %p (pid).
-std::string expandFileName(const char* pattern, const char* host) {
-  std::string out;
-  for (const char* p = pattern; *p; ++p) {
-    if (p[0] == '%' && p[1] == 'h') {
-      out += host;
-      ++p;
-    } else if (p[0] == '%' && p[1] == 'p') {
-      out += std::to_string(getpid());
-      ++p;
-    } else {
-      out += *p;
-    }
-  }
-  return out;
-}
-
 void configureLocked() {
   if (config.sink != stderr && config.sink) fclose(config.sink);
   config = LogConfig{};
@@ -94,7 +77,7 @@ void configureLocked() {
   config.level = parseLevel(settingText(Setting::NcclDebug));
   config.subsysMask = parseSubsys(settingText(Setting::NcclDebugSubsys));
   if (const char* file = settingText(Setting::NcclDebugFile)) {
-    std::string name = expandFileName(file, config.host);
+    std::string name = expandFilePattern(file);
     // Close-on-exec (programs the rank starts must not inherit it), never through a symbolic link.
     const int fd = openLogFile(name);
     if (FILE* sink = fd >= 0 ? fdopen(fd, "a") : nullptr) {

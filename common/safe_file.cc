@@ -72,4 +72,26 @@ ncclResult_t replaceFile(const std::string& path, const std::string& content, co
   return ncclSuccess;
 }
 
+std::string expandFilePattern(const std::string& pattern, int rank) {
+  char host[256] = {0};
+  gethostname(host, sizeof host - 1);
+  if (char* dot = strchr(host, '.')) *dot = 0;
+  std::string out;
+  for (size_t i = 0; i < pattern.size(); ++i) {
+    const char next = i + 1 < pattern.size() ? pattern[i + 1] : '\0';
+    if (pattern[i] == '%' && next == 'h') {
+      out += host;
+    } else if (pattern[i] == '%' && next == 'p') {
+      out += std::to_string(getpid());
+    } else if (pattern[i] == '%' && next == 'r' && rank >= 0) {
+      out += std::to_string(rank);
+    } else {
+      out += pattern[i];
+      continue;
+    }
+    ++i;
+  }
+  return out;
+}
+
 }  // namespace weft

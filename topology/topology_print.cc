@@ -4,6 +4,7 @@
 #include <string>
 
 #include "common/json_text.h"
+#include "common/units_text.h"
 #include "topology/affinity.h"
 
 namespace weft {
@@ -12,19 +13,6 @@ namespace {
 std::string fmt(const char* f, double v) {
   char buf[64];
   std::snprintf(buf, sizeof buf, f, v);
-  return buf;
-}
-
-std::string bytes(uint64_t b) {
-  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-  double v = static_cast<double>(b);
-  int u = 0;
-  while (v >= 1024 && u < 4) {
-    v /= 1024;
-    ++u;
-  }
-  char buf[64];
-  std::snprintf(buf, sizeof buf, v == static_cast<uint64_t>(v) ? "%.0f %s" : "%.1f %s", v, units[u]);
   return buf;
 }
 
@@ -50,7 +38,7 @@ std::string nodeLine(const TopologyModel& m, const TopoNode& n) {
     case TopoNodeType::NumaNode:
       s += " #" + std::to_string(n.osIndex);
       for (const NumaInfo& i : m.numaList)
-        if (i.osIndex == n.osIndex) s += ": " + bytes(i.memoryBytes) + ", cpuset " + i.cpuset;
+        if (i.osIndex == n.osIndex) s += ": " + bytesText(i.memoryBytes) + ", cpuset " + i.cpuset;
       break;
     case TopoNodeType::HostBridge: s += " " + n.busId; break;
     case TopoNodeType::Gpu:
@@ -103,8 +91,8 @@ std::string formatTopologyTree(const TopologyModel& m) {
   if (!m.caches.empty()) {
     out += "caches:";
     for (const CacheLevelInfo& c : m.caches)
-      out += " L" + std::to_string(c.level) + (c.kind == 'u' ? "" : std::string(1, c.kind)) + " " + bytes(c.sizeBytes) +
-             " x" + std::to_string(c.count);
+      out += " L" + std::to_string(c.level) + (c.kind == 'u' ? "" : std::string(1, c.kind)) + " " +
+             bytesText(c.sizeBytes) + " x" + std::to_string(c.count);
     out += "\n";
   }
   if (!m.nodes.empty()) tree(m, 0, 0, &out);
