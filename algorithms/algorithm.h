@@ -29,6 +29,10 @@ enum class Collective : int {
 };
 constexpr int kCollectiveCount = static_cast<int>(Collective::Count);
 const char* collectiveName(Collective collective);  // "allreduce", "allgather", ...
+// Whether the collective combines values with a reduction op (the others move them as they are).
+inline bool collectiveReduces(Collective c) {
+  return c == Collective::AllReduce || c == Collective::ReduceScatter || c == Collective::Reduce;
+}
 
 enum class Algorithm : int { Ring = 0, Tree, Rhd, Hier, Direct, Bruck, Binomial, Pairwise, Linear, Count };
 constexpr int kAlgorithmCount = static_cast<int>(Algorithm::Count);

@@ -77,6 +77,11 @@ enum class Setting {
   WeftBindThreads,
   WeftKernelIsa,
   WeftCompressionIsa,
+  // Observability (runtime/exec/collective_record.h).
+  WeftRecordEntries,
+  WeftDumpOnTimeout,
+  WeftDumpFile,
+  WeftTrace,
   Count
 };
 

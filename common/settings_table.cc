@@ -119,6 +119,14 @@ constexpr std::array<SettingSpec, static_cast<size_t>(Setting::Count)> kSettings
      "cap the instruction set of the CPU kernels (reduction, compression, copies)"},
     {Setting::WeftCompressionIsa, "WEFT_COMPRESSION_ISA", Enum, nullptr, 0, 0, 0, "portable|avx2|avx512", false, false,
      "deprecated alias of WEFT_KERNEL_ISA"},
+    {Setting::WeftRecordEntries, "WEFT_RECORD_ENTRIES", Int, "1024", 0, 1 << 20, 0, nullptr, false, false,
+     "collectives each communicator remembers (its last ones, for time-out dumps and traces); 0: none"},
+    {Setting::WeftDumpOnTimeout, "WEFT_DUMP_ON_TIMEOUT", Bool, "1", 0, 1, 0, nullptr, false, false,
+     "a rank whose call times out writes its recorded collectives to WEFT_DUMP_FILE"},
+    {Setting::WeftDumpFile, "WEFT_DUMP_FILE", String, "/tmp/weft-records.%h.%p.r%r.txt", 0, 0, 0, nullptr, false, false,
+     "where the time-out dump goes; %h host, %p pid, %r rank"},
+    {Setting::WeftTrace, "WEFT_TRACE", String, nullptr, 0, 0, 0, nullptr, false, false,
+     "write a Chrome/Perfetto trace of every recorded collective there (%h host, %p pid)"},
 }};
 
 constexpr bool rowsInEnumOrder() {

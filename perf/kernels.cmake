@@ -2,4 +2,7 @@
 if(benchmark_FOUND)
   add_executable(bench_reduce ${CMAKE_CURRENT_LIST_DIR}/bench_reduce.cc)
   target_link_libraries(bench_reduce PRIVATE weft_internal benchmark::benchmark)
+  # The cost of the always-on collective record (docs/observability.md).
+  add_executable(bench_collective_record ${CMAKE_CURRENT_LIST_DIR}/bench_collective_record.cc)
+  target_link_libraries(bench_collective_record PRIVATE weft_internal benchmark::benchmark)
 endif()

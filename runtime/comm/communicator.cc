@@ -19,6 +19,7 @@
 #include "runtime/api/api_call.h"
 #include "runtime/comm/init_barrier.h"
 #include "runtime/device/stream_dispatch.h"
+#include "runtime/exec/collective_trace.h"
 #include "topology/rank_layout.h"
 #include "topology/topology_loader.h"
 
@@ -351,6 +352,8 @@ ncclResult_t bootstrapCommunicator(ncclComm* comm, const ncclUniqueId& id, const
   WEFT_CHECK(exchangeRankInfo(rootFd, contents, comm->nranks, mine, timeout, &result));
   comm->layout.ranks = std::move(result.ranks);
   memcpy(comm->layout.commToken, result.commToken, sizeof(comm->layout.commToken));
+  comm->exec.traceId =
+      fnv1a(std::string_view(reinterpret_cast<const char*>(comm->layout.commToken), sizeof(comm->layout.commToken)));
   comm->net.handshake->setKey(result.commKey);
   return ncclSuccess;
 }
@@ -368,6 +371,7 @@ ncclResult_t newCommunicator(int nranks, int rank, const ncclConfig_t* config, n
   comm->config.size = sizeof(ncclConfig_t);
   // A bad value of a rank-local setting fails here; agreed ones are checked after bootstrap.
   WEFT_CHECK(validateSettings(SettingsToValidate::RankLocal));
+  comm->exec.records = CollectiveRecordRing(static_cast<size_t>(settingInt(Setting::WeftRecordEntries)));
   WEFT_CHECK(forcedTransportFromEnv(&comm->net.forcedTransport));
   WEFT_CHECK(forcedNetFromEnv(&comm->net.forcedNet));
   if (const char* plugin = settingText(Setting::NcclNetPlugin); plugin && *plugin)
@@ -496,6 +500,7 @@ void destroyCommunicator(ncclComm* comm) {
   if (!comm) return;
   finishNonBlockingInit(comm);
   if (!stopStreamWork(comm)) return;  // a stream still holds its batches: leaked, never freed under it
+  if (flushCollectiveTrace() != ncclSuccess) WEFT_WARN("WEFT_TRACE: %s", lastErrorMessage().c_str());
   comm->magic = 0;
   delete comm;
 }

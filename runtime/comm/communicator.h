@@ -92,8 +92,10 @@ struct CommState {
 // their scratch memory; owned by runtime/exec.
 struct CommExecution {
   uint64_t collectiveSequence = 0;
-  PlanCache planCache;        // prepared schedules by shape (runtime/exec/plan_cache.h)
-  std::vector<char> scratch;  // schedules' Scratch buffer: grown when needed, never per call
+  PlanCache planCache;           // prepared schedules by shape (runtime/exec/plan_cache.h)
+  std::vector<char> scratch;     // schedules' Scratch buffer: grown when needed, never per call
+  CollectiveRecordRing records;  // WEFT_RECORD_ENTRIES: the last collectives (collective_record.h)
+  uint64_t traceId = 0;          // names this communicator's track in WEFT_TRACE (a hash of its token)
 };
 
 // Buffers registered through ncclCommRegister / ncclCommWindowRegister (runtime/api).

@@ -4,14 +4,18 @@
 #include <deque>
 #include <memory>
 
+#include "common/cycle_clock.h"
 #include "common/deadline.h"
 #include "common/dtype.h"
 #include "common/log.h"
+#include "common/safe_file.h"
 #include "common/settings.h"
 #include "common/status.h"
 #include "runtime/comm/communicator.h"
 #include "runtime/comm/reduction_ops.h"
 #include "runtime/exec/call_schedule.h"
+#include "runtime/exec/collective_record.h"
+#include "runtime/exec/collective_trace.h"
 #include "runtime/exec/compressed_allreduce_run.h"
 #include "runtime/exec/direct_path.h"
 #include "runtime/exec/idle_waiter.h"
@@ -36,6 +40,7 @@ ncclResult_t planFor(const CollectiveCall& call, bool direct, const PreparedSche
   Schedule schedule = scheduleForCall(call, selected, &algorithm);
   PreparedSchedule plan;
   prepareSchedule(std::move(schedule), sendAliasesRecv(call), comm->net.sliceBytes, &plan);
+  plan.algorithm = algorithm;
   *out = comm->exec.planCache.insert(key, std::move(plan));
   WEFT_INFO(kLogTune | kLogColl, "%s: %zu x %s op %s root %d -> algorithm %s, %zu steps, slices of %zu bytes",
             collectiveName(call.kind.collective()), call.count, dataTypeName(call.datatype), redOpName(call.op),
@@ -85,9 +90,34 @@ ncclResult_t startRun(CommQueue& queue, const CollectiveCall& call, const Prepar
   WEFT_TRACE(kLogColl, "%s #%llu count %zu datatype %d op %d root %d peer %d sendbuff %p recvbuff %p", name,
              (unsigned long long)sequence, call.count, call.datatype, call.op, call.root, call.peer, call.sendbuff,
              call.recvbuff);
+  const bool reduces = !call.kind.isPointToPoint() && collectiveReduces(call.kind.collective());
+  comm->exec.records.begin(sequence, name, plan->algorithm, call.count, call.datatype, reduces ? call.op : -1,
+                           call.kind.isPointToPoint() ? -1 : call.root, plan->schedule.steps.size(), plan->traffic);
   queue.running =
       std::make_unique<CollectiveRun>(plan, comm->net.connectionTable.data(), buffers, reduction, name, sequence);
   return ncclSuccess;
+}
+
+// Closes the record of `comm`'s collective `sequence`, and adds it to the WEFT_TRACE trace.
+void endRecord(ncclComm* comm, uint64_t sequence, ncclResult_t result, const std::string& failure = "") {
+  const CollectiveRecord* record = comm->exec.records.end(sequence, result, failure);
+  if (record && collectiveTraceEnabled()) traceCollective(*record, comm->rank, comm->nranks, comm->exec.traceId);
+}
+
+// WEFT_DUMP_ON_TIMEOUT: this rank's recorded collectives into WEFT_DUMP_FILE, named in the
+// error the call returns.
+ncclResult_t dumpRecordsAfterTimeout(ncclComm* comm, ncclResult_t result) {
+  if (!comm->exec.records.enabled() || !settingBool(Setting::WeftDumpOnTimeout)) return result;
+  const std::string message = lastErrorMessage();
+  const std::string path = expandFilePattern(settingString(Setting::WeftDumpFile).value_or(""), comm->rank);
+  const std::string text =
+      formatCollectiveRecords(comm->exec.records, comm->rank, comm->nranks, cycleStampToSteadyNs(cycleStamp()));
+  if (path.empty() || replaceFile(path, text, "WEFT_DUMP_FILE") != ncclSuccess)
+    return fail(result, "%s (its collective record could not be written: %s)", message.c_str(),
+                path.empty() ? "WEFT_DUMP_FILE is empty" : lastErrorMessage().c_str());
+  WEFT_WARN("rank %d: %zu recorded collectives written to %s", comm->rank, comm->exec.records.entries().size(),
+            path.c_str());
+  return fail(result, "%s; this rank's last collectives are in %s", message.c_str(), path.c_str());
 }
 
 RunBuffers userBuffers(const CollectiveCall& call) {
@@ -121,6 +151,7 @@ ncclResult_t startNext(CommQueue& queue) {
     // must compare them as one buffer: a receive into a buffer still being sent (an in-place
     // exchange) then waits for the send to take each slice first.
     prepareSchedule(std::move(schedule), /*sendAliasesRecv=*/true, queue.comm->net.sliceBytes, queue.ownedPlan.get());
+    queue.ownedPlan->algorithm = "point to point";
     return startRun(queue, *item.pointToPoint.front(), queue.ownedPlan.get(), RunBuffers{}, "SendRecv");
   }
   const CollectiveCall& call = *item.call;
@@ -174,8 +205,15 @@ ncclResult_t runCollectives(const std::vector<CollectiveCall>& calls) {
     comms.push_back(q.comm);
     q.comm->state.activeCalls.fetch_add(1);
   }
+  bool timedOut = false;
   auto finish = [&](ncclResult_t result, ncclComm* culprit) {
-    if (result != ncclSuccess) setCommunicatorError(culprit ? culprit : comms.front(), result);
+    if (result != ncclSuccess) {
+      const std::string failure = lastErrorMessage();
+      for (auto& q : queues)
+        if (q.running) endRecord(q.comm, q.running->sequence(), result, failure);
+      if (timedOut) result = dumpRecordsAfterTimeout(culprit ? culprit : comms.front(), result);
+      setCommunicatorError(culprit ? culprit : comms.front(), result);
+    }
     for (auto* c : comms) c->state.activeCalls.fetch_sub(1);
     return result;
   };
@@ -196,6 +234,7 @@ ncclResult_t runCollectives(const std::vector<CollectiveCall>& calls) {
         culprit = q.comm;
         WEFT_CHECK(q.running->progress(progressed));
         if (!q.running->done()) break;
+        endRecord(q.comm, q.running->sequence(), ncclSuccess);
         WEFT_CHECK(startNext(q));
         *progressed = true;
       }
@@ -224,6 +263,7 @@ ncclResult_t runCollectives(const std::vector<CollectiveCall>& calls) {
       continue;
     }
     result = waiter.idle(active, comms, progressAll);
+    timedOut = waiter.timedOut();
     if (result != ncclSuccess) return finish(result, culprit ? culprit : comms.front());
   }
 }

@@ -89,6 +89,8 @@ const PreparedSchedule* compressedPlanFor(const CollectiveCall& call, const comp
   params.slotBytes = comm->net.sliceBytes;
   PreparedSchedule plan;
   prepareSchedule(buildCompressedAllReduce(params), sendAliasesRecv(call), comm->net.sliceBytes, &plan);
+  plan.algorithm = compressedAlgorithmFor(codec) == CompressedAlgorithm::QuantizedRing ? "compressed quantized ring"
+                                                                                       : "compressed all-gather";
   const PreparedSchedule* stored = comm->exec.planCache.insert(key, std::move(plan));
   const bool quantizedRing = compressedAlgorithmFor(codec) == CompressedAlgorithm::QuantizedRing;
   WEFT_INFO(kLogColl | kLogTune, "AllReduce: %zu x %s op %s -> compressed %s (%s), %zu steps, slices of %zu elements",

@@ -30,6 +30,7 @@ ncclResult_t beginDirectHandshake(const CollectiveCall& call, const PreparedSche
     for (int p = 0; p < comm->nranks; ++p)
       if (p != comm->rank) exchange.steps.push_back({StepKind::Recv, p, {}, {BufferKind::Scratch, p * d, d}, {}});
     prepareSchedule(std::move(exchange), false, comm->net.sliceBytes, &comm->direct.handshakePlan);
+    comm->direct.handshakePlan.algorithm = "direct descriptor exchange";
     std::vector<int> everyone;
     for (int p = 0; p < comm->nranks; ++p) everyone.push_back(p);
     WEFT_CHECK(connectPeers(comm, everyone));

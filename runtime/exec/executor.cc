@@ -45,6 +45,7 @@ void prepareSchedule(Schedule schedule, bool sendAliasesRecv, size_t sliceBytes,
   if (schedule.codecSliceElements) sliceBytes = schedule.codecSliceElements * sizeof(float);
   out->schedule = std::move(schedule);
   out->sliceBytes = sliceBytes;
+  out->traffic = trafficOf(out->schedule);
   const auto& steps = out->schedule.steps;
   out->dependencies.assign(steps.size(), {});
   out->sliceCounts.resize(steps.size());

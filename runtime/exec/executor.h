@@ -11,6 +11,7 @@
 #include "algorithms/schedule.h"
 #include "common/reduce.h"
 #include "nccl.h"
+#include "runtime/exec/collective_record.h"
 #include "transport/transport.h"
 
 namespace weft::compression {
@@ -29,6 +30,8 @@ struct PreparedSchedule {
   std::vector<std::vector<Dependency>> dependencies;  // per step
   std::vector<uint32_t> sliceCounts;                  // per step
   size_t sliceBytes = 0;
+  std::vector<PeerTraffic> traffic;  // bytes to and from each peer (for the collective record)
+  const char* algorithm = "?";       // static text, set by whoever made the schedule
 };
 
 // `sendAliasesRecv`: the call is in place, so the Send and Recv buffers are the same memory.
@@ -69,6 +72,7 @@ class CollectiveRun {
   // moved. Returns an error when a transport failed or a peer broke the protocol.
   ncclResult_t progress(bool* progressed);
   bool done() const { return done_; }
+  uint64_t sequence() const { return sequence_; }
 
   // The connections this run talks through (for sleeping on their file descriptors).
   const std::vector<Connection*>& connections() const { return peers_; }

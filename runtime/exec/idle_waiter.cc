@@ -37,8 +37,8 @@ inline void cpuRelax() {
 }
 }  // namespace
 
-IdleWaiter::IdleWaiter(double timeoutSeconds)
-    : timeoutSeconds_(timeoutSeconds), deadline_(Deadline::after(timeoutSeconds)) {}
+// deadline_ is set when a wait begins (idle()): a call that never waits reads no clock for it.
+IdleWaiter::IdleWaiter(double timeoutSeconds) : timeoutSeconds_(timeoutSeconds) {}
 
 void IdleWaiter::madeProgress() { idleRounds_ = 0; }
 
@@ -50,6 +50,7 @@ ncclResult_t IdleWaiter::checkHealth(const std::vector<CollectiveRun*>& active, 
   for (CollectiveRun* run : active)
     for (Connection* c : run->waitingOn()) WEFT_CHECK(c->checkPeer());
   if (deadline_.expired()) {
+    timedOut_ = true;
     std::string waiting = active.empty() ? std::string("nothing") : active.front()->describeWait();
     return fail(ncclRemoteError, "rank %d: no progress for %.0f s (WEFT_TIMEOUT) in %s: that peer is dead or stuck",
                 comms.empty() ? -1 : comms.front()->rank, timeoutSeconds_, waiting.c_str());

@@ -23,6 +23,8 @@ class IdleWaiter {
   // (returns true if something moved). Returns an error on time-out, abort or a dead peer.
   ncclResult_t idle(const std::vector<CollectiveRun*>& active, const std::vector<ncclComm*>& comms,
                     const std::function<ncclResult_t(bool*)>& tryProgress);
+  // Whether the last idle() failed because WEFT_TIMEOUT passed without progress.
+  bool timedOut() const { return timedOut_; }
 
  private:
   ncclResult_t checkHealth(const std::vector<CollectiveRun*>& active, const std::vector<ncclComm*>& comms);
@@ -32,6 +34,7 @@ class IdleWaiter {
   unsigned idleRounds_ = 0;
   std::chrono::steady_clock::time_point idleSince_;
   bool spin_ = true;
+  bool timedOut_ = false;
 };
 
 }  // namespace weft

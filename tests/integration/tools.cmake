@@ -59,6 +59,19 @@ if(TARGET all_reduce_perf AND TARGET weftrun)
     set_tests_properties(perf.json_matches_nccl_tests PROPERTIES LABELS integration TIMEOUT 300
                                                                  ENVIRONMENT "${WEFT_TEST_ENV}")
   endif()
+  # WEFT_TRACE: each rank's trace parses as JSON, with one span per collective the tool called.
+  add_test(NAME observability.trace_is_json
+           COMMAND sh -c [=[dir=$(mktemp -d) && WEFT_TRACE=$dir/trace.%p.json "$1" -n 2 --timeout 120 "$2" -b 8 -e 64K -f 8 -n 3 -w 1 -c 1 >/dev/null && /usr/bin/python3 -c 'import json, sys
+for path in sys.argv[1:]:
+    events = json.load(open(path))["traceEvents"]
+    spans = [e for e in events if e["ph"] == "X"]
+    names = {e["args"]["name"] for e in events if e["ph"] == "M"}
+    assert len(spans) > 40 and all(e["dur"] >= 0 and e["name"] == "allreduce" for e in spans), path
+    assert [e["args"]["sequence"] for e in spans] == list(range(len(spans))), path
+    assert any(n.startswith("rank ") for n in names), names
+    print(path, len(spans), "spans")' $dir/trace.*.json && [ $(ls $dir | wc -l) -eq 2 ] && rm -r $dir]=] trace_is_json $<TARGET_FILE:weftrun> $<TARGET_FILE:all_reduce_perf>)
+  set_tests_properties(observability.trace_is_json PROPERTIES LABELS integration TIMEOUT 180
+                                                             ENVIRONMENT "${WEFT_TEST_ENV}")
   set_tests_properties(perf.all_reduce_perf.np1 perf.all_reduce_perf.np2
                        perf.all_reduce_perf.np3_all_types_ops perf.all_reduce_perf.np4_agg_blocking
                        perf.all_reduce_perf.np2_memalloc

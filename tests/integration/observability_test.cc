@@ -1,0 +1,162 @@
+// What a stuck or finished job leaves behind: the rank whose call times out writes its
+// recorded collectives (WEFT_DUMP_FILE) and names the file in its error; WEFT_TRACE writes a
+// span per collective, in call order, on each rank.
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "nccl.h"
+#include "tests/support/multiprocess.h"
+
+namespace weft {
+namespace {
+
+using testing::describeFailures;
+using testing::runRankProcesses;
+
+std::string readAll(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+std::string tempDir() {
+  char dir[] = "/tmp/weft_observability_XXXXXX";
+  return mkdtemp(dir) ? dir : "";
+}
+
+size_t countOf(const std::string& text, const std::string& what) {
+  size_t n = 0;
+  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
+TEST(Observability, TimedOutRankDumpsItsRecordAndNamesTheFile) {
+  const std::string dir = tempDir();
+  ASSERT_FALSE(dir.empty());
+  auto outcomes = runRankProcesses(
+      2,
+      [&](int rank, const ncclUniqueId& id) {
+        setenv("WEFT_TIMEOUT", "2", 1);
+        setenv("WEFT_DUMP_FILE", (dir + "/records.%h.r%r.txt").c_str(), 1);
+        ncclComm_t comm;
+        if (ncclCommInitRank(&comm, 2, id, rank) != ncclSuccess) return 1;
+        std::vector<float> data(4096, 1.0f);
+        for (int k = 0; k < 3; ++k)
+          if (ncclAllReduce(data.data(), data.data(), data.size(), ncclFloat32, ncclSum, comm, nullptr) != ncclSuccess)
+            return 2;
+        if (rank == 1) {
+          sleep(6);  // alive, but never makes the fourth call
+          ncclCommAbort(comm);
+          return 0;
+        }
+        auto start = std::chrono::steady_clock::now();
+        ncclResult_t result = ncclBroadcast(data.data(), data.data(), 100, ncclFloat32, 1, comm, nullptr);
+        double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+        if (result != ncclRemoteError || seconds > 5) return 3;
+        const std::string error = ncclGetLastError(comm);
+        char host[256] = {0};
+        gethostname(host, sizeof host - 1);
+        if (char* dot = std::strchr(host, '.')) *dot = 0;
+        const std::string path = dir + "/records." + host + ".r0.txt";
+        if (error.find("this rank's last collectives are in " + path) == std::string::npos) {
+          std::fprintf(stderr, "error: %s\n", error.c_str());
+          return 4;
+        }
+        const std::string dump = readAll(path);
+        std::fprintf(stderr, "%s", dump.c_str());
+        if (dump.find("# weft collective record: rank 0 of 2") != 0) return 5;
+        if (countOf(dump, " allreduce 4096 x float sum, algorithm ") != 3 || countOf(dump, ": done in ") != 3) return 6;
+        if (dump.find("#3 broadcast 100 x float root 1, algorithm ") == std::string::npos) return 7;
+        // The failed call's line carries the time-out's own description of what it waited for.
+        const size_t failedAt = dump.find(": failed after ");
+        if (failedAt == std::string::npos || dump.find("rank 1") == std::string::npos) return 8;
+        // Its duration covers the whole time-out: the record's clock (the time-stamp counter,
+        // calibrated in this process) agrees with steady_clock's deadline.
+        const double failedAfter = std::atof(dump.c_str() + failedAt + std::strlen(": failed after "));
+        if (failedAfter < 1.99 || failedAfter > 4 ||
+            dump.find(" s (rank 0: no progress", failedAt) == std::string::npos)
+          return 9;
+        ncclCommAbort(comm);
+        unlink(path.c_str());
+        return 0;
+      },
+      60);
+  EXPECT_EQ(describeFailures(outcomes), "");
+  rmdir(dir.c_str());
+}
+
+TEST(Observability, NoRecordNoDump) {
+  auto outcomes = runRankProcesses(
+      2,
+      [&](int rank, const ncclUniqueId& id) {
+        setenv("WEFT_TIMEOUT", "1", 1);
+        setenv("WEFT_RECORD_ENTRIES", "0", 1);
+        setenv("WEFT_DUMP_FILE", "/nonexistent/weft/never.txt", 1);
+        ncclComm_t comm;
+        if (ncclCommInitRank(&comm, 2, id, rank) != ncclSuccess) return 1;
+        if (rank == 1) {
+          sleep(3);
+          ncclCommAbort(comm);
+          return 0;
+        }
+        float x = 1;
+        if (ncclAllReduce(&x, &x, 1, ncclFloat32, ncclSum, comm, nullptr) != ncclRemoteError) return 2;
+        if (std::string(ncclGetLastError(comm)).find("last collectives") != std::string::npos) return 3;
+        ncclCommAbort(comm);
+        return 0;
+      },
+      60);
+  EXPECT_EQ(describeFailures(outcomes), "");
+}
+
+TEST(Observability, TraceHasOneSpanPerCollectiveInCallOrder) {
+  const std::string dir = tempDir();
+  ASSERT_FALSE(dir.empty());
+  auto outcomes = runRankProcesses(
+      2,
+      [&](int rank, const ncclUniqueId& id) {
+        const std::string path = dir + "/trace." + std::to_string(rank) + ".json";
+        setenv("WEFT_TRACE", path.c_str(), 1);
+        ncclComm_t comm;
+        if (ncclCommInitRank(&comm, 2, id, rank) != ncclSuccess) return 1;
+        std::vector<float> data(2048, 1.0f), gathered(4096);
+        if (ncclAllReduce(data.data(), data.data(), data.size(), ncclFloat32, ncclSum, comm, nullptr) != ncclSuccess ||
+            ncclBroadcast(data.data(), data.data(), 10, ncclFloat32, 0, comm, nullptr) != ncclSuccess ||
+            ncclAllGather(data.data(), gathered.data(), 2048, ncclFloat32, comm, nullptr) != ncclSuccess ||
+            ncclAllReduce(data.data(), data.data(), 1, ncclFloat32, ncclMax, comm, nullptr) != ncclSuccess)
+          return 2;
+        if (ncclCommDestroy(comm) != ncclSuccess) return 3;
+        const std::string trace = readAll(path);
+        if (trace.rfind("{\"displayTimeUnit\":\"ns\",\"traceEvents\":[", 0) != 0 ||
+            trace.find("\n]}\n") == std::string::npos)
+          return 4;
+        if (countOf(trace, "\"ph\":\"X\"") != 4) return 5;
+        const size_t a = trace.find("{\"name\":\"allreduce\""), b = trace.find("{\"name\":\"broadcast\""),
+                     c = trace.find("{\"name\":\"allgather\""), d = trace.find("{\"name\":\"allreduce\"", a + 1);
+        if (!(a < b && b < c && c < d && d != std::string::npos)) return 6;
+        if (trace.find("\"pid\":" + std::to_string(rank) + ",") == std::string::npos) return 7;
+        if (trace.find("\"args\":{\"name\":\"rank " + std::to_string(rank) + " (") == std::string::npos) return 8;
+        if (trace.find("\"sequence\":0,\"count\":2048,\"datatype\":\"float\",\"algorithm\":") == std::string::npos)
+          return 9;
+        if (trace.find("\"op\":\"max\"") == std::string::npos) return 10;
+        unlink(path.c_str());
+        return 0;
+      },
+      60);
+  EXPECT_EQ(describeFailures(outcomes), "");
+  rmdir(dir.c_str());
+}
+
+}  // namespace
+}  // namespace weft
