@@ -16,9 +16,17 @@ fitted, closed-form predicted (the chosen algorithm's time_us) and simulated (it
 times. Exit status 1 when, for a size >= 1 KiB, predicted/measured or simulated/measured is
 outside [0.5, 2].
 Usage: fit_link_model.py BUILD_DIR [--sweeps N] [--keep-tuning FILE]
+
+--simulate-known LAT_US,BW_GBPS checks the fit itself: the "measurements" are the simulator's
+times (weft-info plan ... --simulate) for a tuning file with those Memory terms, each scaled by
+a seeded random factor within +-3% (noise like a real sweep's), and the run fails unless the fit
+recovers both terms within 10% and the tuning file it writes reads back (weft-info's links line)
+as exactly the fitted terms.
 """
 import argparse
+import math
 import os
+import random
 import re
 import subprocess
 import sys
@@ -45,6 +53,19 @@ def measure(build, sweeps):
     if not best:
         sys.exit("fit_link_model: no result rows from all_reduce_perf")
     return best
+
+
+def simulated_measurements(build, latency_us, bandwidth_gbps):
+    """The simulator's 2-rank all-reduce times for known Memory terms, with +-3% seeded noise."""
+    rng = random.Random(1)
+    with tempfile.NamedTemporaryFile("w", suffix=".tuning", delete=False) as f:
+        f.write(f"link Memory latency_us {latency_us} bandwidth_GBps {bandwidth_gbps}\n")
+        known = f.name
+    try:
+        sizes = [8 * 4 ** k for k in range(13)]  # 8 B .. 128 MiB, as measure() sweeps
+        return {size: plan(build, size, known)[2] * rng.uniform(0.97, 1.03) for size in sizes}
+    finally:
+        os.unlink(known)
 
 
 def fit(points):
@@ -87,9 +108,16 @@ def main():
     parser.add_argument("build")
     parser.add_argument("--sweeps", type=int, default=int(os.environ.get("WEFT_FIT_SWEEPS", "3")))
     parser.add_argument("--keep-tuning", help="also write the tuning file here")
+    parser.add_argument("--simulate-known", metavar="LAT_US,BW_GBPS",
+                        help="fit the simulator's times for these Memory terms and check it recovers them")
     args = parser.parse_args()
 
-    measured = measure(args.build, args.sweeps)
+    known = None
+    if args.simulate_known:
+        known = tuple(float(v) for v in args.simulate_known.split(","))
+        measured = simulated_measurements(args.build, *known)
+    else:
+        measured = measure(args.build, args.sweeps)
     c, k = fit(sorted(measured.items()))
     alpha = c / 2
     intra_gbps = 1.0 / (k * 1e3)  # S in bytes, t in us: k = 1 / (B * 1e3)
@@ -115,7 +143,8 @@ def main():
     finally:
         os.unlink(tuning)
 
-    print(f"fit (weighted 1/t^2, {len(measured)} sizes, best of {args.sweeps} sweeps): "
+    source = "simulated, +-3% noise" if known else f"best of {args.sweeps} sweeps"
+    print(f"fit (weighted 1/t^2, {len(measured)} sizes, {source}): "
           f"alpha = {alpha:.4g} us per hop, shared-memory hop B = {intra_gbps:.4g} GB/s{note}")
     print(f"tuning file: link Memory latency_us {alpha:.6g} bandwidth_GBps {memory_gbps:.6g}"
           f"   (weft-info: {links})\n")
@@ -130,6 +159,20 @@ def main():
             flag = " !"
         print(f"| {human(size)} | {meas:.2f} | {fitted:.2f} | {chosen} | {predicted:.2f} | {simulated:.2f} | "
               f"{rp:.2f} | {rs:.2f}{flag} |")
+    if known:
+        # The fit recovers the terms the simulator was given, and the file it wrote reads back
+        # (weft-info's links line: the intra-node hop is Memory at half its bandwidth) as them.
+        errors = (abs(alpha - known[0]) / known[0], abs(memory_gbps - known[1]) / known[1])
+        print(f"\nknown: latency {known[0]} us, Memory {known[1]} GB/s; fitted: {alpha:.4g} us, {memory_gbps:.4g} GB/s "
+              f"(errors {errors[0]:.1%}, {errors[1]:.1%})")
+        expected_links = f"intra-node {intra_gbps:.6g} GB/s {alpha:.6g} us"
+        read_back = re.match(r"intra-node ([0-9.e+-]+) GB/s ([0-9.e+-]+) us", links)
+        # weft-info prints three significant digits.
+        round_trip = read_back and math.isclose(float(read_back.group(1)), intra_gbps, rel_tol=5e-3) and \
+            math.isclose(float(read_back.group(2)), alpha, rel_tol=5e-3)
+        if max(errors) > 0.10 or not round_trip:
+            print(f"FAILED: errors above 10%, or the tuning file read back as '{links}', not '{expected_links}'")
+            return 1
     if outside:
         print(f"\noutside [{LOW}, {HIGH}] at >= 1 KiB: {', '.join(human(s) for s in outside)}")
         return 1

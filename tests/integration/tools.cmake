@@ -78,6 +78,14 @@ for path in sys.argv[1:]:
                        PROPERTIES LABELS integration TIMEOUT 300 FAIL_REGULAR_EXPRESSION "${perf_fail}")
 endif()
 
+# perf/fit_link_model.py fitted to the simulator's times for known Memory terms (with +-3%
+# noise) recovers them within 10%, and the tuning file it writes reads back as the fit.
+if(TARGET weft-info)
+  add_test(NAME perf.fit_link_model_recovers_known_terms
+           COMMAND /usr/bin/python3 ${PROJECT_SOURCE_DIR}/perf/fit_link_model.py ${CMAKE_BINARY_DIR} --simulate-known 0.8,12)
+  set_tests_properties(perf.fit_link_model_recovers_known_terms PROPERTIES LABELS integration TIMEOUT 120)
+endif()
+
 # weft-info: the plan names the cost model's choice for collectives other than all-reduce, prints
 # a rank's schedule, and refuses an algorithm the collective does not have.
 if(TARGET weft-info)
