@@ -5,15 +5,10 @@
 #include <string>
 
 #include "common/hash.h"
-#include "common/safe_file.h"
 #include "common/status.h"
 
 namespace weft {
 namespace {
-
-// Settings that name a file whose content shapes schedules: ranks compare the content, since
-// the same file may sit at different paths on different hosts.
-bool isFileValued(Setting setting) { return setting == Setting::WeftTuningFile; }
 
 void setShown(AgreedSettingValue* value, const std::string& text) {
   snprintf(value->shown, sizeof(value->shown), "%s", text.c_str());
@@ -43,24 +38,6 @@ std::string effectiveText(const SettingSpec& spec) {
   return "unset";
 }
 
-// A file setting (tuning file, topology) is digested whole, up to the largest topology file.
-constexpr size_t kMaxDigestedFileBytes = 64u << 20;
-
-void digestFileContent(const std::string& path, AgreedSettingValue* value) {
-  std::string content;
-  if (readRegularFile(path, kMaxDigestedFileBytes, "setting's file", &content) != ncclSuccess) {
-    // The rank that cannot read it differs from those that can; if none can, all fail alike later.
-    clearLastError();
-    value->hash = fnv1a("unreadable");
-    setShown(value, "unreadable " + path);
-    return;
-  }
-  value->hash = fnv1a(content, 1);
-  char shown[sizeof(value->shown)];
-  snprintf(shown, sizeof(shown), "content %012llx", static_cast<unsigned long long>(value->hash & 0xffffffffffffull));
-  setShown(value, shown);
-}
-
 AgreedSettingValue digestOne(const SettingSpec& spec) {
   AgreedSettingValue value{};
   // An invalid value reads as the default, but must not agree with it: the rank that has it
@@ -71,12 +48,8 @@ AgreedSettingValue digestOne(const SettingSpec& spec) {
     return value;
   }
   const std::string text = effectiveText(spec);
-  if (isFileValued(spec.id) && text != "unset") {
-    digestFileContent(text, &value);
-  } else {
-    value.hash = fnv1a(text);
-    setShown(&value, text);
-  }
+  value.hash = fnv1a(text);
+  setShown(&value, text);
   return value;
 }
 

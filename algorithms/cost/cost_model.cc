@@ -90,13 +90,16 @@ ncclResult_t applyTuningText(const std::string& text, const std::string& origin,
         if (!parsePositive(w[i + 1], &value))
           return fail(ncclInvalidArgument, "%s:%d: '%s' is not a positive number (for %s)", origin.c_str(), number,
                       w[i + 1].c_str(), w[i].c_str());
-        if (w[i] == "latency_us")
+        if (w[i] == "latency_us") {
           result[type].latencyUs = value;
-        else if (w[i] == "bandwidth_GBps")
+          result.tunedMask |= LinkTable::latencyBit(type);
+        } else if (w[i] == "bandwidth_GBps") {
           result[type].bandwidthGBps = value;
-        else
+          result.tunedMask |= LinkTable::bandwidthBit(type);
+        } else {
           return fail(ncclInvalidArgument, "%s:%d: unknown key '%s' (expected latency_us or bandwidth_GBps)",
                       origin.c_str(), number, w[i].c_str());
+        }
       }
     } else if (w[0] == "nics_per_node") {
       double value;
@@ -104,6 +107,7 @@ ncclResult_t applyTuningText(const std::string& text, const std::string& origin,
         return fail(ncclInvalidArgument, "%s:%d: expected 'nics_per_node <integer from 1 to %d>'", origin.c_str(),
                     number, kMaxNicsPerNode);
       result.nicsPerNode = static_cast<int>(value);
+      result.tunedMask |= LinkTable::kNicsBit;
     } else {
       return fail(ncclInvalidArgument, "%s:%d: unknown directive '%s' (expected 'link' or 'nics_per_node')",
                   origin.c_str(), number, w[0].c_str());
@@ -138,7 +142,23 @@ LinkTable slowestLinkTable(const std::vector<LinkTable>& tables) {
     }
     slowest.nicsPerNode = std::min(slowest.nicsPerNode, table.nicsPerNode);
   }
+  slowest.tunedMask = 0;
   return slowest;
+}
+
+LinkTable agreedLinkTable(const std::vector<LinkTable>& tables) {
+  LinkTable agreed = slowestLinkTable(tables);
+  if (tables.empty()) return agreed;
+  const LinkTable& rankZero = tables.front();
+  for (size_t i = 0; i < agreed.links.size(); ++i) {
+    const auto type = static_cast<LinkType>(i);
+    if (rankZero.tunedMask & LinkTable::latencyBit(type)) agreed.links[i].latencyUs = rankZero.links[i].latencyUs;
+    if (rankZero.tunedMask & LinkTable::bandwidthBit(type))
+      agreed.links[i].bandwidthGBps = rankZero.links[i].bandwidthGBps;
+  }
+  if (rankZero.tunedMask & LinkTable::kNicsBit) agreed.nicsPerNode = rankZero.nicsPerNode;
+  agreed.tunedMask = rankZero.tunedMask;
+  return agreed;
 }
 
 CostModel costModelFromLinks(const LinkTable& table, IntraNodeMedium medium, const TopologyModel* model) {

@@ -37,6 +37,14 @@ struct LinkCost {
 struct LinkTable {
   std::array<LinkCost, static_cast<size_t>(LinkType::Count)> links;
   int nicsPerNode = 1;
+  // Which terms a tuning file set (measured, not defaults): latencyBit, bandwidthBit, kNicsBit.
+  uint32_t tunedMask = 0;
+  static uint32_t latencyBit(LinkType type) { return 1u << static_cast<unsigned>(type); }
+  static uint32_t bandwidthBit(LinkType type) { return 1u << (8 + static_cast<unsigned>(type)); }
+  static constexpr uint32_t kNicsBit = 1u << 16;
+  // Rank 0 sets this in what it sends when its WEFT_TUNING_FILE could not be read, so that
+  // every rank fails with it instead of waiting for rank 0.
+  static constexpr uint32_t kTuningFileFailedBit = 1u << 31;
   LinkTable();  // the link_model.h defaults, one NIC per node
   LinkCost& operator[](LinkType type) { return links[static_cast<size_t>(type)]; }
   const LinkCost& operator[](LinkType type) const { return links[static_cast<size_t>(type)]; }
@@ -89,6 +97,11 @@ ncclResult_t linkTableFromEnv(const TopologyModel* model, LinkTable* table);
 // other NICs or machine models): per link class the highest latency and lowest bandwidth, and
 // the fewest NICs. Every rank computes it from the same tables, so all price alike.
 LinkTable slowestLinkTable(const std::vector<LinkTable>& tables);
+// The terms a communicator prices with, from every rank's table in rank order: the slowest
+// (above), except the terms rank 0's tuning file set, which are rank 0's. Only rank 0 reads
+// WEFT_TUNING_FILE (the file a characterization wrote may exist on one host only), and every
+// rank computes this from the same tables, so all ranks build the same schedules.
+LinkTable agreedLinkTable(const std::vector<LinkTable>& tables);
 
 // Chooses the hop classes for a communicator.
 CostModel costModelFromLinks(const LinkTable& table, IntraNodeMedium medium, const TopologyModel* model = nullptr);

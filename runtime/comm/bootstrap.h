@@ -27,7 +27,7 @@ struct LinkTerms {
   double latencyUs[static_cast<size_t>(LinkType::Count)];
   double bandwidthGBps[static_cast<size_t>(LinkType::Count)];
   int32_t nicsPerNode;
-  int32_t reserved;
+  uint32_t tunedMask;  // LinkTable::tunedMask: the terms rank 0's tuning file set
 };
 
 // What every rank tells every other rank. Fixed size and plain data: it travels as bytes.

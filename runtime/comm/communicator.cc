@@ -219,18 +219,33 @@ ncclResult_t describePlacement(ncclComm* comm, RankInfo* mine) {
   return ncclSuccess;
 }
 
-// This rank's link terms: its machine's links (NICs from its own topology), then the tuning
-// file's measured terms (WEFT_TUNING_FILE). A failure is returned to be deferred (below).
+// This rank's link terms: its machine's links (NICs from its own topology), then, on rank 0,
+// the tuning file's measured terms (WEFT_TUNING_FILE), which every rank then uses
+// (agreedLinkTable). A failure is returned to be deferred (below).
 struct OwnLinks {
   LinkTable table;
   ncclResult_t result = ncclSuccess;
 };
 
-OwnLinks ownLinkTable() {
+OwnLinks ownLinkTable(int rank) {
   OwnLinks own;
   const TopologyModel* model = nullptr;
   own.result = processTopology(&model);
-  if (own.result == ncclSuccess) own.result = linkTableFromEnv(model, &own.table);
+  if (own.result != ncclSuccess) return own;
+  own.table = linkTableFromTopology(model);
+  const std::optional<std::string> path = settingString(Setting::WeftTuningFile);
+  if (!path || path->empty()) return own;
+  if (rank != 0) {
+    WEFT_INFO(kLogInit | kLogTune, "WEFT_TUNING_FILE=%s is not read on this rank: every rank uses rank 0's",
+              path->c_str());
+    return own;
+  }
+  own.result = applyTuningFile(*path, &own.table);
+  if (own.result != ncclSuccess) {
+    own.table.tunedMask = LinkTable::kTuningFileFailedBit;
+  } else {
+    WEFT_INFO(kLogInit | kLogTune, "WEFT_TUNING_FILE=%s: its measured terms are sent to every rank", path->c_str());
+  }
   return own;
 }
 
@@ -256,6 +271,7 @@ LinkTerms linkTermsOf(const LinkTable& table) {
     terms.bandwidthGBps[i] = table.links[i].bandwidthGBps;
   }
   terms.nicsPerNode = table.nicsPerNode;
+  terms.tunedMask = table.tunedMask;
   return terms;
 }
 
@@ -263,16 +279,18 @@ LinkTable linkTableOf(const LinkTerms& terms) {
   LinkTable table;
   for (size_t i = 0; i < table.links.size(); ++i) table.links[i] = {terms.latencyUs[i], terms.bandwidthGBps[i]};
   table.nicsPerNode = terms.nicsPerNode;
+  table.tunedMask = terms.tunedMask;
   return table;
 }
 
 // The cost model the algorithm selection prices schedules with: the slowest of every rank's
 // link terms, so that ranks on hosts with other NICs still choose the same algorithm and
-// channel count. Host-memory ranks meet in memory.
+// channel count, except what rank 0's tuning file measured (agreedLinkTable). Host-memory
+// ranks meet in memory.
 void buildCostModel(ncclComm* comm) {
   std::vector<LinkTable> tables;
   for (const RankInfo& info : comm->layout.ranks) tables.push_back(linkTableOf(info.links));
-  comm->layout.costModel = costModelFromLinks(slowestLinkTable(tables), IntraNodeMedium::Memory);
+  comm->layout.costModel = costModelFromLinks(agreedLinkTable(tables), IntraNodeMedium::Memory);
   applyChannelEnv(&comm->layout.costModel);
 }
 
@@ -393,11 +411,16 @@ static ncclResult_t initializeCommunicatorSteps(ncclComm* comm, const ncclUnique
   deferred.keep(compressionConfigFromEnv(&comm->compression.env));
   deferred.keep(checkAlgorithmEnv());
   readAgreedSettings(comm);
-  const OwnLinks links = ownLinkTable();
+  const OwnLinks links = ownLinkTable(rank);
   deferred.keep(links.result);
   WEFT_CHECK(bootstrapCommunicator(comm, id, links.table));
   WEFT_CHECK(checkRanksAgree(comm));
   WEFT_CHECK(deferred.raise());
+  if (comm->layout.ranks[0].links.tunedMask & LinkTable::kTuningFileFailedBit)
+    return fail(ncclInvalidArgument,
+                "rank %d: rank 0's WEFT_TUNING_FILE could not be used (rank 0 reports why), and every rank uses "
+                "rank 0's",
+                rank);
   WEFT_CHECK(checkForcedNetOffered(comm));
 
   const RankInfo& me = comm->layout.ranks[rank];

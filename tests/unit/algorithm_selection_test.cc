@@ -268,6 +268,34 @@ TEST(TuningFile, ParsesAndRejects) {
   std::remove(path.c_str());
 }
 
+// What the tuning file set is marked, so that the communicator takes rank 0's measured terms
+// and the slowest of every rank's for the rest.
+TEST(TuningFile, RankZerosMeasuredTermsWinTheRestIsTheSlowest) {
+  LinkTable rankZero, other;
+  ASSERT_EQ(applyTuningText("link Memory bandwidth_GBps 1000\nlink Network latency_us 0.5\nnics_per_node 4\n", "rank0",
+                            &rankZero),
+            ncclSuccess);
+  EXPECT_EQ(rankZero.tunedMask,
+            LinkTable::bandwidthBit(LinkType::Memory) | LinkTable::latencyBit(LinkType::Network) | LinkTable::kNicsBit);
+  other[LinkType::Memory].latencyUs = 9;       // slower than rank 0's default: the slowest wins
+  other[LinkType::Network].bandwidthGBps = 1;  // the same
+  other[LinkType::Network].latencyUs = 50;     // rank 0 measured this one: rank 0's wins
+  other[LinkType::Memory].bandwidthGBps = 5;   // and this one
+  other.nicsPerNode = 1;
+  const LinkTable agreed = agreedLinkTable({rankZero, other, other});
+  EXPECT_DOUBLE_EQ(agreed[LinkType::Memory].bandwidthGBps, 1000);
+  EXPECT_DOUBLE_EQ(agreed[LinkType::Network].latencyUs, 0.5);
+  EXPECT_EQ(agreed.nicsPerNode, 4);
+  EXPECT_DOUBLE_EQ(agreed[LinkType::Memory].latencyUs, 9);
+  EXPECT_DOUBLE_EQ(agreed[LinkType::Network].bandwidthGBps, 1);
+  // Without a tuning file on rank 0, another rank's measured terms are not preferred: slowest.
+  const LinkTable untuned = agreedLinkTable({other, rankZero});
+  EXPECT_DOUBLE_EQ(untuned[LinkType::Memory].bandwidthGBps, 5);
+  EXPECT_DOUBLE_EQ(untuned[LinkType::Network].latencyUs, 50);
+  EXPECT_EQ(untuned.nicsPerNode, 1);
+  EXPECT_EQ(untuned.tunedMask, 0u);
+}
+
 }  // namespace
 
 // Every collective, on the DGX fixture: the log-round algorithms win small messages at many

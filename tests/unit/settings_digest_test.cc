@@ -99,36 +99,6 @@ TEST(SettingsDigest, ManyValuesStayShort) {
   EXPECT_LT(message.size(), 1024u);
 }
 
-TEST(SettingsDigest, TuningFileComparedByContent) {
-  char first[] = "/tmp/weft-digest-XXXXXX";
-  char second[] = "/tmp/weft-digest-XXXXXX";
-  for (char* path : {first, second}) {
-    int fd = mkstemp(path);
-    ASSERT_GE(fd, 0);
-    ASSERT_EQ(write(fd, "nics_per_node 2\n", 16), 16);
-    close(fd);
-  }
-  const size_t index = indexOf("WEFT_TUNING_FILE");
-  std::vector<SettingsDigest> digests;
-  for (const char* path : {first, second}) {
-    ScopedEnv tuning("WEFT_TUNING_FILE", path);
-    digests.push_back(digestAgreedSettings());
-  }
-  EXPECT_EQ(verdict(digests), "agree");  // same content at two paths
-  EXPECT_EQ(std::string(digests[0].values[index].shown).rfind("content ", 0), 0u) << digests[0].values[index].shown;
-  FILE* out = fopen(second, "a");
-  ASSERT_NE(out, nullptr);
-  fputs("nics_per_node 4\n", out);
-  fclose(out);
-  {
-    ScopedEnv tuning("WEFT_TUNING_FILE", second);
-    digests[1] = digestAgreedSettings();
-  }
-  EXPECT_NE(verdict(digests).find("WEFT_TUNING_FILE differs between ranks: content "), std::string::npos);
-  unlink(first);
-  unlink(second);
-}
-
 TEST(SettingsDigest, DifferentTablesCannotCompare) {
   std::vector<SettingsDigest> digests(2, digestAgreedSettings());
   digests[1].tableHash ^= 1;
