@@ -16,11 +16,13 @@
 //
 // SIZE: bytes, with K, M, G (powers of 1024). --topo loads an hwloc XML topology (NIC speed and
 // count, NVLink) for every node; without it: host memory, one 12.5 GB/s NIC per node. The
-// WEFT_TUNING_FILE, WEFT_ALGO and NCCL_ALGO variables apply as in the library.
+// WEFT_TUNING_FILE, WEFT_ALGO and NCCL_ALGO variables apply as in the library; with a tuning
+// file, plan also prints what the default terms would choose, beside the tuned choice.
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -29,6 +31,7 @@
 #include "algorithms/cost/algorithm_selection.h"
 #include "algorithms/cost/cost_model.h"
 #include "algorithms/simulation/link_model_simulation.h"
+#include "common/settings.h"
 #include "common/status.h"
 #include "topology/topology_model.h"
 #include "topology/topology_xml.h"
@@ -188,7 +191,9 @@ int parseArguments(int argc, char** argv, Options* options) {
 
 // The selection input every row starts from: the cost model from the topology (if any), the
 // tuning file and the channel bounds, and the algorithm variables. Prints the links line.
-bool baseSelection(const Options& o, TopologyModel* model, SelectionInput* base) {
+// *untuned (when WEFT_TUNING_FILE is set; else null) gets the same without the tuning file.
+bool baseSelection(const Options& o, TopologyModel* model, SelectionInput* base,
+                   std::optional<SelectionInput>* untuned) {
   const TopologyModel* modelPtr = nullptr;
   if (!o.topo.empty()) {
     if (loadTopologyFile(o.topo, model) != ncclSuccess) {
@@ -206,6 +211,11 @@ bool baseSelection(const Options& o, TopologyModel* model, SelectionInput* base)
   applyChannelEnv(&base->model);
   base->directAvailable = o.direct;
   readAlgorithmEnv(base);
+  if (auto tuning = settingString(Setting::WeftTuningFile); untuned && tuning && !tuning->empty()) {
+    *untuned = *base;
+    (*untuned)->model = costModelFromLinks(linkTableFromTopology(modelPtr), IntraNodeMedium::Auto, modelPtr);
+    applyChannelEnv(&(*untuned)->model);
+  }
   std::printf("# links: intra-node %.3g GB/s %.3g us; NIC %.3g GB/s %.3g us x %d per node%s%s\n",
               base->model.intra.bandwidthGBps, base->model.intra.latencyUs, base->model.nic.bandwidthGBps,
               base->model.nic.latencyUs, base->model.nicsPerNode, o.topo.empty() ? "" : "; topology ",
@@ -255,7 +265,7 @@ int printSchedule(const Options& o, const SelectionInput& in, Algorithm chosen) 
 
 // plan: one row per algorithm of the collective, then the bound, the choice and optionally a
 // rank's schedule.
-int runPlan(const Options& o, const SelectionInput& base) {
+int runPlan(const Options& o, const SelectionInput& base, const std::optional<SelectionInput>& untuned) {
   const Collective collective = o.collective;
   const size_t bytes = o.bytes;
   const int n = o.rankCounts[0];
@@ -305,6 +315,24 @@ int runPlan(const Options& o, const SelectionInput& base) {
                 allReduceBusBandwidthGBps(bytes, n, bound), o.simulateToo ? "              -            -" : "");
   }
   std::printf("chosen: %s (%s)\n", algorithmName(choice.algorithm), choice.reason.c_str());
+  if (untuned) {
+    // The tuning file's effect: what the defaults would have chosen, priced by each model.
+    AlgorithmChoice plain;
+    if (selectAlgorithm(inputFor(o, *untuned, n, bytes), &plain) != ncclSuccess) {
+      std::fprintf(stderr, "weft-info: %s\n", lastErrorMessage().c_str());
+      return 1;
+    }
+    auto timeOf = [](const AlgorithmChoice& c, Algorithm a) {
+      for (const AlgorithmEstimate& e : c.estimates)
+        if (e.algorithm == a) return e.timeUs;
+      return 0.0;
+    };
+    std::printf(
+        "without WEFT_TUNING_FILE: %s, %.2f us by the default terms (%.2f us by the tuned ones); "
+        "tuned: %s, %.2f us\n",
+        algorithmName(plain.algorithm), timeOf(plain, plain.algorithm), timeOf(choice, plain.algorithm),
+        algorithmName(choice.algorithm), timeOf(choice, choice.algorithm));
+  }
   return o.printRank >= 0 ? printSchedule(o, in, choice.algorithm) : 0;
 }
 
@@ -382,6 +410,7 @@ int main(int argc, char** argv) {
   if (const int status = parseArguments(argc, argv, &options); status >= 0) return status;
   TopologyModel model;
   SelectionInput base;
-  if (!baseSelection(options, &model, &base)) return 1;
-  return options.plan ? runPlan(options, base) : runTable(options, base);
+  std::optional<SelectionInput> untuned;
+  if (!baseSelection(options, &model, &base, &untuned)) return 1;
+  return options.plan ? runPlan(options, base, untuned) : runTable(options, base);
 }
