@@ -82,6 +82,8 @@ enum class Setting {
   WeftDumpOnTimeout,
   WeftDumpFile,
   WeftTrace,
+  WeftMetricsFile,
+  WeftMetricsInterval,
   Count
 };
 

@@ -127,6 +127,10 @@ constexpr std::array<SettingSpec, static_cast<size_t>(Setting::Count)> kSettings
      "where the time-out dump goes; %h host, %p pid, %r rank"},
     {Setting::WeftTrace, "WEFT_TRACE", String, nullptr, 0, 0, 0, nullptr, false, false,
      "write a Chrome/Perfetto trace of every recorded collective there (%h host, %p pid)"},
+    {Setting::WeftMetricsFile, "WEFT_METRICS_FILE", String, nullptr, 0, 0, 0, nullptr, false, false,
+     "each communicator's collective statistics, Prometheus text format (%h host, %p pid, %r rank, %c communicator)"},
+    {Setting::WeftMetricsInterval, "WEFT_METRICS_INTERVAL", Double, "10", 0.01, 86400, 0, nullptr, false, false,
+     "seconds between rewrites of WEFT_METRICS_FILE"},
 }};
 
 constexpr bool rowsInEnumOrder() {

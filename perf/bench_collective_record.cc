@@ -16,7 +16,7 @@ void BM_RecordBeginEnd(benchmark::State& state) {
   const std::vector<weft::PeerTraffic> traffic = {{1, 4, 4}};
   uint64_t sequence = 0;
   for (auto _ : state) {
-    ring.begin(sequence, "allreduce", "ring", 2, ncclFloat32, ncclSum, -1, 4, traffic);
+    ring.begin(sequence, "allreduce", "ring", 0, 8, 2, ncclFloat32, ncclSum, -1, 4, traffic);
     benchmark::DoNotOptimize(ring.end(sequence, ncclSuccess));
     ++sequence;
   }

@@ -524,6 +524,8 @@ void destroyCommunicator(ncclComm* comm) {
   finishNonBlockingInit(comm);
   if (!stopStreamWork(comm)) return;  // a stream still holds its batches: leaked, never freed under it
   if (flushCollectiveTrace() != ncclSuccess) WEFT_WARN("WEFT_TRACE: %s", lastErrorMessage().c_str());
+  if (comm->exec.metrics && comm->exec.metrics->write() != ncclSuccess)
+    WEFT_WARN("WEFT_METRICS_FILE: %s", lastErrorMessage().c_str());
   comm->magic = 0;
   delete comm;
 }

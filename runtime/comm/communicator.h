@@ -18,6 +18,7 @@
 #include "runtime/comm/compression_config.h"
 #include "runtime/comm/reduction_ops.h"
 #include "runtime/device/stream_queue.h"
+#include "runtime/exec/collective_metrics.h"
 #include "runtime/exec/direct_path.h"
 #include "runtime/exec/executor.h"
 #include "runtime/exec/plan_cache.h"
@@ -96,6 +97,8 @@ struct CommExecution {
   std::vector<char> scratch;     // schedules' Scratch buffer: grown when needed, never per call
   CollectiveRecordRing records;  // WEFT_RECORD_ENTRIES: the last collectives (collective_record.h)
   uint64_t traceId = 0;          // names this communicator's track in WEFT_TRACE (a hash of its token)
+  std::unique_ptr<CollectiveMetrics> metrics;  // WEFT_METRICS_FILE (collective_metrics.h); null: off
+  bool metricsChecked = false;                 // metrics was set up (at the first collective)
 };
 
 // Buffers registered through ncclCommRegister / ncclCommWindowRegister (runtime/api).

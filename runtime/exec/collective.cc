@@ -90,9 +90,22 @@ ncclResult_t startRun(CommQueue& queue, const CollectiveCall& call, const Prepar
   WEFT_TRACE(kLogColl, "%s #%llu count %zu datatype %d op %d root %d peer %d sendbuff %p recvbuff %p", name,
              (unsigned long long)sequence, call.count, call.datatype, call.op, call.root, call.peer, call.sendbuff,
              call.recvbuff);
-  const bool reduces = !call.kind.isPointToPoint() && collectiveReduces(call.kind.collective());
-  comm->exec.records.begin(sequence, name, plan->algorithm, call.count, call.datatype, reduces ? call.op : -1,
-                           call.kind.isPointToPoint() ? -1 : call.root, plan->schedule.steps.size(), plan->traffic);
+  const bool pointToPoint = call.kind.isPointToPoint();
+  const bool reduces = !pointToPoint && collectiveReduces(call.kind.collective());
+  // What the statistics count the call as: its collective at nccl-tests' size, a group's sends
+  // and receives at the bytes sent, or nothing (the direct path's own descriptor exchange).
+  int kind = pointToPoint ? kPointToPointKind : static_cast<int>(call.kind.collective());
+  uint64_t bytes = 0;
+  if (pointToPoint) {
+    for (const PeerTraffic& t : plan->traffic) bytes += t.sentBytes;
+  } else {
+    bytes = call.count * dataTypeSize(call.datatype) *
+            (sizeCountsEveryRank(call.kind.collective()) ? static_cast<uint64_t>(comm->nranks) : 1);
+  }
+  if (plan == &comm->direct.handshakePlan) kind = -1;
+  comm->exec.records.begin(sequence, name, plan->algorithm, kind, bytes, call.count, call.datatype,
+                           reduces ? call.op : -1, pointToPoint ? -1 : call.root, plan->schedule.steps.size(),
+                           plan->traffic);
   queue.running =
       std::make_unique<CollectiveRun>(plan, comm->net.connectionTable.data(), buffers, reduction, name, sequence);
   return ncclSuccess;
@@ -101,7 +114,13 @@ ncclResult_t startRun(CommQueue& queue, const CollectiveCall& call, const Prepar
 // Closes the record of `comm`'s collective `sequence`, and adds it to the WEFT_TRACE trace.
 void endRecord(ncclComm* comm, uint64_t sequence, ncclResult_t result, const std::string& failure = "") {
   const CollectiveRecord* record = comm->exec.records.end(sequence, result, failure);
-  if (record && collectiveTraceEnabled()) traceCollective(*record, comm->rank, comm->nranks, comm->exec.traceId);
+  if (!record) return;
+  if (collectiveTraceEnabled()) traceCollective(*record, comm->rank, comm->nranks, comm->exec.traceId);
+  if (!comm->exec.metricsChecked) {
+    comm->exec.metricsChecked = true;
+    comm->exec.metrics = CollectiveMetrics::fromEnv(comm->rank, comm->nranks, comm->exec.traceId);
+  }
+  if (comm->exec.metrics) comm->exec.metrics->add(*record);
 }
 
 // WEFT_DUMP_ON_TIMEOUT: this rank's recorded collectives into WEFT_DUMP_FILE, named in the

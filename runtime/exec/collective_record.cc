@@ -33,13 +33,15 @@ CollectiveRecordRing::CollectiveRecordRing(size_t capacity) : entries_(capacity)
 }
 
 CollectiveRecord* CollectiveRecordRing::begin(uint64_t sequence, const char* collective, const char* algorithm,
-                                              size_t count, ncclDataType_t datatype, int op, int root, size_t steps,
-                                              const std::vector<PeerTraffic>& traffic) {
+                                              int kind, uint64_t bytes, size_t count, ncclDataType_t datatype, int op,
+                                              int root, size_t steps, const std::vector<PeerTraffic>& traffic) {
   if (entries_.empty()) return nullptr;
   CollectiveRecord& r = entries_[issued_++ % entries_.size()];
   r.sequence = sequence;
   r.collective = collective;
   r.algorithm = algorithm;
+  r.kind = kind;
+  r.bytes = bytes;
   r.count = count;
   r.datatype = datatype;
   r.op = op;

@@ -27,10 +27,15 @@ struct PeerTraffic {
 };
 std::vector<PeerTraffic> trafficOf(const Schedule& schedule);
 
+// CollectiveRecord::kind of a group's sends and receives.
+constexpr int kPointToPointKind = 8;
+
 struct CollectiveRecord {
   uint64_t sequence = 0;        // the communicator's collective number (also in the COLL log lines)
   const char* collective = "";  // "AllReduce", "SendRecv", ... (static text)
   const char* algorithm = "";   // the plan's algorithm (static text)
+  int kind = -1;                // a Collective, kPointToPointKind, or -1 (weft's own exchanges)
+  uint64_t bytes = 0;           // the size nccl-tests would report for the call
   size_t count = 0;
   ncclDataType_t datatype = ncclFloat32;
   int op = -1;
@@ -56,8 +61,8 @@ class CollectiveRecordRing {
   bool enabled() const { return !entries_.empty(); }
   // Enters a started collective (the oldest entry is overwritten when the ring is full) and
   // returns it, or null when recording is off.
-  CollectiveRecord* begin(uint64_t sequence, const char* collective, const char* algorithm, size_t count,
-                          ncclDataType_t datatype, int op, int root, size_t steps,
+  CollectiveRecord* begin(uint64_t sequence, const char* collective, const char* algorithm, int kind, uint64_t bytes,
+                          size_t count, ncclDataType_t datatype, int op, int root, size_t steps,
                           const std::vector<PeerTraffic>& traffic);
   // Closes the entry of `sequence` if the ring still holds it.
   CollectiveRecord* end(uint64_t sequence, ncclResult_t result, const std::string& failure = "");

@@ -1,6 +1,7 @@
 // What a stuck or finished job leaves behind: the rank whose call times out writes its
 // recorded collectives (WEFT_DUMP_FILE) and names the file in its error; WEFT_TRACE writes a
 // span per collective, in call order, on each rank.
+#include <dirent.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -150,6 +151,49 @@ TEST(Observability, TraceHasOneSpanPerCollectiveInCallOrder) {
         if (trace.find("\"sequence\":0,\"count\":2048,\"datatype\":\"float\",\"algorithm\":") == std::string::npos)
           return 9;
         if (trace.find("\"op\":\"max\"") == std::string::npos) return 10;
+        unlink(path.c_str());
+        return 0;
+      },
+      60);
+  EXPECT_EQ(describeFailures(outcomes), "");
+  rmdir(dir.c_str());
+}
+
+TEST(Observability, MetricsFileCountsEachCollectiveBySize) {
+  const std::string dir = tempDir();
+  ASSERT_FALSE(dir.empty());
+  auto outcomes = runRankProcesses(
+      2,
+      [&](int rank, const ncclUniqueId& id) {
+        setenv("WEFT_METRICS_FILE", (dir + "/weft.%r.%c.prom").c_str(), 1);
+        setenv("WEFT_METRICS_INTERVAL", "3600", 1);  // written at destroy
+        ncclComm_t comm;
+        if (ncclCommInitRank(&comm, 2, id, rank) != ncclSuccess) return 1;
+        std::vector<float> data(4096, 1.0f);
+        for (int k = 0; k < 5; ++k)
+          if (ncclAllReduce(data.data(), data.data(), data.size(), ncclFloat32, ncclSum, comm, nullptr) != ncclSuccess)
+            return 2;
+        for (int k = 0; k < 2; ++k)
+          if (ncclBroadcast(data.data(), data.data(), 100, ncclFloat32, 0, comm, nullptr) != ncclSuccess) return 3;
+        if (ncclCommDestroy(comm) != ncclSuccess) return 4;
+        // The one file of this rank (the communicator's id is in its name).
+        std::string path;
+        const std::string prefix = "weft." + std::to_string(rank) + ".";
+        if (DIR* d = opendir(dir.c_str())) {
+          while (const dirent* entry = readdir(d))
+            if (std::string(entry->d_name).rfind(prefix, 0) == 0) path = dir + "/" + entry->d_name;
+          closedir(d);
+        }
+        if (path.empty()) return 5;
+        const std::string text = readAll(path);
+        const std::string labels = ",rank=\"" + std::to_string(rank) + "\",nranks=\"2\",collective=";
+        if (text.find(labels + "\"allreduce\",le=\"16384\"} 5\n") == std::string::npos ||
+            text.find(labels + "\"broadcast\",le=\"512\"} 2\n") == std::string::npos ||
+            text.find("weft_collective_bytes_total{") == std::string::npos ||
+            text.find(labels + "\"allreduce\",le=\"16384\"} 81920\n") == std::string::npos) {
+          std::fprintf(stderr, "rank %d %s:\n%s", rank, path.c_str(), text.c_str());
+          return 6;
+        }
         unlink(path.c_str());
         return 0;
       },

@@ -5,11 +5,15 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdlib>
+#include <cstring>
 #include <string>
 #include <vector>
 
+#include "algorithms/algorithm.h"
 #include "algorithms/schedule.h"
 #include "common/cycle_clock.h"
+#include "runtime/exec/collective_metrics.h"
 #include "runtime/exec/collective_record.h"
 
 namespace weft {
@@ -20,7 +24,7 @@ std::vector<PeerTraffic> noTraffic;
 TEST(CollectiveRecord, RingWrapsKeepingTheNewestInOrder) {
   CollectiveRecordRing ring(4);
   for (uint64_t seq = 0; seq < 10; ++seq) {
-    ASSERT_NE(ring.begin(seq, "allreduce", "ring", 8, ncclFloat32, ncclSum, -1, 4, noTraffic), nullptr);
+    ASSERT_NE(ring.begin(seq, "allreduce", "ring", 0, 32, 8, ncclFloat32, ncclSum, -1, 4, noTraffic), nullptr);
     if (seq != 8) {  // #8 stays in flight
       ASSERT_NE(ring.end(seq, ncclSuccess), nullptr) << seq;
     }
@@ -39,7 +43,7 @@ TEST(CollectiveRecord, RingWrapsKeepingTheNewestInOrder) {
 TEST(CollectiveRecord, OffRecordsNothing) {
   CollectiveRecordRing ring(0);
   EXPECT_FALSE(ring.enabled());
-  EXPECT_EQ(ring.begin(0, "allreduce", "ring", 8, ncclFloat32, ncclSum, -1, 4, noTraffic), nullptr);
+  EXPECT_EQ(ring.begin(0, "allreduce", "ring", 0, 32, 8, ncclFloat32, ncclSum, -1, 4, noTraffic), nullptr);
   EXPECT_EQ(ring.end(0, ncclSuccess), nullptr);
   EXPECT_TRUE(ring.entries().empty());
 }
@@ -63,7 +67,7 @@ TEST(CollectiveRecord, TrafficIsCountedAndBounded) {
   std::vector<PeerTraffic> many;
   for (int p = 0; p < 20; ++p) many.push_back(PeerTraffic{p, 10, 1});
   CollectiveRecordRing ring(1);
-  const CollectiveRecord* r = ring.begin(5, "alltoall", "pairwise", 20, ncclInt8, -1, -1, 40, many);
+  const CollectiveRecord* r = ring.begin(5, "alltoall", "pairwise", 5, 20, 20, ncclInt8, -1, -1, 40, many);
   EXPECT_EQ(r->peerCount, 20u);
   EXPECT_EQ(r->sentBytes, 200u);
   EXPECT_EQ(r->receivedBytes, 20u);
@@ -78,9 +82,9 @@ TEST(CollectiveRecord, TrafficIsCountedAndBounded) {
 TEST(CollectiveRecord, DumpSaysWhatEachCallWasAndHowItEnded) {
   CollectiveRecordRing ring(8);
   std::vector<PeerTraffic> ringPeers = {{1, 2048, 2048}, {3, 0, 0}};
-  ring.begin(41, "allreduce", "ring", 1024, ncclFloat32, ncclSum, -1, 6, ringPeers);
+  ring.begin(41, "allreduce", "ring", 0, 4096, 1024, ncclFloat32, ncclSum, -1, 6, ringPeers);
   ring.end(41, ncclSuccess);
-  ring.begin(42, "broadcast", "binomial", 10, ncclInt64, -1, 2, 3, noTraffic);
+  ring.begin(42, "broadcast", "binomial", 3, 80, 10, ncclInt64, -1, 2, 3, noTraffic);
   ring.end(42, ncclRemoteError, "rank 0: no progress for 2 s in broadcast #42 step 1 (recv from rank 2)");
   const std::string dump = formatCollectiveRecords(ring, 0, 4, cycleStampToSteadyNs(ring.entries().back()->endStamp));
   EXPECT_NE(dump.find("# weft collective record: rank 0 of 4, host "), std::string::npos) << dump;
@@ -92,6 +96,42 @@ TEST(CollectiveRecord, DumpSaysWhatEachCallWasAndHowItEnded) {
   EXPECT_NE(dump.find("#42 broadcast 10 x int64 root 2, algorithm binomial, 3 steps: failed after "), std::string::npos)
       << dump;
   EXPECT_NE(dump.find("(rank 0: no progress for 2 s in broadcast #42 step 1 (recv from rank 2))"), std::string::npos);
+}
+
+TEST(CollectiveMetrics, BucketsCountsAndBusBandwidth) {
+  EXPECT_EQ(CollectiveMetrics::bucketOf(0), 0);
+  EXPECT_EQ(CollectiveMetrics::bucketOf(1), 0);
+  EXPECT_EQ(CollectiveMetrics::bucketOf(2), 1);
+  EXPECT_EQ(CollectiveMetrics::bucketOf(1000), 10);
+  EXPECT_EQ(CollectiveMetrics::bucketOf(1024), 10);
+  EXPECT_EQ(CollectiveMetrics::bucketOf(1025), 11);
+  EXPECT_EQ(CollectiveMetrics::bucketOf(uint64_t{1} << 50), CollectiveMetrics::kBuckets - 1);
+
+  CollectiveMetrics metrics("/nonexistent/never-written.prom", 3600, 1, 4, 0xabcdef12);
+  CollectiveRecordRing ring(4);
+  auto finish = [&](uint64_t seq, int kind, uint64_t bytes, ncclResult_t result) {
+    CollectiveRecord* r = ring.begin(seq, "x", "ring", kind, bytes, 1, ncclFloat32, -1, -1, 1, noTraffic);
+    ring.end(seq, result, "failed");
+    r->endStamp = r->startStamp;  // then set the duration exactly: 2 ms in stamps
+    while (cycleStampToSteadyNs(r->endStamp) - cycleStampToSteadyNs(r->startStamp) < 2000000) r->endStamp += 1000;
+    metrics.add(*r);
+  };
+  for (int k = 0; k < 3; ++k) finish(k, static_cast<int>(Collective::AllReduce), 4000, ncclSuccess);
+  finish(3, static_cast<int>(Collective::AllReduce), 4000, ncclRemoteError);  // failed: not counted
+  finish(4, -1, 4000, ncclSuccess);                                           // weft's own: not counted
+  finish(5, kPointToPointKind, 10, ncclSuccess);
+  const std::string text = metrics.exposition();
+  const std::string labels = "{comm=\"abcdef12\",rank=\"1\",nranks=\"4\",collective=\"allreduce\",le=\"4096\"}";
+  EXPECT_NE(text.find("# TYPE weft_collectives_total counter\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("weft_collectives_total" + labels + " 3\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("weft_collective_bytes_total" + labels + " 12000\n"), std::string::npos) << text;
+  // 12000 bytes in about 6 ms, times all-reduce's 2(n-1)/n = 1.5: about 0.003 GB/s.
+  const size_t at = text.find("weft_collective_busbw_gbps" + labels + " ");
+  ASSERT_NE(at, std::string::npos) << text;
+  const double busbw = std::atof(text.c_str() + at + std::strlen("weft_collective_busbw_gbps") + labels.size() + 1);
+  EXPECT_NEAR(busbw, 1.5 * 12000 / 0.006 / 1e9, 0.0001) << text;
+  EXPECT_NE(text.find("collective=\"sendrecv\",le=\"16\"} 1\n"), std::string::npos) << text;
+  EXPECT_EQ(text.find("le=\"4096\"} 4\n"), std::string::npos) << text;  // the failed one
 }
 
 TEST(CycleClock, StampsConvertToSteadyClockTime) {

@@ -1,0 +1,115 @@
+#include "runtime/exec/collective_metrics.h"
+
+#include <cstdio>
+
+#include "algorithms/algorithm.h"
+#include "common/cycle_clock.h"
+#include "common/log.h"
+#include "common/safe_file.h"
+#include "common/settings.h"
+#include "common/status.h"
+
+namespace weft {
+namespace {
+
+const char* kindName(int kind) {
+  return kind == kPointToPointKind ? "sendrecv" : collectiveName(static_cast<Collective>(kind));
+}
+
+std::string expandCommunicator(const std::string& pattern, uint64_t commId) {
+  std::string out;
+  for (size_t i = 0; i < pattern.size(); ++i) {
+    if (pattern[i] == '%' && i + 1 < pattern.size() && pattern[i + 1] == 'c') {
+      char id[24];
+      std::snprintf(id, sizeof id, "%08llx", static_cast<unsigned long long>(commId & 0xffffffffull));
+      out += id;
+      ++i;
+    } else {
+      out += pattern[i];
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+std::unique_ptr<CollectiveMetrics> CollectiveMetrics::fromEnv(int rank, int nranks, uint64_t commId) {
+  const std::optional<std::string> pattern = settingString(Setting::WeftMetricsFile);
+  if (!pattern || pattern->empty()) return nullptr;
+  return std::make_unique<CollectiveMetrics>(expandFilePattern(expandCommunicator(*pattern, commId), rank),
+                                             settingDouble(Setting::WeftMetricsInterval), rank, nranks, commId);
+}
+
+CollectiveMetrics::CollectiveMetrics(std::string path, double intervalSeconds, int rank, int nranks, uint64_t commId)
+    : path_(std::move(path)),
+      intervalNs_(static_cast<int64_t>(intervalSeconds * 1e9)),
+      rank_(rank),
+      nranks_(nranks),
+      commId_(commId),
+      nextWriteNs_(cycleStampToSteadyNs(cycleStamp()) + intervalNs_) {}
+
+int CollectiveMetrics::bucketOf(uint64_t bytes) {
+  int b = 0;
+  while (b < kBuckets - 1 && (uint64_t{1} << b) < bytes) ++b;
+  return b;
+}
+
+void CollectiveMetrics::add(const CollectiveRecord& r) {
+  if (r.kind < 0 || r.kind >= kKinds || r.result != ncclSuccess || r.endStamp == 0) return;
+  Cell& cell = cells_[r.kind][bucketOf(r.bytes)];
+  const int64_t endNs = cycleStampToSteadyNs(r.endStamp);
+  ++cell.count;
+  cell.bytes += r.bytes;
+  cell.ns += endNs - cycleStampToSteadyNs(r.startStamp);
+  if (endNs >= nextWriteNs_) {
+    nextWriteNs_ = endNs + intervalNs_;
+    if (write() != ncclSuccess) WEFT_WARN("WEFT_METRICS_FILE: %s", lastErrorMessage().c_str());
+  }
+}
+
+std::string CollectiveMetrics::exposition() const {
+  char comm[24];
+  std::snprintf(comm, sizeof comm, "%08llx", static_cast<unsigned long long>(commId_ & 0xffffffffull));
+  const std::string common = std::string("comm=\"") + comm + "\",rank=\"" + std::to_string(rank_) + "\",nranks=\"" +
+                             std::to_string(nranks_) + "\"";
+  struct Family {
+    const char* name;
+    const char* type;
+    const char* help;
+  };
+  const Family families[] = {
+      {"weft_collectives_total", "counter", "Collectives finished, by kind and size bucket (size <= le bytes)."},
+      {"weft_collective_bytes_total", "counter", "Bytes of those collectives, as nccl-tests sizes them."},
+      {"weft_collective_seconds_total", "counter", "Time those collectives took on this rank."},
+      {"weft_collective_busbw_gbps", "gauge", "Bus bandwidth of those collectives (nccl-tests' factors), GB/s."},
+  };
+  std::string out;
+  for (int f = 0; f < 4; ++f) {
+    out += std::string("# HELP ") + families[f].name + " " + families[f].help + "\n# TYPE " + families[f].name + " " +
+           families[f].type + "\n";
+    for (int kind = 0; kind < kKinds; ++kind) {
+      for (int b = 0; b < kBuckets; ++b) {
+        const Cell& cell = cells_[kind][b];
+        if (cell.count == 0) continue;
+        char value[64];
+        const double seconds = static_cast<double>(cell.ns) / 1e9;
+        if (f == 0) std::snprintf(value, sizeof value, "%llu", static_cast<unsigned long long>(cell.count));
+        if (f == 1) std::snprintf(value, sizeof value, "%llu", static_cast<unsigned long long>(cell.bytes));
+        if (f == 2) std::snprintf(value, sizeof value, "%.9f", seconds);
+        if (f == 3) {
+          const double factor =
+              kind == kPointToPointKind ? 1.0 : busBandwidthFactor(static_cast<Collective>(kind), nranks_);
+          std::snprintf(value, sizeof value, "%.6f",
+                        seconds > 0 ? factor * static_cast<double>(cell.bytes) / seconds / 1e9 : 0.0);
+        }
+        out += std::string(families[f].name) + "{" + common + ",collective=\"" + kindName(kind) + "\",le=\"" +
+               std::to_string(uint64_t{1} << b) + "\"} " + value + "\n";
+      }
+    }
+  }
+  return out;
+}
+
+ncclResult_t CollectiveMetrics::write() { return replaceFile(path_, exposition(), "WEFT_METRICS_FILE"); }
+
+}  // namespace weft

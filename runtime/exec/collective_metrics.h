@@ -1,0 +1,52 @@
+// WEFT_METRICS_FILE: a communicator's collective statistics -- how many of each collective
+// finished, their bytes (the size nccl-tests reports), their time and the bus bandwidth that
+// makes, per power-of-two size bucket -- in Prometheus' text exposition format, for a node
+// exporter's textfile collector. Each communicator keeps its own counts (plain adds on the
+// thread that runs its collectives) and rewrites its own file, atomically, when
+// WEFT_METRICS_INTERVAL seconds have passed since the last write (checked as a collective ends;
+// no thread of its own) and when it is destroyed.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "nccl.h"
+#include "runtime/exec/collective_record.h"
+
+namespace weft {
+
+class CollectiveMetrics {
+ public:
+  static constexpr int kKinds = kPointToPointKind + 1;  // every Collective, then send/recv
+  static constexpr int kBuckets = 41;                   // size <= 2^b bytes, b = 0 .. 40 (1 TiB and more)
+
+  // Null when WEFT_METRICS_FILE is not set. `commId` names the communicator (%c, and a label).
+  static std::unique_ptr<CollectiveMetrics> fromEnv(int rank, int nranks, uint64_t commId);
+  CollectiveMetrics(std::string path, double intervalSeconds, int rank, int nranks, uint64_t commId);
+
+  // Counts a finished record (a failed one, and weft's own exchanges, are not counted); writes
+  // the file when the interval has passed.
+  void add(const CollectiveRecord& record);
+  // The whole exposition, as the file holds it.
+  std::string exposition() const;
+  ncclResult_t write();
+  const std::string& path() const { return path_; }
+
+  static int bucketOf(uint64_t bytes);  // the smallest b with bytes <= 2^b (capped)
+
+ private:
+  struct Cell {
+    uint64_t count = 0, bytes = 0;
+    int64_t ns = 0;
+  };
+  std::array<std::array<Cell, kBuckets>, kKinds> cells_{};
+  std::string path_;
+  int64_t intervalNs_;
+  int rank_, nranks_;
+  uint64_t commId_;
+  int64_t nextWriteNs_;  // steady-clock time after which add() writes
+};
+
+}  // namespace weft
