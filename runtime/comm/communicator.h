@@ -93,10 +93,10 @@ struct CommState {
 // their scratch memory; owned by runtime/exec.
 struct CommExecution {
   uint64_t collectiveSequence = 0;
-  PlanCache planCache;           // prepared schedules by shape (runtime/exec/plan_cache.h)
-  std::vector<char> scratch;     // schedules' Scratch buffer: grown when needed, never per call
-  CollectiveRecordRing records;  // WEFT_RECORD_ENTRIES: the last collectives (collective_record.h)
-  uint64_t traceId = 0;          // names this communicator's track in WEFT_TRACE (a hash of its token)
+  PlanCache planCache;                         // prepared schedules by shape (runtime/exec/plan_cache.h)
+  std::vector<char> scratch;                   // schedules' Scratch buffer: grown when needed, never per call
+  CollectiveRecordRing records;                // WEFT_RECORD_ENTRIES: the last collectives (collective_record.h)
+  uint64_t traceId = 0;                        // names this communicator's track in WEFT_TRACE (a hash of its token)
   std::unique_ptr<CollectiveMetrics> metrics;  // WEFT_METRICS_FILE (collective_metrics.h); null: off
   bool metricsChecked = false;                 // metrics was set up (at the first collective)
 };
