@@ -72,7 +72,7 @@ ncclResult_t replaceFile(const std::string& path, const std::string& content, co
   return ncclSuccess;
 }
 
-std::string expandFilePattern(const std::string& pattern, int rank) {
+std::string expandFilePattern(const std::string& pattern, int rank, const std::string& communicator) {
   char host[256] = {0};
   gethostname(host, sizeof host - 1);
   if (char* dot = strchr(host, '.')) *dot = 0;
@@ -85,6 +85,8 @@ std::string expandFilePattern(const std::string& pattern, int rank) {
       out += std::to_string(getpid());
     } else if (pattern[i] == '%' && next == 'r' && rank >= 0) {
       out += std::to_string(rank);
+    } else if (pattern[i] == '%' && next == 'c' && !communicator.empty()) {
+      out += communicator;
     } else {
       out += pattern[i];
       continue;

@@ -25,7 +25,8 @@ int openLogFile(const std::string& path);
 ncclResult_t replaceFile(const std::string& path, const std::string& content, const char* what);
 
 // `pattern` with %h replaced by the host name (up to its first dot), %p by the process id and,
-// when rank >= 0, %r by the rank: NCCL_DEBUG_FILE's convention, plus the rank.
-std::string expandFilePattern(const std::string& pattern, int rank = -1);
+// when given, %r by the rank and %c by `communicator`: NCCL_DEBUG_FILE's convention, plus
+// the rank and communicator.
+std::string expandFilePattern(const std::string& pattern, int rank = -1, const std::string& communicator = "");
 
 }  // namespace weft

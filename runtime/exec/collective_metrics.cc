@@ -16,27 +16,12 @@ const char* kindName(int kind) {
   return kind == kPointToPointKind ? "sendrecv" : collectiveName(static_cast<Collective>(kind));
 }
 
-std::string expandCommunicator(const std::string& pattern, uint64_t commId) {
-  std::string out;
-  for (size_t i = 0; i < pattern.size(); ++i) {
-    if (pattern[i] == '%' && i + 1 < pattern.size() && pattern[i + 1] == 'c') {
-      char id[24];
-      std::snprintf(id, sizeof id, "%08llx", static_cast<unsigned long long>(commId & 0xffffffffull));
-      out += id;
-      ++i;
-    } else {
-      out += pattern[i];
-    }
-  }
-  return out;
-}
-
 }  // namespace
 
 std::unique_ptr<CollectiveMetrics> CollectiveMetrics::fromEnv(int rank, int nranks, uint64_t commId) {
   const std::optional<std::string> pattern = settingString(Setting::WeftMetricsFile);
   if (!pattern || pattern->empty()) return nullptr;
-  return std::make_unique<CollectiveMetrics>(expandFilePattern(expandCommunicator(*pattern, commId), rank),
+  return std::make_unique<CollectiveMetrics>(expandFilePattern(*pattern, rank, communicatorIdText(commId)),
                                              settingDouble(Setting::WeftMetricsInterval), rank, nranks, commId);
 }
 
@@ -68,10 +53,8 @@ void CollectiveMetrics::add(const CollectiveRecord& r) {
 }
 
 std::string CollectiveMetrics::exposition() const {
-  char comm[24];
-  std::snprintf(comm, sizeof comm, "%08llx", static_cast<unsigned long long>(commId_ & 0xffffffffull));
-  const std::string common = std::string("comm=\"") + comm + "\",rank=\"" + std::to_string(rank_) + "\",nranks=\"" +
-                             std::to_string(nranks_) + "\"";
+  const std::string common = "comm=\"" + communicatorIdText(commId_) + "\",rank=\"" + std::to_string(rank_) +
+                             "\",nranks=\"" + std::to_string(nranks_) + "\"";
   struct Family {
     const char* name;
     const char* type;

@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdio>
 
 #include "algorithms/schedule.h"
 #include "common/cycle_clock.h"
@@ -10,6 +11,12 @@
 #include "common/units_text.h"
 
 namespace weft {
+
+std::string communicatorIdText(uint64_t commId) {
+  char text[16];
+  std::snprintf(text, sizeof text, "%08llx", static_cast<unsigned long long>(commId & 0xffffffffull));
+  return text;
+}
 
 std::vector<PeerTraffic> trafficOf(const Schedule& schedule) {
   std::vector<PeerTraffic> traffic;
@@ -85,13 +92,14 @@ std::vector<const CollectiveRecord*> CollectiveRecordRing::entries() const {
 }
 
 std::string formatCollectiveRecords(const CollectiveRecordRing& ring, int rank, int nranks, int64_t nowNs) {
+  const std::vector<const CollectiveRecord*> held = ring.entries();
   char host[256] = {0};
   gethostname(host, sizeof host - 1);
   std::string out = "# weft collective record: rank " + std::to_string(rank) + " of " + std::to_string(nranks) +
                     ", host " + host + ", pid " + std::to_string(getpid()) + "; " + std::to_string(ring.issued()) +
                     " collectives issued, " + std::to_string(ring.completed()) + " completed; the last " +
-                    std::to_string(ring.entries().size()) + ", oldest first\n";
-  for (const CollectiveRecord* r : ring.entries()) {
+                    std::to_string(held.size()) + ", oldest first\n";
+  for (const CollectiveRecord* r : held) {
     std::string line = "#" + std::to_string(r->sequence) + " " + r->collective + " " + std::to_string(r->count) +
                        " x " + dataTypeName(r->datatype);
     if (r->op >= 0) line += std::string(" ") + redOpName(static_cast<ncclRedOp_t>(r->op));

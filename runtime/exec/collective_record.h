@@ -27,6 +27,9 @@ struct PeerTraffic {
 };
 std::vector<PeerTraffic> trafficOf(const Schedule& schedule);
 
+// How dumps, traces and metrics name a communicator: the low 32 bits of its id, 8 hex digits.
+std::string communicatorIdText(uint64_t commId);
+
 // CollectiveRecord::kind of a group's sends and receives.
 constexpr int kPointToPointKind = 8;
 

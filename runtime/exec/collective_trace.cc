@@ -50,8 +50,7 @@ bool collectiveTraceEnabled() { return state().path.has_value(); }
 void traceCollective(const CollectiveRecord& r, int rank, int nranks, uint64_t commId) {
   TraceState& s = state();
   if (!s.path) return;
-  const std::string commName =
-      "comm " + std::to_string(commId & 0xffffffff) + " (" + std::to_string(nranks) + " ranks)";
+  const std::string commName = "comm " + communicatorIdText(commId) + " (" + std::to_string(nranks) + " ranks)";
   const unsigned tid = static_cast<unsigned>(commId & 0x7fffffff);
   const int64_t startNs = cycleStampToSteadyNs(r.startStamp), endNs = cycleStampToSteadyNs(r.endStamp);
   std::string args = "\"sequence\":" + std::to_string(r.sequence) + ",\"count\":" + std::to_string(r.count) +
