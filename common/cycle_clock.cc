@@ -73,6 +73,11 @@ uint64_t cycleStamp() {
   return static_cast<uint64_t>(steadyNs());
 }
 
+int64_t cycleTicksToNs(uint64_t ticks) {
+  if (!kUsesTsc) return static_cast<int64_t>(ticks);
+  return static_cast<int64_t>(static_cast<double>(ticks) * calibration().nsPerTick);
+}
+
 int64_t cycleStampToSteadyNs(uint64_t stamp) {
   if (!kUsesTsc) return static_cast<int64_t>(stamp);
   const Calibration& c = calibration();

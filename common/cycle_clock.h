@@ -12,6 +12,8 @@ namespace weft {
 uint64_t cycleStamp();
 // The steady_clock time (ns since its epoch) of a stamp.
 int64_t cycleStampToSteadyNs(uint64_t stamp);
+// A difference of two stamps in nanoseconds.
+int64_t cycleTicksToNs(uint64_t ticks);
 // Measures the rate now (otherwise at the first conversion); cheap after the first call.
 void cycleClockCalibrate();
 // Whether stamps come from the time-stamp counter (false: steady_clock itself).

@@ -19,6 +19,7 @@
 #include "runtime/comm/reduction_ops.h"
 #include "runtime/device/stream_queue.h"
 #include "runtime/exec/collective_metrics.h"
+#include "runtime/exec/collective_progress.h"
 #include "runtime/exec/direct_path.h"
 #include "runtime/exec/executor.h"
 #include "runtime/exec/plan_cache.h"
@@ -72,6 +73,7 @@ struct CommConnections {
   std::vector<std::unique_ptr<Connection>> connections;  // by peer rank, null until used
   std::vector<Connection*> connectionTable;              // raw view for the executor
   size_t sliceBytes = 0;
+  int statusListenFd = -1;  // where ranks on other hosts ask this one's status (runtime/status), or -1
 };
 
 // Life cycle and error state: non-blocking init, abort/revoke, calls in flight, the stored
@@ -97,8 +99,9 @@ struct CommExecution {
   std::vector<char> scratch;                   // schedules' Scratch buffer: grown when needed, never per call
   CollectiveRecordRing records;                // WEFT_RECORD_ENTRIES: the last collectives (collective_record.h)
   uint64_t traceId = 0;                        // names this communicator's track in WEFT_TRACE (a hash of its token)
-  std::unique_ptr<CollectiveMetrics> metrics;  // WEFT_METRICS_FILE (collective_metrics.h); null: off
-  bool metricsChecked = false;                 // metrics was set up (at the first collective)
+  std::unique_ptr<CollectiveMetrics> metrics;  // statistics, WEFT_METRICS_FILE (collective_metrics.h); set at init
+  CollectiveProgress progress;                 // where the collectives stand, for the status server
+  std::atomic<bool> dumpRequested{false};      // the status server asks for a record dump (status_server.h)
 };
 
 // Buffers registered through ncclCommRegister / ncclCommWindowRegister (runtime/api).

@@ -1,5 +1,6 @@
 #include "runtime/exec/collective_metrics.h"
 
+#include <algorithm>
 #include <cstdio>
 
 #include "algorithms/algorithm.h"
@@ -20,9 +21,10 @@ const char* kindName(int kind) {
 
 std::unique_ptr<CollectiveMetrics> CollectiveMetrics::fromEnv(int rank, int nranks, uint64_t commId) {
   const std::optional<std::string> pattern = settingString(Setting::WeftMetricsFile);
-  if (!pattern || pattern->empty()) return nullptr;
-  return std::make_unique<CollectiveMetrics>(expandFilePattern(*pattern, rank, communicatorIdText(commId)),
-                                             settingDouble(Setting::WeftMetricsInterval), rank, nranks, commId);
+  std::string path;
+  if (pattern && !pattern->empty()) path = expandFilePattern(*pattern, rank, communicatorIdText(commId));
+  return std::make_unique<CollectiveMetrics>(std::move(path), settingDouble(Setting::WeftMetricsInterval), rank, nranks,
+                                             commId);
 }
 
 CollectiveMetrics::CollectiveMetrics(std::string path, double intervalSeconds, int rank, int nranks, uint64_t commId)
@@ -34,18 +36,26 @@ CollectiveMetrics::CollectiveMetrics(std::string path, double intervalSeconds, i
       nextWriteNs_(cycleStampToSteadyNs(cycleStamp()) + intervalNs_) {}
 
 int CollectiveMetrics::bucketOf(uint64_t bytes) {
-  int b = 0;
-  while (b < kBuckets - 1 && (uint64_t{1} << b) < bytes) ++b;
-  return b;
+  if (bytes <= 1) return 0;
+  return std::min(kBuckets - 1, 64 - __builtin_clzll(bytes - 1));
 }
+
+namespace {
+// Only the thread running the communicator's collectives writes: no read-modify-write needed.
+template <typename T>
+void addTo(std::atomic<T>& total, T value) {
+  total.store(total.load(std::memory_order_relaxed) + value, std::memory_order_relaxed);
+}
+}  // namespace
 
 void CollectiveMetrics::add(const CollectiveRecord& r) {
   if (r.kind < 0 || r.kind >= kKinds || r.result != ncclSuccess || r.endStamp == 0) return;
   Cell& cell = cells_[r.kind][bucketOf(r.bytes)];
+  addTo<uint64_t>(cell.count, 1);
+  addTo<uint64_t>(cell.bytes, r.bytes);
+  addTo<uint64_t>(cell.ticks, r.endStamp - r.startStamp);
+  if (path_.empty()) return;
   const int64_t endNs = cycleStampToSteadyNs(r.endStamp);
-  ++cell.count;
-  cell.bytes += r.bytes;
-  cell.ns += endNs - cycleStampToSteadyNs(r.startStamp);
   if (endNs >= nextWriteNs_) {
     nextWriteNs_ = endNs + intervalNs_;
     if (write() != ncclSuccess) WEFT_WARN("WEFT_METRICS_FILE: %s", lastErrorMessage().c_str());
@@ -73,17 +83,19 @@ std::string CollectiveMetrics::exposition() const {
     for (int kind = 0; kind < kKinds; ++kind) {
       for (int b = 0; b < kBuckets; ++b) {
         const Cell& cell = cells_[kind][b];
-        if (cell.count == 0) continue;
+        const uint64_t count = cell.count.load(std::memory_order_relaxed);
+        const uint64_t bytes = cell.bytes.load(std::memory_order_relaxed);
+        if (count == 0) continue;
         char value[64];
-        const double seconds = static_cast<double>(cell.ns) / 1e9;
-        if (f == 0) std::snprintf(value, sizeof value, "%llu", static_cast<unsigned long long>(cell.count));
-        if (f == 1) std::snprintf(value, sizeof value, "%llu", static_cast<unsigned long long>(cell.bytes));
+        const double seconds = static_cast<double>(cycleTicksToNs(cell.ticks.load(std::memory_order_relaxed))) / 1e9;
+        if (f == 0) std::snprintf(value, sizeof value, "%llu", static_cast<unsigned long long>(count));
+        if (f == 1) std::snprintf(value, sizeof value, "%llu", static_cast<unsigned long long>(bytes));
         if (f == 2) std::snprintf(value, sizeof value, "%.9f", seconds);
         if (f == 3) {
           const double factor =
               kind == kPointToPointKind ? 1.0 : busBandwidthFactor(static_cast<Collective>(kind), nranks_);
           std::snprintf(value, sizeof value, "%.6f",
-                        seconds > 0 ? factor * static_cast<double>(cell.bytes) / seconds / 1e9 : 0.0);
+                        seconds > 0 ? factor * static_cast<double>(bytes) / seconds / 1e9 : 0.0);
         }
         out += std::string(families[f].name) + "{" + common + ",collective=\"" + kindName(kind) + "\",le=\"" +
                std::to_string(uint64_t{1} << b) + "\"} " + value + "\n";
@@ -93,6 +105,21 @@ std::string CollectiveMetrics::exposition() const {
   return out;
 }
 
-ncclResult_t CollectiveMetrics::write() { return replaceFile(path_, exposition(), "WEFT_METRICS_FILE"); }
+ncclResult_t CollectiveMetrics::write() {
+  return path_.empty() ? ncclSuccess : replaceFile(path_, exposition(), "WEFT_METRICS_FILE");
+}
+
+std::vector<CollectiveMetrics::Totals> CollectiveMetrics::totals() const {
+  std::vector<Totals> out;
+  for (int kind = 0; kind < kKinds; ++kind)
+    for (int b = 0; b < kBuckets; ++b) {
+      const Cell& cell = cells_[kind][b];
+      const uint64_t count = cell.count.load(std::memory_order_relaxed);
+      if (count == 0) continue;
+      out.push_back(Totals{kind, b, count, cell.bytes.load(std::memory_order_relaxed),
+                           cycleTicksToNs(cell.ticks.load(std::memory_order_relaxed))});
+    }
+  return out;
+}
 
 }  // namespace weft

@@ -460,4 +460,21 @@ std::string CollectiveRun::describeWait() const {
   return std::string(name_) + " #" + std::to_string(sequence_) + " flushing sends";
 }
 
+WaitPoint CollectiveRun::waitPoint() const {
+  WaitPoint wait;
+  wait.sequence = sequence_;
+  wait.stepKind = "flush";  // every step done, sends still queued
+  const auto& steps = plan_->schedule.steps;
+  for (size_t i = firstIncomplete_; i < steps.size(); ++i) {
+    if (slicesDone_[i] >= plan_->sliceCounts[i]) continue;
+    wait.step = static_cast<uint32_t>(i);
+    wait.stepKind = stepKindName(steps[i].kind);
+    wait.peer = steps[i].peer;
+    wait.slice = slicesDone_[i];
+    wait.slices = plan_->sliceCounts[i];
+    return wait;
+  }
+  return wait;
+}
+
 }  // namespace weft

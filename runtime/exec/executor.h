@@ -11,6 +11,7 @@
 #include "algorithms/schedule.h"
 #include "common/reduce.h"
 #include "nccl.h"
+#include "runtime/exec/collective_progress.h"
 #include "runtime/exec/collective_record.h"
 #include "transport/transport.h"
 
@@ -81,6 +82,8 @@ class CollectiveRun {
   const std::vector<Connection*>& waitingOn() const { return waitingOn_; }
   // "allreduce #12 step 3 (recvReduce from rank 2), slice 4/16": what the run is waiting for.
   std::string describeWait() const;
+  // The same, as fields, for the live status (collective_progress.h); sinceNs is left 0.
+  WaitPoint waitPoint() const;
 
  private:
   bool dependenciesReady(size_t step, uint32_t slice) const;

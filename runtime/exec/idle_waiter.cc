@@ -40,7 +40,14 @@ inline void cpuRelax() {
 // deadline_ is set when a wait begins (idle()): a call that never waits reads no clock for it.
 IdleWaiter::IdleWaiter(double timeoutSeconds) : timeoutSeconds_(timeoutSeconds) {}
 
-void IdleWaiter::madeProgress() { idleRounds_ = 0; }
+void IdleWaiter::madeProgress() {
+  idleRounds_ = 0;
+  pastSpin_ = false;
+}
+
+int64_t IdleWaiter::idleSinceNs() const {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(idleSince_.time_since_epoch()).count();
+}
 
 ncclResult_t IdleWaiter::checkHealth(const std::vector<CollectiveRun*>& active, const std::vector<ncclComm*>& comms) {
   for (ncclComm* comm : comms)
@@ -70,6 +77,7 @@ ncclResult_t IdleWaiter::idle(const std::vector<CollectiveRun*>& active, const s
     for (int i = 0; i < 16; ++i) cpuRelax();
     return ncclSuccess;
   }
+  pastSpin_ = true;
   WEFT_CHECK(checkHealth(active, comms));
 
   // Then block until something can move: sockets wake poll(), shared memory the doorbell.

@@ -25,6 +25,10 @@ class IdleWaiter {
                     const std::function<ncclResult_t(bool*)>& tryProgress);
   // Whether the last idle() failed because WEFT_TIMEOUT passed without progress.
   bool timedOut() const { return timedOut_; }
+  // Whether the last idle() was past spinning (the rank is really stuck, for now), and since
+  // when (steady_clock ns) nothing has moved: what the live status reports.
+  bool pastSpin() const { return pastSpin_; }
+  int64_t idleSinceNs() const;
 
  private:
   ncclResult_t checkHealth(const std::vector<CollectiveRun*>& active, const std::vector<ncclComm*>& comms);
@@ -34,6 +38,7 @@ class IdleWaiter {
   unsigned idleRounds_ = 0;
   std::chrono::steady_clock::time_point idleSince_;
   bool spin_ = true;
+  bool pastSpin_ = false;
   bool timedOut_ = false;
 };
 
