@@ -84,6 +84,8 @@ enum class Setting {
   WeftTrace,
   WeftMetricsFile,
   WeftMetricsInterval,
+  WeftStatusServer,
+  WeftDumpSignal,
   Count
 };
 

@@ -124,13 +124,17 @@ constexpr std::array<SettingSpec, static_cast<size_t>(Setting::Count)> kSettings
     {Setting::WeftDumpOnTimeout, "WEFT_DUMP_ON_TIMEOUT", Bool, "1", 0, 1, 0, nullptr, false, false,
      "a rank whose call times out writes its recorded collectives to WEFT_DUMP_FILE"},
     {Setting::WeftDumpFile, "WEFT_DUMP_FILE", String, "/tmp/weft-records.%h.%p.r%r.txt", 0, 0, 0, nullptr, false, false,
-     "where the time-out dump goes; %h host, %p pid, %r rank"},
+     "where a dump of the collective record goes; %h host, %p pid, %r rank, %c communicator"},
     {Setting::WeftTrace, "WEFT_TRACE", String, nullptr, 0, 0, 0, nullptr, false, false,
      "write a Chrome/Perfetto trace of every recorded collective there (%h host, %p pid)"},
     {Setting::WeftMetricsFile, "WEFT_METRICS_FILE", String, nullptr, 0, 0, 0, nullptr, false, false,
      "each communicator's collective statistics, Prometheus text format (%h host, %p pid, %r rank, %c communicator)"},
     {Setting::WeftMetricsInterval, "WEFT_METRICS_INTERVAL", Double, "10", 0.01, 86400, 0, nullptr, false, false,
      "seconds between rewrites of WEFT_METRICS_FILE"},
+    {Setting::WeftStatusServer, "WEFT_STATUS_SERVER", Bool, "1", 0, 1, 0, nullptr, false, false,
+     "a thread per process answers `weft-info status` (Unix socket weft-status.PID, abstract, same user only)"},
+    {Setting::WeftDumpSignal, "WEFT_DUMP_SIGNAL", Enum, "none", 0, 0, 0, "none|SIGUSR1|SIGUSR2", false, false,
+     "this signal makes every communicator of the process dump its collective record (WEFT_DUMP_FILE)"},
 }};
 
 constexpr bool rowsInEnumOrder() {

@@ -26,4 +26,6 @@ const std::string& lastErrorMessage() { return threadLastError; }
 
 void clearLastError() { threadLastError.clear(); }
 
+void restoreLastError(const std::string& message) { threadLastError = message; }
+
 }  // namespace weft

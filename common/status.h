@@ -16,6 +16,9 @@ ncclResult_t fail(ncclResult_t result, const char* format, ...) __attribute__((f
 // The last message recorded on this thread ("" when none).
 const std::string& lastErrorMessage();
 void clearLastError();
+// Puts back a message saved with lastErrorMessage(): for work on the side (a dump asked for)
+// whose failure is logged but must not become the caller's error.
+void restoreLastError(const std::string& message);
 
 }  // namespace weft
 

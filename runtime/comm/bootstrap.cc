@@ -32,7 +32,8 @@ constexpr uint64_t kReplyMagic = 0x7765667442525059ull;      // "weftBRPY"
 constexpr uint64_t kTlsUpgradeMagic = 0x776566744254534cull;  // "weftBTSL"
 // 4: challenge-response (the secret never travels; every message is bound to both nonces).
 // 5: a rank may continue in TLS after the challenge.
-constexpr uint32_t kProtocolVersion = 5;
+// 6: RankInfo carries the status server's port.
+constexpr uint32_t kProtocolVersion = 6;
 constexpr int kMaxRanks = 1 << 20;
 // Connections a listener holds before they said who they are; beyond it the oldest is dropped,
 // so that strangers cannot use up the root's descriptors (or starve the real ranks of them).

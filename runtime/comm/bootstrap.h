@@ -41,6 +41,10 @@ struct RankInfo {
   uint32_t dataAddressLength;
   sockaddr_storage dataAddress;  // the peer handshake's listener (transport/peer_handshake.h)
   uint32_t transportsOffered;    // TransportKind bits (transport/transport_table.h)
+  // The status server's TCP port for this communicator, on dataAddress's host (0: none):
+  // `weft-info status` reaches ranks on other hosts through it (runtime/status/status_server.h).
+  uint16_t statusPort;
+  uint16_t reserved;
   // topology/rank_placement.h's record: host, CPU binding, NUMA node, GPU, NIC.
   uint32_t placementBytes;
   uint8_t placement[1024];

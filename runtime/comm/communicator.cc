@@ -20,6 +20,7 @@
 #include "runtime/comm/init_barrier.h"
 #include "runtime/device/stream_dispatch.h"
 #include "runtime/exec/collective_trace.h"
+#include "runtime/status/status_server.h"
 #include "topology/rank_layout.h"
 #include "topology/topology_loader.h"
 
@@ -363,6 +364,7 @@ ncclResult_t bootstrapCommunicator(ncclComm* comm, const ncclUniqueId& id, const
   // The communicator's key is only known after bootstrap; listeners are opened now so that
   // their addresses can travel in the table, and the key is set before any peer can use it.
   WEFT_CHECK(listenOnEveryTransport(comm, dataAddress, timeout, &mine));
+  WEFT_CHECK(statusServerListen(comm, dataAddress, &mine.statusPort));
   mine.settings = digestAgreedSettings();
   mine.links = linkTermsOf(links);
 
@@ -372,6 +374,7 @@ ncclResult_t bootstrapCommunicator(ncclComm* comm, const ncclUniqueId& id, const
   memcpy(comm->layout.commToken, result.commToken, sizeof(comm->layout.commToken));
   comm->exec.traceId =
       fnv1a(std::string_view(reinterpret_cast<const char*>(comm->layout.commToken), sizeof(comm->layout.commToken)));
+  comm->exec.metrics = CollectiveMetrics::fromEnv(comm->rank, comm->nranks, comm->exec.traceId);
   comm->net.handshake->setKey(result.commKey);
   return ncclSuccess;
 }
@@ -461,7 +464,9 @@ static ncclResult_t explainIfAborted(ncclComm* comm, ncclResult_t result, const 
 
 ncclResult_t initializeCommunicator(ncclComm* comm, const ncclUniqueId& id) {
   CancelScope abortable(&comm->state.aborted);
-  return explainIfAborted(comm, initializeCommunicatorSteps(comm, id), "its initialization");
+  WEFT_CHECK(explainIfAborted(comm, initializeCommunicatorSteps(comm, id), "its initialization"));
+  statusServerAdd(comm);  // `weft-info status` sees it from now on
+  return ncclSuccess;
 }
 
 ncclResult_t initRank(ncclComm_t* comm, int nranks, const ncclUniqueId& commId, int rank, const ncclConfig_t* config) {
@@ -526,6 +531,7 @@ void destroyCommunicator(ncclComm* comm) {
   if (flushCollectiveTrace() != ncclSuccess) WEFT_WARN("WEFT_TRACE: %s", lastErrorMessage().c_str());
   if (comm->exec.metrics && comm->exec.metrics->write() != ncclSuccess)
     WEFT_WARN("WEFT_METRICS_FILE: %s", lastErrorMessage().c_str());
+  statusServerRemove(comm);
   comm->magic = 0;
   delete comm;
 }

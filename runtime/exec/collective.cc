@@ -20,6 +20,7 @@
 #include "runtime/exec/direct_path.h"
 #include "runtime/exec/idle_waiter.h"
 #include "runtime/exec/plan_cache.h"
+#include "runtime/status/timeout_inquiry.h"
 
 namespace weft {
 
@@ -78,6 +79,45 @@ char* scratchFor(ncclComm* comm, size_t bytes) {
   return comm->exec.scratch.data();
 }
 
+// Writes this rank's collective record to WEFT_DUMP_FILE; *path says where.
+ncclResult_t writeRecordDump(ncclComm* comm, std::string* path) {
+  *path = recordDumpPath(comm->rank, comm->exec.traceId);
+  if (path->empty()) return fail(ncclInvalidArgument, "WEFT_DUMP_FILE is empty");
+  const std::string text =
+      formatCollectiveRecords(comm->exec.records, comm->rank, comm->nranks, cycleStampToSteadyNs(cycleStamp()));
+  WEFT_CHECK(replaceFile(*path, text, "WEFT_DUMP_FILE"));
+  WEFT_WARN("rank %d: %zu recorded collectives written to %s", comm->rank, comm->exec.records.entries().size(),
+            path->c_str());
+  return ncclSuccess;
+}
+
+// A dump the status server asked for (`weft-info status --dump`, or a peer whose call timed
+// out); the thread running the communicator's collectives writes it, as it alone may read the
+// record.
+void serveDumpRequest(ncclComm* comm) {
+  if (!comm->exec.dumpRequested.load(std::memory_order_relaxed)) return;
+  comm->exec.dumpRequested.store(false, std::memory_order_relaxed);
+  const std::string previousError = lastErrorMessage();
+  std::string path;
+  if (writeRecordDump(comm, &path) != ncclSuccess) WEFT_WARN("record dump asked for: %s", lastErrorMessage().c_str());
+  restoreLastError(previousError);
+}
+
+// WEFT_DUMP_ON_TIMEOUT: this rank's recorded collectives into WEFT_DUMP_FILE, named in the
+// error the call returns, with what its peers on this host say (they dump theirs too).
+// `peers`: askPeersAfterTimeout's lines, asked while this rank's own status still showed the
+// call in flight.
+ncclResult_t dumpRecordsAfterTimeout(ncclComm* comm, ncclResult_t result, const std::string& peers) {
+  if (!settingBool(Setting::WeftDumpOnTimeout)) return result;
+  const std::string message = lastErrorMessage();
+  if (!comm->exec.records.enabled()) return fail(result, "%s%s", message.c_str(), peers.c_str());
+  std::string path;
+  if (writeRecordDump(comm, &path) != ncclSuccess)
+    return fail(result, "%s (its collective record could not be written: %s)%s", message.c_str(),
+                lastErrorMessage().c_str(), peers.c_str());
+  return fail(result, "%s; this rank's last collectives are in %s%s", message.c_str(), path.c_str(), peers.c_str());
+}
+
 ncclResult_t startRun(CommQueue& queue, const CollectiveCall& call, const PreparedSchedule* plan, RunBuffers buffers,
                       const char* name, const RunCodec* codec = nullptr) {
   ncclComm* comm = call.comm;
@@ -86,6 +126,7 @@ ncclResult_t startRun(CommQueue& queue, const CollectiveCall& call, const Prepar
   RunReduction reduction;
   WEFT_CHECK(resolveReduction(call, &reduction));
   if (codec) reduction.codec = *codec;
+  serveDumpRequest(comm);
   uint64_t sequence = comm->exec.collectiveSequence++;
   WEFT_TRACE(kLogColl, "%s #%llu count %zu datatype %d op %d root %d peer %d sendbuff %p recvbuff %p", name,
              (unsigned long long)sequence, call.count, call.datatype, call.op, call.root, call.peer, call.sendbuff,
@@ -103,9 +144,10 @@ ncclResult_t startRun(CommQueue& queue, const CollectiveCall& call, const Prepar
             (sizeCountsEveryRank(call.kind.collective()) ? static_cast<uint64_t>(comm->nranks) : 1);
   }
   if (plan == &comm->direct.handshakePlan) kind = -1;
-  comm->exec.records.begin(sequence, name, plan->algorithm, kind, bytes, call.count, call.datatype,
-                           reduces ? call.op : -1, pointToPoint ? -1 : call.root, plan->schedule.steps.size(),
-                           plan->traffic);
+  const CollectiveRecord* record = comm->exec.records.begin(
+      sequence, name, plan->algorithm, kind, bytes, call.count, call.datatype, reduces ? call.op : -1,
+      pointToPoint ? -1 : call.root, plan->schedule.steps.size(), plan->traffic);
+  comm->exec.progress.started(sequence, name, record ? record->startStamp : cycleStamp());
   queue.running =
       std::make_unique<CollectiveRun>(plan, comm->net.connectionTable.data(), buffers, reduction, name, sequence);
   return ncclSuccess;
@@ -114,29 +156,10 @@ ncclResult_t startRun(CommQueue& queue, const CollectiveCall& call, const Prepar
 // Closes the record of `comm`'s collective `sequence`, and adds it to the WEFT_TRACE trace.
 void endRecord(ncclComm* comm, uint64_t sequence, ncclResult_t result, const std::string& failure = "") {
   const CollectiveRecord* record = comm->exec.records.end(sequence, result, failure);
+  comm->exec.progress.finished(sequence, record ? record->endStamp : cycleStamp(), result != ncclSuccess);
   if (!record) return;
   if (collectiveTraceEnabled()) traceCollective(*record, comm->rank, comm->nranks, comm->exec.traceId);
-  if (!comm->exec.metricsChecked) {
-    comm->exec.metricsChecked = true;
-    comm->exec.metrics = CollectiveMetrics::fromEnv(comm->rank, comm->nranks, comm->exec.traceId);
-  }
   if (comm->exec.metrics) comm->exec.metrics->add(*record);
-}
-
-// WEFT_DUMP_ON_TIMEOUT: this rank's recorded collectives into WEFT_DUMP_FILE, named in the
-// error the call returns.
-ncclResult_t dumpRecordsAfterTimeout(ncclComm* comm, ncclResult_t result) {
-  if (!comm->exec.records.enabled() || !settingBool(Setting::WeftDumpOnTimeout)) return result;
-  const std::string message = lastErrorMessage();
-  const std::string path = expandFilePattern(settingString(Setting::WeftDumpFile).value_or(""), comm->rank);
-  const std::string text =
-      formatCollectiveRecords(comm->exec.records, comm->rank, comm->nranks, cycleStampToSteadyNs(cycleStamp()));
-  if (path.empty() || replaceFile(path, text, "WEFT_DUMP_FILE") != ncclSuccess)
-    return fail(result, "%s (its collective record could not be written: %s)", message.c_str(),
-                path.empty() ? "WEFT_DUMP_FILE is empty" : lastErrorMessage().c_str());
-  WEFT_WARN("rank %d: %zu recorded collectives written to %s", comm->rank, comm->exec.records.entries().size(),
-            path.c_str());
-  return fail(result, "%s; this rank's last collectives are in %s", message.c_str(), path.c_str());
 }
 
 RunBuffers userBuffers(const CollectiveCall& call) {
@@ -228,10 +251,13 @@ ncclResult_t runCollectives(const std::vector<CollectiveCall>& calls) {
   auto finish = [&](ncclResult_t result, ncclComm* culprit) {
     if (result != ncclSuccess) {
       const std::string failure = lastErrorMessage();
+      ncclComm* blamed = culprit ? culprit : comms.front();
+      const std::string peers =
+          timedOut && settingBool(Setting::WeftDumpOnTimeout) ? askPeersAfterTimeout(blamed) : std::string();
       for (auto& q : queues)
         if (q.running) endRecord(q.comm, q.running->sequence(), result, failure);
-      if (timedOut) result = dumpRecordsAfterTimeout(culprit ? culprit : comms.front(), result);
-      setCommunicatorError(culprit ? culprit : comms.front(), result);
+      if (timedOut) result = dumpRecordsAfterTimeout(blamed, result, peers);
+      setCommunicatorError(blamed, result);
     }
     for (auto* c : comms) c->state.activeCalls.fetch_sub(1);
     return result;
@@ -244,6 +270,7 @@ ncclResult_t runCollectives(const std::vector<CollectiveCall>& calls) {
   double timeout = communicatorTimeout(comms.front());
   for (ncclComm* comm : comms) timeout = std::min(timeout, communicatorTimeout(comm));
   IdleWaiter waiter(timeout);
+  bool waitPublished = false;  // a wait point was published since the last progress
   std::vector<CollectiveRun*> active;
   ncclComm* culprit = nullptr;
   // One pass over every running collective; starts each queue's next item as one finishes.
@@ -279,7 +306,21 @@ ncclResult_t runCollectives(const std::vector<CollectiveCall>& calls) {
     if (active.empty()) return finish(ncclSuccess, nullptr);
     if (progressed) {
       waiter.madeProgress();
+      if (waitPublished) {
+        for (auto& q : queues) q.comm->exec.progress.progressed();
+        waitPublished = false;
+      }
       continue;
+    }
+    if (waiter.pastSpin()) {  // stuck for now: say where, for `weft-info status`
+      for (auto& q : queues) {
+        serveDumpRequest(q.comm);
+        if (!q.running) continue;
+        WaitPoint wait = q.running->waitPoint();
+        wait.sinceNs = waiter.idleSinceNs();
+        q.comm->exec.progress.waiting(wait);
+      }
+      waitPublished = true;
     }
     result = waiter.idle(active, comms, progressAll);
     timedOut = waiter.timedOut();

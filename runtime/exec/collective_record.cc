@@ -8,6 +8,8 @@
 #include "algorithms/schedule.h"
 #include "common/cycle_clock.h"
 #include "common/dtype.h"
+#include "common/safe_file.h"
+#include "common/settings.h"
 #include "common/units_text.h"
 
 namespace weft {
@@ -16,6 +18,10 @@ std::string communicatorIdText(uint64_t commId) {
   char text[16];
   std::snprintf(text, sizeof text, "%08llx", static_cast<unsigned long long>(commId & 0xffffffffull));
   return text;
+}
+
+std::string recordDumpPath(int rank, uint64_t commId) {
+  return expandFilePattern(settingString(Setting::WeftDumpFile).value_or(""), rank, communicatorIdText(commId));
 }
 
 std::vector<PeerTraffic> trafficOf(const Schedule& schedule) {

@@ -29,6 +29,9 @@ std::vector<PeerTraffic> trafficOf(const Schedule& schedule);
 
 // How dumps, traces and metrics name a communicator: the low 32 bits of its id, 8 hex digits.
 std::string communicatorIdText(uint64_t commId);
+// Where rank `rank` of communicator `commId` writes its record: WEFT_DUMP_FILE expanded ("" if
+// it is empty).
+std::string recordDumpPath(int rank, uint64_t commId);
 
 // CollectiveRecord::kind of a group's sends and receives.
 constexpr int kPointToPointKind = 8;
