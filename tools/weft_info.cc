@@ -1,5 +1,9 @@
-// weft-info: what weft would do, without running anything.
+// weft-info: what weft would do, without running anything, and where running jobs stand.
 //
+//   weft-info status [PID ...] [--json] [--stats] [--dump] [--timeout SECONDS]
+//       every communicator of this host's weft processes (or of PID's jobs): each rank's last
+//       issued and completed collective, what it waits for, and the rank holding the others up
+//       (tools/weft_info_status.cc).
 //   weft-info plan COLLECTIVE SIZE --ranks N [--ranks-per-node L] [--topo FILE] [--direct]
 //             [--simulate] [--print-schedule RANK [--algo NAME]]
 //       every algorithm's predicted time and bus bandwidth for a COLLECTIVE (allreduce,
@@ -33,6 +37,7 @@
 #include "algorithms/simulation/link_model_simulation.h"
 #include "common/settings.h"
 #include "common/status.h"
+#include "tools/weft_info_status.h"
 #include "topology/topology_model.h"
 #include "topology/topology_xml.h"
 
@@ -42,7 +47,8 @@ namespace {
 
 void usage(FILE* to) {
   std::fprintf(to,
-               "usage: weft-info plan COLLECTIVE SIZE --ranks N [--ranks-per-node L] [--topo FILE] [--direct]\n"
+               "usage: weft-info status [PID ...] [--json] [--stats] [--dump] [--timeout SECONDS]\n"
+               "       weft-info plan COLLECTIVE SIZE --ranks N [--ranks-per-node L] [--topo FILE] [--direct]\n"
                "                 [--simulate] [--print-schedule RANK [--algo NAME]]\n"
                "       weft-info table COLLECTIVE --ranks N[,N...] [--ranks-per-node L] [--topo FILE]\n"
                "                 [--from SIZE] [--to SIZE] [--step FACTOR]\n"
@@ -406,6 +412,7 @@ int runTable(const Options& o, const SelectionInput& base) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (argc > 1 && std::strcmp(argv[1], "status") == 0) return statusCommand(argc, argv);
   Options options;
   if (const int status = parseArguments(argc, argv, &options); status >= 0) return status;
   TopologyModel model;

@@ -1,7 +1,9 @@
 // What a stuck or finished job leaves behind: the rank whose call times out writes its
-// recorded collectives (WEFT_DUMP_FILE) and names the file in its error; WEFT_TRACE writes a
-// span per collective, in call order, on each rank.
+// recorded collectives (WEFT_DUMP_FILE), names the file in its error and adds what its peers
+// say; WEFT_TRACE writes a span per collective, in call order, on each rank; `weft-info status`
+// names the rank a stuck job waits on, or the dead one, within 2 s.
 #include <dirent.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -36,6 +38,31 @@ std::string tempDir() {
   return mkdtemp(dir) ? dir : "";
 }
 
+// Runs `command`; its standard output in *output, how long it took in *seconds.
+bool runCommand(const std::string& command, std::string* output, double* seconds) {
+  const auto start = std::chrono::steady_clock::now();
+  FILE* pipe = popen(command.c_str(), "r");
+  if (!pipe) return false;
+  char buffer[4096];
+  size_t n;
+  output->clear();
+  while ((n = fread(buffer, 1, sizeof buffer, pipe)) > 0) output->append(buffer, n);
+  const int status = pclose(pipe);
+  *seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return status != -1;
+}
+
+// A communicator of `nranks` that has run three all-reduces of 4096 ones (#0 to #2) in *data:
+// 0, or 1 when init failed, 2 when a call did.
+int initAndAllReduceThrice(int rank, int nranks, const ncclUniqueId& id, ncclComm_t* comm, std::vector<float>* data) {
+  if (ncclCommInitRank(comm, nranks, id, rank) != ncclSuccess) return 1;
+  data->assign(4096, 1.0f);
+  for (int k = 0; k < 3; ++k)
+    if (ncclAllReduce(data->data(), data->data(), data->size(), ncclFloat32, ncclSum, *comm, nullptr) != ncclSuccess)
+      return 2;
+  return 0;
+}
+
 size_t countOf(const std::string& text, const std::string& what) {
   size_t n = 0;
   for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
@@ -51,11 +78,8 @@ TEST(Observability, TimedOutRankDumpsItsRecordAndNamesTheFile) {
         setenv("WEFT_TIMEOUT", "2", 1);
         setenv("WEFT_DUMP_FILE", (dir + "/records.%h.r%r.txt").c_str(), 1);
         ncclComm_t comm;
-        if (ncclCommInitRank(&comm, 2, id, rank) != ncclSuccess) return 1;
-        std::vector<float> data(4096, 1.0f);
-        for (int k = 0; k < 3; ++k)
-          if (ncclAllReduce(data.data(), data.data(), data.size(), ncclFloat32, ncclSum, comm, nullptr) != ncclSuccess)
-            return 2;
+        std::vector<float> data;
+        if (const int failed = initAndAllReduceThrice(rank, 2, id, &comm, &data)) return failed;
         if (rank == 1) {
           sleep(6);  // alive, but never makes the fourth call
           ncclCommAbort(comm);
@@ -73,6 +97,14 @@ TEST(Observability, TimedOutRankDumpsItsRecordAndNamesTheFile) {
         if (error.find("this rank's last collectives are in " + path) == std::string::npos) {
           std::fprintf(stderr, "error: %s\n", error.c_str());
           return 4;
+        }
+        // Its peer (alive, but elsewhere in its program) was asked, and is named.
+        if (error.find("\nwhat its peers say:\n  rank 1 (host ") == std::string::npos ||
+            error.find("): 3 issued") != std::string::npos ||  // not weft-info's line format
+            error.find("\nculprit: rank 1 (host ") == std::string::npos ||
+            error.find(") has not issued broadcast #3 (its last, #2, ended ") == std::string::npos) {
+          std::fprintf(stderr, "error: %s\n", error.c_str());
+          return 10;
         }
         const std::string dump = readAll(path);
         std::fprintf(stderr, "%s", dump.c_str());
@@ -196,6 +228,136 @@ TEST(Observability, MetricsFileCountsEachCollectiveBySize) {
         }
         unlink(path.c_str());
         return 0;
+      },
+      60);
+  EXPECT_EQ(describeFailures(outcomes), "");
+  rmdir(dir.c_str());
+}
+
+// The issue's test: rank 2 sleeps before the fourth all-reduce; while it sleeps, weft-info
+// status (asked with rank 2's pid: the job's other processes are found through it) names it
+// and the collective the others wait in, within 2 s.
+TEST(Observability, StatusNamesTheRankTheOthersWaitFor) {
+  auto outcomes = runRankProcesses(
+      4,
+      [&](int rank, const ncclUniqueId& id) {
+        setenv("WEFT_TIMEOUT", "60", 1);
+        ncclComm_t comm;
+        std::vector<float> data;
+        if (const int failed = initAndAllReduceThrice(rank, 4, id, &comm, &data)) return failed;
+        if (rank == 2) {
+          usleep(1500 * 1000);  // the others are in all-reduce #3 for longer than a second
+          const std::string base = std::string(WEFT_INFO_PATH) + " status " + std::to_string(getpid());
+          std::string text, json;
+          double seconds = 0, jsonSeconds = 0;
+          if (!runCommand(base, &text, &seconds) || !runCommand(base + " --json", &json, &jsonSeconds)) return 3;
+          std::fprintf(stderr, "weft-info status (%.3f s):\n%s\n--json (%.3f s): %s\n", seconds, text.c_str(),
+                       jsonSeconds, json.c_str());
+          if (seconds > 2 || jsonSeconds > 2) return 4;
+          const std::string culprit = "rank 2 (host ";
+          if (text.find("  culprit: " + culprit) == std::string::npos ||
+              text.find("pid " + std::to_string(getpid()) + ") has not issued allreduce #3 (its last, #2, ended ") ==
+                  std::string::npos)
+            return 5;
+          for (int r = 0; r < 4; ++r)
+            if (text.find("  rank " + std::to_string(r) + " (host ") == std::string::npos) return 6;
+          // The three others are in #3; at least the rank after 2 on the ring waits on it.
+          if (countOf(text, "; in allreduce #3 for ") != 3 || text.find("waited on rank 2 for ") == std::string::npos)
+            return 7;
+          if (json.find("\"culprit\": \"" + culprit) == std::string::npos || countOf(json, "\"answered\": true") != 4 ||
+              json.find("\"in_flight\": {\"sequence\": 3, ") == std::string::npos)
+            return 8;
+        }
+        if (ncclAllReduce(data.data(), data.data(), data.size(), ncclFloat32, ncclSum, comm, nullptr) != ncclSuccess)
+          return 9;
+        if (data[0] != 256.0f || data[4095] != 256.0f) return 10;  // 4^4: the stuck call finished right
+        return ncclCommDestroy(comm) == ncclSuccess ? 0 : 11;
+      },
+      60);
+  EXPECT_EQ(describeFailures(outcomes), "");
+}
+
+// The same with rank 2 killed: it is named dead, not waited for.
+TEST(Observability, StatusNamesADeadRank) {
+  auto outcomes = runRankProcesses(
+      4,
+      [&](int rank, const ncclUniqueId& id) {
+        setenv("WEFT_TIMEOUT", "30", 1);
+        ncclComm_t comm;
+        std::vector<float> data;
+        if (const int failed = initAndAllReduceThrice(rank, 4, id, &comm, &data)) return failed;
+        if (rank == 2) raise(SIGKILL);
+        // The survivors learn of the death from their transports (or from a peer that did).
+        if (ncclAllReduce(data.data(), data.data(), data.size(), ncclFloat32, ncclSum, comm, nullptr) == ncclSuccess)
+          return 3;
+        if (rank == 0) {
+          std::string text;
+          double seconds = 0;
+          if (!runCommand(std::string(WEFT_INFO_PATH) + " status " + std::to_string(getpid()), &text, &seconds))
+            return 4;
+          std::fprintf(stderr, "weft-info status (%.3f s):\n%s\n", seconds, text.c_str());
+          if (seconds > 2) return 5;
+          if (text.find("  culprit: rank 2 (host ") == std::string::npos ||
+              text.find(") is dead (its process is gone)") == std::string::npos ||
+              text.find("  rank 2 (host ") == std::string::npos ||
+              text.find("dead: its process is gone") == std::string::npos)
+            return 6;
+        } else {
+          sleep(3);  // alive while rank 0 asks
+        }
+        ncclCommAbort(comm);
+        return 0;
+      },
+      60);
+  ASSERT_EQ(outcomes.size(), 4u);
+  for (int r : {0, 1, 3}) EXPECT_EQ(outcomes[r].exitCode, 0) << "rank " << r;
+  EXPECT_EQ(outcomes[2].exitCode, 128 + SIGKILL);
+}
+
+// WEFT_DUMP_SIGNAL: a signal makes the rank dump its record as it waits (here: in an
+// all-reduce its peer has not joined yet), without stopping it; the peer, not signalled,
+// writes nothing.
+TEST(Observability, DumpSignalWritesTheRecordWhileTheRankWaits) {
+  const std::string dir = tempDir();
+  ASSERT_FALSE(dir.empty());
+  auto outcomes = runRankProcesses(
+      2,
+      [&](int rank, const ncclUniqueId& id) {
+        setenv("WEFT_DUMP_SIGNAL", "SIGUSR2", 1);
+        setenv("WEFT_DUMP_FILE", (dir + "/signal.r%r.txt").c_str(), 1);
+        setenv("WEFT_TIMEOUT", "30", 1);
+        ncclComm_t comm;
+        if (ncclCommInitRank(&comm, 2, id, rank) != ncclSuccess) return 1;
+        std::vector<float> data(1024, 1.0f);
+        for (int k = 0; k < 2; ++k)
+          if (ncclAllReduce(data.data(), data.data(), data.size(), ncclFloat32, ncclSum, comm, nullptr) != ncclSuccess)
+            return 2;
+        const std::string peerDump = dir + "/signal.r1.txt";
+        if (rank == 1) {
+          if (raise(SIGUSR2) != 0) return 3;  // handled: the process goes on
+        } else {
+          bool written = false;  // rank 1 is inside all-reduce #2, waiting for this rank
+          for (int i = 0; i < 300 && !written; ++i) {
+            written = access(peerDump.c_str(), F_OK) == 0;
+            usleep(10 * 1000);
+          }
+          if (!written) return 4;
+        }
+        if (ncclAllReduce(data.data(), data.data(), data.size(), ncclFloat32, ncclSum, comm, nullptr) != ncclSuccess)
+          return 5;
+        if (data[0] != 8.0f) return 6;
+        if (rank == 1) {
+          const std::string dump = readAll(peerDump);
+          if (dump.find("# weft collective record: rank 1 of 2") != 0 ||
+              dump.find("\n#1 allreduce 1024 x float") == std::string::npos) {
+            std::fprintf(stderr, "%s", dump.c_str());
+            return 7;
+          }
+          unlink(peerDump.c_str());
+        } else if (access((dir + "/signal.r0.txt").c_str(), F_OK) == 0) {
+          return 8;
+        }
+        return ncclCommDestroy(comm) == ncclSuccess ? 0 : 9;
       },
       60);
   EXPECT_EQ(describeFailures(outcomes), "");

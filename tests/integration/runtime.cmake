@@ -33,4 +33,7 @@ weft_test(stream_order_test SOURCES integration/stream_order_test.cc LIBS weft_t
 weft_test(security_test SOURCES integration/security_test.cc LIBS weft_test_support)
 # WEFT_ENCRYPTION=tls: results over TLS with certificates, refusals and init errors.
 weft_test(encryption_test SOURCES integration/encryption_test.cc LIBS weft_test_support)
+# The record, dumps, trace and metrics; `weft-info status` against live and stuck jobs.
 weft_test(observability_test SOURCES integration/observability_test.cc LIBS weft_test_support)
+target_compile_definitions(observability_test PRIVATE WEFT_INFO_PATH="$<TARGET_FILE:weft-info>")
+add_dependencies(observability_test weft-info)

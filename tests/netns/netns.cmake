@@ -42,3 +42,12 @@ target_include_directories(canary_all_gather PRIVATE ${PROJECT_SOURCE_DIR}/inclu
 add_test(NAME netns.two_hosts.tls_hides_the_payload COMMAND ${CMAKE_CURRENT_LIST_DIR}/encryption.sh ${CMAKE_BINARY_DIR})
 set_tests_properties(netns.two_hosts.tls_hides_the_payload PROPERTIES LABELS netns TIMEOUT 180 SKIP_RETURN_CODE 77
                      RUN_SERIAL TRUE)
+
+# weft-info status across hosts: a stalled rank on host 1 named from host 0, within 2 s.
+add_executable(stalled_all_reduce ${CMAKE_CURRENT_LIST_DIR}/stalled_all_reduce.cc)
+target_link_libraries(stalled_all_reduce PRIVATE weft)
+target_include_directories(stalled_all_reduce PRIVATE ${PROJECT_SOURCE_DIR}/include)
+add_test(NAME netns.hosts2x2.status_across_hosts
+         COMMAND ${CMAKE_CURRENT_LIST_DIR}/status_across_hosts.sh ${CMAKE_BINARY_DIR})
+set_tests_properties(netns.hosts2x2.status_across_hosts PROPERTIES LABELS netns TIMEOUT 120 SKIP_RETURN_CODE 77
+                     RUN_SERIAL TRUE)

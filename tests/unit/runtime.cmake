@@ -4,3 +4,5 @@ weft_test(executor_plan_test SOURCES unit/executor_plan_test.cc)
 weft_test(plan_cache_test SOURCES unit/plan_cache_test.cc)
 # runtime/exec: the collective record ring and its dump.
 weft_test(collective_record_test SOURCES unit/collective_record_test.cc)
+# runtime/status: the status reply's text, the live progress snapshot, the culprit rule.
+weft_test(job_status_test SOURCES unit/job_status_test.cc)
