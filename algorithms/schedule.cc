@@ -5,6 +5,11 @@
 
 namespace weft {
 
+bool sendsToPeer(const Step& step) {
+  return step.kind == StepKind::Send || step.kind == StepKind::Notify || step.kind == StepKind::EncodeSend ||
+         step.kind == StepKind::SendEncoded;
+}
+
 const char* stepKindName(StepKind kind) {
   switch (kind) {
     case StepKind::Send: return "send";

@@ -88,6 +88,8 @@ struct Schedule {
 };
 
 const char* stepKindName(StepKind kind);
+// Whether the step sends to its peer (else, with a peer, it receives from it).
+bool sendsToPeer(const Step& step);
 
 // The ring order a builder uses: `order`, or 0, 1, ..., nranks-1 when it is empty.
 std::vector<int> orderOrIdentity(const std::vector<int>& order, int nranks);

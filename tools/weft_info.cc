@@ -4,6 +4,8 @@
 //       every communicator of this host's weft processes (or of PID's jobs): each rank's last
 //       issued and completed collective, what it waits for, and the rank holding the others up
 //       (tools/weft_info_status.cc).
+//   weft-info trace merge OUT FILE...
+//       joins the WEFT_TRACE files of a job's processes into one (tools/weft_info_trace.cc).
 //   weft-info plan COLLECTIVE SIZE --ranks N [--ranks-per-node L] [--topo FILE] [--direct]
 //             [--simulate] [--print-schedule RANK [--algo NAME]]
 //       every algorithm's predicted time and bus bandwidth for a COLLECTIVE (allreduce,
@@ -38,6 +40,7 @@
 #include "common/settings.h"
 #include "common/status.h"
 #include "tools/weft_info_status.h"
+#include "tools/weft_info_trace.h"
 #include "topology/topology_model.h"
 #include "topology/topology_xml.h"
 
@@ -48,6 +51,7 @@ namespace {
 void usage(FILE* to) {
   std::fprintf(to,
                "usage: weft-info status [PID ...] [--json] [--stats] [--dump] [--timeout SECONDS]\n"
+               "       weft-info trace merge OUT FILE...\n"
                "       weft-info plan COLLECTIVE SIZE --ranks N [--ranks-per-node L] [--topo FILE] [--direct]\n"
                "                 [--simulate] [--print-schedule RANK [--algo NAME]]\n"
                "       weft-info table COLLECTIVE --ranks N[,N...] [--ranks-per-node L] [--topo FILE]\n"
@@ -413,6 +417,7 @@ int runTable(const Options& o, const SelectionInput& base) {
 
 int main(int argc, char** argv) {
   if (argc > 1 && std::strcmp(argv[1], "status") == 0) return statusCommand(argc, argv);
+  if (argc > 1 && std::strcmp(argv[1], "trace") == 0) return traceCommand(argc, argv);
   Options options;
   if (const int status = parseArguments(argc, argv, &options); status >= 0) return status;
   TopologyModel model;

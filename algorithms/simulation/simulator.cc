@@ -19,7 +19,6 @@ struct Message {
 
 bool reads(const Step& s) { return s.kind != StepKind::Recv && !isFence(s.kind); }
 bool writes(const Step& s) { return s.kind != StepKind::Send && !isFence(s.kind); }
-bool sendsToPeer(const Step& s) { return s.kind == StepKind::Send || s.kind == StepKind::Notify; }
 size_t stepBytes(const Step& s) { return s.kind == StepKind::Recv ? s.dst.bytes : s.src.bytes; }
 bool active(const Step& s) { return isFence(s.kind) || stepBytes(s) > 0; }
 

@@ -20,6 +20,7 @@
 #include "runtime/device/stream_queue.h"
 #include "runtime/exec/collective_metrics.h"
 #include "runtime/exec/collective_progress.h"
+#include "runtime/exec/collective_trace.h"
 #include "runtime/exec/direct_path.h"
 #include "runtime/exec/executor.h"
 #include "runtime/exec/plan_cache.h"
@@ -102,6 +103,8 @@ struct CommExecution {
   std::unique_ptr<CollectiveMetrics> metrics;  // statistics, WEFT_METRICS_FILE (collective_metrics.h); set at init
   CollectiveProgress progress;                 // where the collectives stand, for the status server
   std::atomic<bool> dumpRequested{false};      // the status server asks for a record dump (status_server.h)
+  std::vector<uint64_t> traceStepStamps;       // WEFT_TRACE: the running collective's step times
+  TraceClock traceClock;                       // WEFT_TRACE: this rank's clock against rank 0's
 };
 
 // Buffers registered through ncclCommRegister / ncclCommWindowRegister (runtime/api).

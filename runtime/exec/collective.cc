@@ -20,6 +20,7 @@
 #include "runtime/exec/direct_path.h"
 #include "runtime/exec/idle_waiter.h"
 #include "runtime/exec/plan_cache.h"
+#include "runtime/status/remote_status.h"
 #include "runtime/status/timeout_inquiry.h"
 
 namespace weft {
@@ -150,15 +151,28 @@ ncclResult_t startRun(CommQueue& queue, const CollectiveCall& call, const Prepar
   comm->exec.progress.started(sequence, name, record ? record->startStamp : cycleStamp());
   queue.running =
       std::make_unique<CollectiveRun>(plan, comm->net.connectionTable.data(), buffers, reduction, name, sequence);
+  if (collectiveTraceEnabled()) {  // spans per step: the stamps reuse the communicator's buffer
+    comm->exec.traceStepStamps.assign(2 * plan->schedule.steps.size(), 0);
+    queue.running->timeSteps(comm->exec.traceStepStamps.data());
+  }
   return ncclSuccess;
 }
 
-// Closes the record of `comm`'s collective `sequence`, and adds it to the WEFT_TRACE trace.
-void endRecord(ncclComm* comm, uint64_t sequence, ncclResult_t result, const std::string& failure = "") {
+// Closes the record of `comm`'s collective `run`, and adds it (with its steps) to the
+// WEFT_TRACE trace.
+void endRecord(ncclComm* comm, const CollectiveRun& run, ncclResult_t result, const std::string& failure = "") {
+  const uint64_t sequence = run.sequence();
   const CollectiveRecord* record = comm->exec.records.end(sequence, result, failure);
   comm->exec.progress.finished(sequence, record ? record->endStamp : cycleStamp(), result != ncclSuccess);
   if (!record) return;
-  if (collectiveTraceEnabled()) traceCollective(*record, comm->rank, comm->nranks, comm->exec.traceId);
+  if (collectiveTraceEnabled()) {
+    if (!comm->exec.traceClock.measured) {  // once, after the first call: rank 0 is surely serving by then
+      comm->exec.traceClock.measured = true;
+      comm->exec.traceClock.offsetNs = clockOffsetToRankZero(comm, 5, &comm->exec.traceClock.roundTripNs);
+    }
+    traceCollective(*record, comm->rank, comm->nranks, comm->exec.traceId, comm->exec.traceClock,
+                    run.stepStamps() ? &run.plan().schedule : nullptr, run.stepStamps());
+  }
   if (comm->exec.metrics) comm->exec.metrics->add(*record);
 }
 
@@ -255,7 +269,7 @@ ncclResult_t runCollectives(const std::vector<CollectiveCall>& calls) {
       const std::string peers =
           timedOut && settingBool(Setting::WeftDumpOnTimeout) ? askPeersAfterTimeout(blamed) : std::string();
       for (auto& q : queues)
-        if (q.running) endRecord(q.comm, q.running->sequence(), result, failure);
+        if (q.running) endRecord(q.comm, *q.running, result, failure);
       if (timedOut) result = dumpRecordsAfterTimeout(blamed, result, peers);
       setCommunicatorError(blamed, result);
     }
@@ -280,7 +294,7 @@ ncclResult_t runCollectives(const std::vector<CollectiveCall>& calls) {
         culprit = q.comm;
         WEFT_CHECK(q.running->progress(progressed));
         if (!q.running->done()) break;
-        endRecord(q.comm, q.running->sequence(), ncclSuccess);
+        endRecord(q.comm, *q.running, ncclSuccess);
         WEFT_CHECK(startNext(q));
         *progressed = true;
       }

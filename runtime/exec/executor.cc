@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "common/cycle_clock.h"
 #include "common/dtype.h"
 #include "common/status.h"
 #include "common/streaming_copy.h"
@@ -16,10 +17,6 @@ namespace {
 bool reads(const Step& step) { return step.kind != StepKind::Recv && !isFence(step.kind); }
 bool writes(const Step& step) { return step.kind != StepKind::Send && !isFence(step.kind); }
 bool usesPeer(const Step& step) { return step.peer >= 0; }
-bool sendsToPeer(const Step& step) {
-  return step.kind == StepKind::Send || step.kind == StepKind::Notify || step.kind == StepKind::EncodeSend ||
-         step.kind == StepKind::SendEncoded;
-}
 // Codec steps' encoded ranges (src2): which kinds read them and which write them.
 bool readsEncoded(const Step& step) {
   return step.kind == StepKind::SendEncoded || step.kind == StepKind::Decode || step.kind == StepKind::DecodeAdd;
@@ -148,6 +145,7 @@ ncclResult_t CollectiveRun::advance(size_t i, bool* progressed) {
   const uint32_t total = plan_->sliceCounts[i];
   const size_t sliceBytes = plan_->sliceBytes;
   uint32_t& k = slicesDone_[i];
+  if (stepStamps_ && stepStamps_[2 * i] == 0 && k < total && dependenciesReady(i, k)) stepStamps_[2 * i] = cycleStamp();
   while (k < total && dependenciesReady(i, k)) {
     if (isCodecStep(step.kind)) {
       bool waiting = false;
@@ -428,6 +426,10 @@ ncclResult_t CollectiveRun::progress(bool* progressed) {
   bool allDone = true;
   for (size_t i = firstIncomplete_; i < steps.size(); ++i) {
     if (slicesDone_[i] < plan_->sliceCounts[i]) WEFT_CHECK(advance(i, progressed));
+    if (stepStamps_ && slicesDone_[i] >= plan_->sliceCounts[i] && stepStamps_[2 * i + 1] == 0) {
+      stepStamps_[2 * i + 1] = cycleStamp();
+      if (stepStamps_[2 * i] == 0) stepStamps_[2 * i] = stepStamps_[2 * i + 1];  // nothing to do (no slices)
+    }
     if (slicesDone_[i] < plan_->sliceCounts[i]) {
       allDone = false;
     } else if (allDone) {

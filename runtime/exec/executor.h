@@ -85,6 +85,13 @@ class CollectiveRun {
   // The same, as fields, for the live status (collective_progress.h); sinceNs is left 0.
   WaitPoint waitPoint() const;
 
+  // WEFT_TRACE: `stamps` (two per step, zeroed: when its first slice could start and when its
+  // last one was done, cycleStamp()) is filled as the run progresses. Null (the default): no
+  // step is timed.
+  void timeSteps(uint64_t* stamps) { stepStamps_ = stamps; }
+  const uint64_t* stepStamps() const { return stepStamps_; }
+  const PreparedSchedule& plan() const { return *plan_; }
+
  private:
   bool dependenciesReady(size_t step, uint32_t slice) const;
   ncclResult_t advance(size_t step, bool* progressed);
@@ -134,6 +141,7 @@ class CollectiveRun {
   std::vector<Connection*> waitingOn_;
   size_t firstIncomplete_ = 0;
   bool done_ = false;
+  uint64_t* stepStamps_ = nullptr;
 };
 
 }  // namespace weft

@@ -4,6 +4,9 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <thread>
 
@@ -20,7 +23,14 @@ constexpr std::string_view kRequestLabel = "weft status request";
 constexpr uint32_t kMaxRequest = 64;
 constexpr size_t kMaxReply = 16 << 20;
 
-bool knownKind(const std::string& kind) { return kind == "status" || kind == "status stats" || kind == "dump"; }
+bool knownKind(const std::string& kind) {
+  return kind == "status" || kind == "status stats" || kind == "dump" || kind == "time";
+}
+
+int64_t wallNowNs() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
 
 // Reads until the peer closes, within the deadline; "" or why not.
 std::string readToEnd(int fd, const Deadline& deadline, std::string* out) {
@@ -41,6 +51,26 @@ std::string readToEnd(int fd, const Deadline& deadline, std::string* out) {
   }
 }
 
+// Connects to `target`, takes its nonce and sends the signed request: "" or why not. *sentNs:
+// the wall clock just before the request went (the time probe's start).
+std::string sendRequest(const RemoteStatusTargets& t, const RemoteStatusTargets::Target& target,
+                        const std::string& kind, const Deadline& deadline, int* fd, int64_t* sentNs = nullptr) {
+  if (target.address.port() == 0) return "it has no status endpoint (WEFT_STATUS_SERVER=0 or TLS)";
+  if (connectSocket(target.address, deadline, fd) != ncclSuccess) return lastErrorMessage();
+  Nonce nonce;
+  if (recvAll(*fd, &nonce, sizeof nonce, deadline) != ncclSuccess) return lastErrorMessage();
+  const std::string request = kind + " " + t.commId;
+  const uint32_t length = static_cast<uint32_t>(request.size());
+  const Mac mac = computeMac(t.key, kRequestLabel, {{nonce.bytes, sizeof nonce.bytes}, {request.data(), length}});
+  // One send: the time probe's round trip is then one message each way.
+  std::string message(reinterpret_cast<const char*>(&length), sizeof length);
+  message += request;
+  message.append(reinterpret_cast<const char*>(mac.bytes), sizeof mac.bytes);
+  if (sentNs) *sentNs = wallNowNs();
+  if (sendAll(*fd, message.data(), message.size(), deadline) != ncclSuccess) return lastErrorMessage();
+  return "";
+}
+
 // One target: its status, or an unreached entry saying why not.
 RankStatus askOne(const RemoteStatusTargets& t, const RemoteStatusTargets::Target& target, const std::string& kind,
                   double timeoutSeconds) {
@@ -52,20 +82,10 @@ RankStatus askOne(const RemoteStatusTargets& t, const RemoteStatusTargets::Targe
     unreached.unreachedReason = "on host " + shortHostName(target.host) + ", did not answer across hosts: " + why;
     return unreached;
   };
-  if (target.address.port() == 0) return failed("it has no status endpoint (WEFT_STATUS_SERVER=0 or TLS)");
   const Deadline deadline = Deadline::after(timeoutSeconds);
   int fd = -1;
-  if (connectSocket(target.address, deadline, &fd) != ncclSuccess) return failed(lastErrorMessage());
   CloseSocketOnExit closer{fd};
-  Nonce nonce;
-  if (recvAll(fd, &nonce, sizeof nonce, deadline) != ncclSuccess) return failed(lastErrorMessage());
-  const std::string request = kind + " " + t.commId;
-  const uint32_t length = static_cast<uint32_t>(request.size());
-  const Mac mac = computeMac(t.key, kRequestLabel, {{nonce.bytes, sizeof nonce.bytes}, {request.data(), length}});
-  if (sendAll(fd, &length, sizeof length, deadline) != ncclSuccess ||
-      sendAll(fd, request.data(), length, deadline) != ncclSuccess ||
-      sendAll(fd, mac.bytes, sizeof mac.bytes, deadline) != ncclSuccess)
-    return failed(lastErrorMessage());
+  if (const std::string why = sendRequest(t, target, kind, deadline, &fd); !why.empty()) return failed(why);
   std::string reply;
   if (const std::string why = readToEnd(fd, deadline, &reply); !why.empty()) return failed(why);
   std::vector<RankStatus> answers;
@@ -103,7 +123,7 @@ RemoteStatusTargets remoteStatusTargetsOf(ncclComm* comm) {
 std::vector<RankStatus> askRemoteRanks(const RemoteStatusTargets& targets, const std::string& kind,
                                        double timeoutSeconds) {
   std::vector<RankStatus> answers(targets.targets.size());
-  if (!knownKind(kind)) return {};
+  if (!knownKind(kind) || kind == "time") return {};  // time: clockOffsetToRankZero
   // A thread per target, a bounded number at a time: a query is rare and each waits mostly.
   constexpr size_t kAtOnce = 64;
   for (size_t first = 0; first < answers.size(); first += kAtOnce) {
@@ -113,6 +133,34 @@ std::vector<RankStatus> askRemoteRanks(const RemoteStatusTargets& targets, const
     for (std::thread& thread : threads) thread.join();
   }
   return answers;
+}
+
+int64_t clockOffsetToRankZero(ncclComm* comm, int probes, int64_t* roundTripNs) {
+  *roundTripNs = 0;
+  const RemoteStatusTargets t = remoteStatusTargetsOf(comm);
+  const auto zero = std::find_if(t.targets.begin(), t.targets.end(), [](const auto& x) { return x.rank == 0; });
+  if (zero == t.targets.end()) return 0;  // rank 0 is on this host: one clock
+  int64_t best = -1, offset = 0;
+  for (int probe = 0; probe < probes; ++probe) {
+    const Deadline deadline = Deadline::after(1.0);
+    int fd = -1;
+    CloseSocketOnExit closer{fd};
+    int64_t sentNs = 0;
+    std::string reply;
+    if (!sendRequest(t, *zero, "time", deadline, &fd, &sentNs).empty() || !readToEnd(fd, deadline, &reply).empty())
+      continue;
+    const int64_t receivedNs = wallNowNs();
+    char* end = nullptr;
+    const long long theirs = std::strtoll(reply.c_str(), &end, 10);
+    if (end == reply.c_str() || *end != '\n') continue;
+    const int64_t roundTrip = receivedNs - sentNs;
+    if (best < 0 || roundTrip < best) {
+      best = roundTrip;
+      offset = theirs - (sentNs + roundTrip / 2);
+    }
+  }
+  *roundTripNs = std::max<int64_t>(best, 0);
+  return offset;
 }
 
 void serveRemoteRequest(int fd, const MacKey& key, const std::string& commId, double timeoutSeconds,
@@ -133,7 +181,7 @@ void serveRemoteRequest(int fd, const MacKey& key, const std::string& commId, do
   if (space == std::string::npos || request.substr(space + 1) != commId) return;
   const std::string kind = request.substr(0, space);
   if (!knownKind(kind)) return;
-  const std::string reply = answer(kind);
+  const std::string reply = kind == "time" ? std::to_string(wallNowNs()) + "\n" : answer(kind);
   (void)sendAll(fd, reply.data(), reply.size(), deadline);
 }
 

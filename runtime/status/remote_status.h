@@ -4,7 +4,8 @@
 // for a job's status on its host asks the communicator's ranks on other hosts through it.
 //
 // The exchange, bounded by a deadline on both sides: the server sends a fresh nonce; the asker
-// sends the request's length (u32), the request ("status ID", "status stats ID" or "dump ID")
+// sends the request's length (u32), the request ("status ID", "status stats ID", "dump ID", or
+// "time ID": the server's wall clock in ns, a line, for the trace's clock offsets)
 // and an HMAC-SHA-256 over the nonce and the request, keyed from the communicator's key, which
 // only its ranks hold; the server checks it, answers with that communicator's status
 // (status_report.h) and closes. A stranger learns nothing; a recorded request is worthless on
@@ -47,6 +48,12 @@ MacKey statusRequestKey(ncclComm* comm);
 // `timeoutSeconds`; a target that does not answer comes back as an unreached entry.
 std::vector<RankStatus> askRemoteRanks(const RemoteStatusTargets& targets, const std::string& kind,
                                        double timeoutSeconds);
+
+// How far communicator rank 0's wall clock is ahead of this process's (ns), for WEFT_TRACE: the
+// best of `probes` "time" requests to rank 0's endpoint (the one with the shortest round trip;
+// the error is at most half of it, in *roundTripNs). 0, with no round trip, when rank 0 shares
+// this host (one clock) or cannot be asked.
+int64_t clockOffsetToRankZero(ncclComm* comm, int probes, int64_t* roundTripNs);
 
 // The server's side of one accepted connection on communicator `commId`'s endpoint: checks the
 // request against `key`, then sends answer(kind). Strangers are dropped without an answer.

@@ -174,7 +174,13 @@ TEST(Observability, TraceHasOneSpanPerCollectiveInCallOrder) {
         if (trace.rfind("{\"displayTimeUnit\":\"ns\",\"traceEvents\":[", 0) != 0 ||
             trace.find("\n]}\n") == std::string::npos)
           return 4;
-        if (countOf(trace, "\"ph\":\"X\"") != 4) return 5;
+        if (countOf(trace, "\"cat\":\"collective\",\"ph\":\"X\"") != 4) return 5;
+        // Every step of every call has its span, on the track of its peer (a ring of two: rank 1-rank).
+        if (countOf(trace, "\"cat\":\"step\",\"ph\":\"X\"") < 4 ||
+            trace.find("\"name\":\"comm ") == std::string::npos ||
+            trace.find(" ranks): steps with rank " + std::to_string(1 - rank) + "\"") == std::string::npos ||
+            trace.find(",\"unfinished\":true") != std::string::npos)
+          return 11;
         const size_t a = trace.find("{\"name\":\"allreduce\""), b = trace.find("{\"name\":\"broadcast\""),
                      c = trace.find("{\"name\":\"allgather\""), d = trace.find("{\"name\":\"allreduce\"", a + 1);
         if (!(a < b && b < c && c < d && d != std::string::npos)) return 6;

@@ -59,17 +59,22 @@ if(TARGET all_reduce_perf AND TARGET weftrun)
     set_tests_properties(perf.json_matches_nccl_tests PROPERTIES LABELS integration TIMEOUT 300
                                                                  ENVIRONMENT "${WEFT_TEST_ENV}")
   endif()
-  # WEFT_TRACE: each rank's trace parses as JSON, with one span per collective the tool called.
+  # WEFT_TRACE: each rank's trace parses as JSON, with one span per collective the tool called,
+  # in order, and step spans on other tracks, each inside its collective's span.
   add_test(NAME observability.trace_is_json
            COMMAND sh -c [=[dir=$(mktemp -d) && WEFT_TRACE=$dir/trace.%p.json "$1" -n 2 --timeout 120 "$2" -b 8 -e 64K -f 8 -n 3 -w 1 -c 1 >/dev/null && /usr/bin/python3 -c 'import json, sys
 for path in sys.argv[1:]:
     events = json.load(open(path))["traceEvents"]
-    spans = [e for e in events if e["ph"] == "X"]
+    spans = [e for e in events if e["ph"] == "X" and e["cat"] == "collective"]
+    steps = [e for e in events if e["ph"] == "X" and e["cat"] == "step"]
     names = {e["args"]["name"] for e in events if e["ph"] == "M"}
     assert len(spans) > 40 and all(e["dur"] >= 0 and e["name"] == "allreduce" for e in spans), path
     assert [e["args"]["sequence"] for e in spans] == list(range(len(spans))), path
     assert any(n.startswith("rank ") for n in names), names
-    print(path, len(spans), "spans")' $dir/trace.*.json && [ $(ls $dir | wc -l) -eq 2 ] && rm -r $dir]=] trace_is_json $<TARGET_FILE:weftrun> $<TARGET_FILE:all_reduce_perf>)
+    call = {e["args"]["sequence"]: e for e in spans}
+    assert len(steps) >= len(spans) and all(e["tid"] != call[e["args"]["sequence"]]["tid"] for e in steps), path
+    assert all(call[e["args"]["sequence"]]["ts"] - 0.05 <= e["ts"] and e["ts"] + e["dur"] <= call[e["args"]["sequence"]]["ts"] + call[e["args"]["sequence"]]["dur"] + 0.05 for e in steps), path
+    print(path, len(spans), "spans,", len(steps), "step spans")' $dir/trace.*.json && [ $(ls $dir | wc -l) -eq 2 ] && rm -r $dir]=] trace_is_json $<TARGET_FILE:weftrun> $<TARGET_FILE:all_reduce_perf>)
   set_tests_properties(observability.trace_is_json PROPERTIES LABELS integration TIMEOUT 180
                                                              ENVIRONMENT "${WEFT_TEST_ENV}")
   set_tests_properties(perf.all_reduce_perf.np1 perf.all_reduce_perf.np2

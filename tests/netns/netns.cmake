@@ -51,3 +51,9 @@ add_test(NAME netns.hosts2x2.status_across_hosts
          COMMAND ${CMAKE_CURRENT_LIST_DIR}/status_across_hosts.sh ${CMAKE_BINARY_DIR})
 set_tests_properties(netns.hosts2x2.status_across_hosts PROPERTIES LABELS netns TIMEOUT 120 SKIP_RETURN_CODE 77
                      RUN_SERIAL TRUE)
+
+# WEFT_TRACE across hosts: the ranks' clock offsets, weft-info trace merge, one time line.
+add_test(NAME netns.hosts2x2.trace_across_hosts
+         COMMAND ${CMAKE_CURRENT_LIST_DIR}/trace_across_hosts.sh ${CMAKE_BINARY_DIR})
+set_tests_properties(netns.hosts2x2.trace_across_hosts PROPERTIES LABELS netns TIMEOUT 120 SKIP_RETURN_CODE 77
+                     RUN_SERIAL TRUE)
