@@ -9,6 +9,8 @@ namespace weft {
 
 namespace {
 
+constexpr int kMaxRanks = 1 << 20;  // as bootstrap allows: a reader sizes tables by nranks
+
 std::string joined(std::initializer_list<std::string> fields) {
   std::string line;
   for (const std::string& f : fields) line += (line.empty() ? "" : "\t") + f;
@@ -113,7 +115,8 @@ bool decodeStatus(const std::string& text, std::vector<RankStatus>* communicator
     if (tag == "comm") {
       RankStatus c;
       if (f.size() != 8 || !toInt(f[2], &c.rank) || !toInt(f[3], &c.nranks) || !toInt(f[5], &c.pid) ||
-          !toU64(f[6], &c.issued) || !toU64(f[7], &c.completed) || c.nranks <= 0 || c.rank < 0 || c.rank >= c.nranks)
+          !toU64(f[6], &c.issued) || !toU64(f[7], &c.completed) || c.nranks <= 0 || c.nranks > kMaxRanks ||
+          c.rank < 0 || c.rank >= c.nranks)
         return bad("a malformed comm line");
       c.commId = f[1];
       c.host = f[4];
@@ -122,8 +125,8 @@ bool decodeStatus(const std::string& text, std::vector<RankStatus>* communicator
     }
     if (tag == "unreached") {
       RankStatus c;
-      if (f.size() != 5 || !toInt(f[2], &c.rank) || !toInt(f[3], &c.nranks) || c.nranks <= 0 || c.rank < 0 ||
-          c.rank >= c.nranks || f[4].empty())
+      if (f.size() != 5 || !toInt(f[2], &c.rank) || !toInt(f[3], &c.nranks) || c.nranks <= 0 || c.nranks > kMaxRanks ||
+          c.rank < 0 || c.rank >= c.nranks || f[4].empty())
         return bad("a malformed unreached line");
       c.commId = f[1];
       c.unreachedReason = f[4];

@@ -14,6 +14,8 @@ threaded='InitAll|InitRank|Split|Shrink|Revoke|Abort|FdBroker|PreMulSum|Deadline
 threaded+='|PeerProcessContract|UniqueIdRoot|ClosedPeer|ApiBoundary|abi_process_group|abi_allreduce|Timeout'
 threaded+='|Intruder|Mismatch|SingleRank|DerivedCommunicators|Registration|Watchdog|StreamOrder'
 threaded+='|Replay|Impostor|PeerHandshakeAuth|ForgedRankTable'
+# The status server's thread answers while collectives run (weft-info status, dumps, time-outs).
+threaded+='|Observability|CollectiveProgress'
 for sanitizers in ${WEFT_SANITIZER_BUILDS:-address,undefined thread}; do
   build=$root/build-${sanitizers//,/-}
   export WEFT_BUILD_DIR=$build
