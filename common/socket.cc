@@ -336,6 +336,21 @@ StreamIo recvSome(int fd, void* data, size_t bytes, size_t* moved) {
   return errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR ? StreamIo::WouldBlock : StreamIo::Failed;
 }
 
+socklen_t abstractUnixAddress(const std::string& name, sockaddr_un* address) {
+  std::memset(address, 0, sizeof *address);
+  address->sun_family = AF_UNIX;
+  const size_t length = std::min(name.size(), sizeof address->sun_path - 1);
+  std::memcpy(address->sun_path + 1, name.data(), length);  // sun_path[0] == 0: the abstract namespace
+  return static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + 1 + length);
+}
+
+std::optional<uid_t> socketPeerUid(int fd) {
+  ucred credentials{};
+  socklen_t length = sizeof credentials;
+  if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &credentials, &length) != 0) return std::nullopt;
+  return credentials.uid;
+}
+
 void setNonBlocking(int fd, bool nonBlocking) {
   int flags = fcntl(fd, F_GETFL, 0);
   fcntl(fd, F_SETFL, nonBlocking ? flags | O_NONBLOCK : flags & ~O_NONBLOCK);

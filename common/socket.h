@@ -3,8 +3,11 @@
 #pragma once
 
 #include <sys/socket.h>
+#include <sys/types.h>
+#include <sys/un.h>
 
 #include <cstddef>
+#include <optional>
 #include <string>
 
 #include "common/deadline.h"
@@ -53,6 +56,12 @@ enum class StreamIo { Moved, WouldBlock, Closed, Failed };
 // `bytes`; `*moved` says how many. Failed leaves the reason in errno.
 StreamIo sendSome(int fd, const void* data, size_t bytes, size_t* moved);
 StreamIo recvSome(int fd, void* data, size_t bytes, size_t* moved);
+
+// A Unix socket address in the abstract namespace (no file; sun_path[0] == 0) named `name`
+// (truncated to what fits); returns the length to pass to bind/connect.
+socklen_t abstractUnixAddress(const std::string& name, sockaddr_un* address);
+// The user id of the process at the other end of a connected Unix socket (SO_PEERCRED).
+std::optional<uid_t> socketPeerUid(int fd);
 
 void setNonBlocking(int fd, bool nonBlocking);
 void setNoDelay(int fd);

@@ -13,10 +13,9 @@
 #include <string>
 #include <vector>
 
-#include "algorithms/algorithm.h"
 #include "common/json_text.h"
 #include "common/units_text.h"
-#include "runtime/exec/collective_record.h"
+#include "runtime/exec/collective_metrics.h"
 #include "runtime/status/job_diagnosis.h"
 #include "runtime/status/status_client.h"
 
@@ -74,22 +73,13 @@ int parseStatusArguments(int argc, char** argv, StatusOptions* o) {
   return -1;
 }
 
-const char* kindName(int kind) {
-  return kind == kPointToPointKind ? "sendrecv" : collectiveName(static_cast<Collective>(kind));
-}
-
-double busBandwidth(const RankStatus::Stat& s, int nranks) {
-  if (s.ns <= 0) return 0;
-  const double factor = s.kind == kPointToPointKind ? 1.0 : busBandwidthFactor(static_cast<Collective>(s.kind), nranks);
-  return factor * static_cast<double>(s.bytes) / static_cast<double>(s.ns);  // bytes per ns: GB/s
-}
-
-bool validKind(int kind) { return kind >= 0 && kind <= kPointToPointKind; }
+bool validKind(int kind) { return kind >= 0 && kind < CollectiveMetrics::kKinds; }
 
 // Asks `pids`, then the pids of their communicators' ranks on this host that were not asked
 // yet (so that one PID brings in its whole job), then, through one process of each
-// communicator, its ranks on other hosts; returns every reply.
-std::vector<StatusReply> gather(std::vector<int> pids, const StatusOptions& o) {
+// communicator, its ranks on other hosts; returns every reply, and in *localHosts the hosts of
+// this host's answers (before the other hosts' came in).
+std::vector<StatusReply> gather(std::vector<int> pids, const StatusOptions& o, std::set<std::string>* localHosts) {
   const std::string request = o.dump ? "dump" : o.stats ? "status stats" : "status";
   std::vector<StatusReply> replies;
   std::set<int> asked;
@@ -98,25 +88,21 @@ std::vector<StatusReply> gather(std::vector<int> pids, const StatusOptions& o) {
     std::vector<StatusReply> more = askStatusServers(pids, request, o.timeoutSeconds);
     replies.insert(replies.end(), more.begin(), more.end());
     pids.clear();
-    std::set<std::string> localHosts;
-    for (const StatusReply& r : replies)
-      for (const RankStatus& c : r.communicators) localHosts.insert(c.host);
+    *localHosts = answeringHosts(replies);
     for (const StatusReply& r : replies)
       for (const RankStatus& c : r.communicators)
         for (const RankStatus::Member& m : c.members)
-          if (localHosts.count(m.host) && !asked.count(m.pid) && m.pid > 0) {
+          if (localHosts->count(m.host) && !asked.count(m.pid) && m.pid > 0) {
             asked.insert(m.pid);
             pids.push_back(m.pid);
           }
   }
-  std::set<std::string> localHosts, throughOne;
-  for (const StatusReply& r : replies)
-    for (const RankStatus& c : r.communicators) localHosts.insert(c.host);
+  std::set<std::string> throughOne;
   const size_t local = replies.size();
   for (size_t i = 0; i < local; ++i)
     for (const RankStatus& c : replies[i].communicators) {
       const bool elsewhere = std::any_of(c.members.begin(), c.members.end(),
-                                         [&](const RankStatus::Member& m) { return !localHosts.count(m.host); });
+                                         [&](const RankStatus::Member& m) { return !localHosts->count(m.host); });
       if (!elsewhere || !throughOne.insert(c.commId).second) continue;
       // The process waits up to 1 s for the other hosts (kRemoteTimeoutSeconds) before it answers.
       std::vector<StatusReply> remote =
@@ -126,47 +112,16 @@ std::vector<StatusReply> gather(std::vector<int> pids, const StatusOptions& o) {
   return replies;
 }
 
-// Names why each missing rank did not answer: dead, silent, or on another host.
-void explainSilence(const std::vector<StatusReply>& replies, CommunicatorView* view) {
-  std::set<std::string> localHosts;
-  for (const StatusReply& r : replies)
-    for (const RankStatus& c : r.communicators) localHosts.insert(c.host);
-  for (int rank = 0; rank < view->nranks; ++rank) {
-    if (view->ranks[rank]) continue;
-    const RankStatus::Member& m = view->members[rank];
-    if (!localHosts.count(m.host)) {
-      if (view->silence[rank].empty()) {  // else: asked across hosts, with no answer
-        view->unasked[rank] = true;
-        view->silence[rank] = "on another host (host " + shortHostName(m.host) + "); not asked";
-      }
-      continue;
-    }
-    if (processGone(m.pid)) {
-      view->dead[rank] = true;
-      view->silence[rank] = "its process is gone";
-      continue;
-    }
-    view->silence[rank] = "is alive but did not answer";
-    for (const StatusReply& r : replies)
-      if (r.pid == m.pid && !r.error.empty()) view->silence[rank] += " (" + r.error + ")";
-  }
-}
-
 void printText(const std::vector<CommunicatorView>& views, const std::vector<StatusReply>& replies,
                const StatusOptions& o) {
   for (const CommunicatorView& view : views) {
     std::printf("communicator %s, %d ranks\n", view.commId.c_str(), view.nranks);
     for (int r = 0; r < view.nranks; ++r) {
       std::printf("  %s: ", rankName(view, r).c_str());
-      if (!view.ranks[r]) {
-        std::printf("%s%s\n", view.dead[r] ? "dead: " : "", view.silence[r].c_str());
-        continue;
-      }
-      const RankStatus& s = *view.ranks[r];
-      std::printf("%llu issued, %llu completed; %s", static_cast<unsigned long long>(s.issued),
-                  static_cast<unsigned long long>(s.completed), rankActivity(s).c_str());
-      if (!s.dumpPath.empty()) std::printf("; record dump asked for, to %s", s.dumpPath.c_str());
-      std::printf("\n");
+      if (view.ranks[r])
+        std::printf("%llu issued, %llu completed; ", static_cast<unsigned long long>(view.ranks[r]->issued),
+                    static_cast<unsigned long long>(view.ranks[r]->completed));
+      std::printf("%s\n", rankSummary(view, r).c_str());
     }
     std::printf("  culprit: %s\n", diagnose(view).c_str());
     if (!o.stats) continue;
@@ -176,10 +131,10 @@ void printText(const std::vector<CommunicatorView>& views, const std::vector<Sta
                   "bytes", "time", "busbw GB/s");
       for (const RankStatus::Stat& st : view.ranks[r]->stats) {
         if (!validKind(st.kind)) continue;
-        std::printf("    %-14s %12s %10llu %12s %12s %12.3f\n", kindName(st.kind),
+        std::printf("    %-14s %12s %10llu %12s %12s %12.3f\n", CollectiveMetrics::kindName(st.kind),
                     bytesText(uint64_t{1} << std::min(st.bucket, 62)).c_str(),
                     static_cast<unsigned long long>(st.count), bytesText(st.bytes).c_str(), durationText(st.ns).c_str(),
-                    busBandwidth(st, view.nranks));
+                    CollectiveMetrics::busBandwidthGBps(st.kind, view.nranks, st.bytes, st.ns));
       }
     }
   }
@@ -239,11 +194,11 @@ void printJson(const std::vector<CommunicatorView>& views) {
       bool first = true;
       for (const RankStatus::Stat& st : s.stats) {
         if (!validKind(st.kind)) continue;
-        out += std::string(first ? "" : ", ") + "{\"collective\": " + jsonQuote(kindName(st.kind)) +
+        out += std::string(first ? "" : ", ") + "{\"collective\": " + jsonQuote(CollectiveMetrics::kindName(st.kind)) +
                ", \"max_bytes\": " + std::to_string(uint64_t{1} << std::min(st.bucket, 62)) +
                ", \"count\": " + std::to_string(st.count) + ", \"bytes\": " + std::to_string(st.bytes) +
-               ", \"seconds\": " + jsonNumber(static_cast<double>(st.ns) / 1e9) +
-               ", \"busbw_gbps\": " + jsonNumber(busBandwidth(st, view.nranks)) + "}";
+               ", \"seconds\": " + jsonNumber(static_cast<double>(st.ns) / 1e9) + ", \"busbw_gbps\": " +
+               jsonNumber(CollectiveMetrics::busBandwidthGBps(st.kind, view.nranks, st.bytes, st.ns)) + "}";
         first = false;
       }
       out += "]";
@@ -265,11 +220,12 @@ int statusCommand(int argc, char** argv) {
     pids = findStatusServers();
     pids.erase(std::remove(pids.begin(), pids.end(), static_cast<int>(getpid())), pids.end());
   }
-  const std::vector<StatusReply> replies = gather(pids, o);
+  std::set<std::string> localHosts;
+  const std::vector<StatusReply> replies = gather(pids, o, &localHosts);
   std::vector<RankStatus> answers;
   for (const StatusReply& r : replies) answers.insert(answers.end(), r.communicators.begin(), r.communicators.end());
   std::vector<CommunicatorView> views = groupByCommunicator(answers);
-  for (CommunicatorView& view : views) explainSilence(replies, &view);
+  for (CommunicatorView& view : views) explainSilentRanks(replies, localHosts, &view);
   if (o.json)
     printJson(views);
   else

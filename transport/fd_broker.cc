@@ -38,21 +38,8 @@ struct Request {
 
 enum class Reply : uint32_t { Granted = 1, Refused = 2 };
 
-socklen_t abstractAddress(const char* name, sockaddr_un* address) {
-  std::memset(address, 0, sizeof *address);
-  address->sun_family = AF_UNIX;
-  const size_t length = strnlen(name, sizeof address->sun_path - 1);
-  std::memcpy(address->sun_path + 1, name, length);  // sun_path[0] == 0: the abstract namespace
-  return static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + 1 + length);
-}
-
 // The other end runs as this user (root may serve anyone; nobody else is admitted).
-bool peerIsTrusted(int fd) {
-  ucred credentials{};
-  socklen_t length = sizeof credentials;
-  if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &credentials, &length) != 0) return false;
-  return credentials.uid == geteuid();
-}
+bool peerIsTrusted(int fd) { return socketPeerUid(fd) == geteuid(); }
 
 ncclResult_t randomBytes(void* out, size_t bytes) {
   auto* p = static_cast<char*>(out);
@@ -154,7 +141,7 @@ class Broker {
     int listening = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
     if (listening < 0) return fail(ncclSystemError, "fd broker: socket failed: %s", strerror(errno));
     sockaddr_un address;
-    socklen_t length = abstractAddress(name_, &address);
+    socklen_t length = abstractUnixAddress(name_, &address);
     if (bind(listening, reinterpret_cast<sockaddr*>(&address), length) != 0 || listen(listening, 128) != 0) {
       int err = errno;
       close(listening);
@@ -270,7 +257,7 @@ ncclResult_t fetchFileDescriptor(const FdTicket& ticket, double timeoutSeconds, 
   int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
   if (fd < 0) return fail(ncclSystemError, "fd broker: socket failed: %s", strerror(errno));
   sockaddr_un address;
-  socklen_t length = abstractAddress(name, &address);
+  socklen_t length = abstractUnixAddress(name, &address);
   // A full backlog says EAGAIN: retry until the deadline. Refused: nobody listens (the owner
   // is gone, or lives in another network namespace).
   while (connect(fd, reinterpret_cast<sockaddr*>(&address), length) != 0) {

@@ -33,6 +33,14 @@ bool PeerProcess::exited() const {
   return pid_ > 0 && pid_ != getpid() && kill(pid_, 0) != 0 && errno == ESRCH;
 }
 
+PeerProcess PeerProcess::byPid(pid_t pid) {
+#ifdef SYS_pidfd_open
+  return PeerProcess(static_cast<int>(syscall(SYS_pidfd_open, pid, 0)), pid);
+#else
+  return PeerProcess(-1, pid);
+#endif
+}
+
 int pidfdOfThisProcess() {
 #ifdef SYS_pidfd_open
   // PIDFD_NONBLOCK is not wanted; pidfds are close-on-exec by definition.

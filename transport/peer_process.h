@@ -21,6 +21,10 @@ class PeerProcess {
   PeerProcess(const PeerProcess&) = delete;
   PeerProcess& operator=(const PeerProcess&) = delete;
 
+  // A process known only by its pid (found in a table, not handed over): a pidfd opened now,
+  // so a zombie counts as exited; where pidfd_open is missing, kill(pid, 0).
+  static PeerProcess byPid(pid_t pid);
+
   // One system call; a peer that is this process never counts as exited.
   bool exited() const;
   pid_t pid() const { return pid_; }

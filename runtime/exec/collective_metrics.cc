@@ -9,15 +9,19 @@
 #include "common/safe_file.h"
 #include "common/settings.h"
 #include "common/status.h"
+#include "runtime/exec/collective_progress.h"
 
 namespace weft {
-namespace {
 
-const char* kindName(int kind) {
+const char* CollectiveMetrics::kindName(int kind) {
   return kind == kPointToPointKind ? "sendrecv" : collectiveName(static_cast<Collective>(kind));
 }
 
-}  // namespace
+double CollectiveMetrics::busBandwidthGBps(int kind, int nranks, uint64_t bytes, int64_t ns) {
+  if (ns <= 0) return 0;
+  const double factor = kind == kPointToPointKind ? 1.0 : busBandwidthFactor(static_cast<Collective>(kind), nranks);
+  return factor * static_cast<double>(bytes) / static_cast<double>(ns);  // bytes per ns: GB/s
+}
 
 std::unique_ptr<CollectiveMetrics> CollectiveMetrics::fromEnv(int rank, int nranks, uint64_t commId) {
   const std::optional<std::string> pattern = settingString(Setting::WeftMetricsFile);
@@ -40,20 +44,12 @@ int CollectiveMetrics::bucketOf(uint64_t bytes) {
   return std::min(kBuckets - 1, 64 - __builtin_clzll(bytes - 1));
 }
 
-namespace {
-// Only the thread running the communicator's collectives writes: no read-modify-write needed.
-template <typename T>
-void addTo(std::atomic<T>& total, T value) {
-  total.store(total.load(std::memory_order_relaxed) + value, std::memory_order_relaxed);
-}
-}  // namespace
-
 void CollectiveMetrics::add(const CollectiveRecord& r) {
   if (r.kind < 0 || r.kind >= kKinds || r.result != ncclSuccess || r.endStamp == 0) return;
   Cell& cell = cells_[r.kind][bucketOf(r.bytes)];
-  addTo<uint64_t>(cell.count, 1);
-  addTo<uint64_t>(cell.bytes, r.bytes);
-  addTo<uint64_t>(cell.ticks, r.endStamp - r.startStamp);
+  singleWriterAdd<uint64_t>(cell.count, 1);
+  singleWriterAdd<uint64_t>(cell.bytes, r.bytes);
+  singleWriterAdd<uint64_t>(cell.ticks, r.endStamp - r.startStamp);
   if (path_.empty()) return;
   const int64_t endNs = cycleStampToSteadyNs(r.endStamp);
   if (endNs >= nextWriteNs_) {
@@ -87,16 +83,11 @@ std::string CollectiveMetrics::exposition() const {
         const uint64_t bytes = cell.bytes.load(std::memory_order_relaxed);
         if (count == 0) continue;
         char value[64];
-        const double seconds = static_cast<double>(cycleTicksToNs(cell.ticks.load(std::memory_order_relaxed))) / 1e9;
+        const int64_t ns = cycleTicksToNs(cell.ticks.load(std::memory_order_relaxed));
         if (f == 0) std::snprintf(value, sizeof value, "%llu", static_cast<unsigned long long>(count));
         if (f == 1) std::snprintf(value, sizeof value, "%llu", static_cast<unsigned long long>(bytes));
-        if (f == 2) std::snprintf(value, sizeof value, "%.9f", seconds);
-        if (f == 3) {
-          const double factor =
-              kind == kPointToPointKind ? 1.0 : busBandwidthFactor(static_cast<Collective>(kind), nranks_);
-          std::snprintf(value, sizeof value, "%.6f",
-                        seconds > 0 ? factor * static_cast<double>(bytes) / seconds / 1e9 : 0.0);
-        }
+        if (f == 2) std::snprintf(value, sizeof value, "%.9f", static_cast<double>(ns) / 1e9);
+        if (f == 3) std::snprintf(value, sizeof value, "%.6f", busBandwidthGBps(kind, nranks_, bytes, ns));
         out += std::string(families[f].name) + "{" + common + ",collective=\"" + kindName(kind) + "\",le=\"" +
                std::to_string(uint64_t{1} << b) + "\"} " + value + "\n";
       }

@@ -48,6 +48,11 @@ class CollectiveMetrics {
   std::vector<Totals> totals() const;
 
   static int bucketOf(uint64_t bytes);  // the smallest b with bytes <= 2^b (capped)
+  // "allreduce", ..., "sendrecv" for a kind below kKinds.
+  static const char* kindName(int kind);
+  // GB/s of `bytes` (nccl-tests' size) moved in `ns` by collectives of `kind` on `nranks`, with
+  // nccl-tests' bus factor (1 for send/recv); 0 when no time passed.
+  static double busBandwidthGBps(int kind, int nranks, uint64_t bytes, int64_t ns);
 
  private:
   struct Cell {

@@ -12,7 +12,7 @@ void CollectiveProgress::started(uint64_t sequence, const char* name, uint64_t s
   inFlightSequence_.store(sequence, kRelaxed);
   inFlightName_.store(name, kRelaxed);
   inFlightStamp_.store(stamp, kRelaxed);
-  bump(issued_);
+  singleWriterAdd<uint64_t>(issued_, 1);
 }
 
 void CollectiveProgress::finished(uint64_t sequence, uint64_t stamp, bool failed) {
@@ -21,7 +21,7 @@ void CollectiveProgress::finished(uint64_t sequence, uint64_t stamp, bool failed
   lastName_.store(inFlightName_.load(kRelaxed), kRelaxed);
   lastFailed_.store(failed, kRelaxed);
   lastStamp_.store(stamp ? stamp : 1, kRelaxed);
-  bump(completed_);
+  singleWriterAdd<uint64_t>(completed_, 1);
 }
 
 void CollectiveProgress::waiting(const WaitPoint& wait) {

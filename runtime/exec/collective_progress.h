@@ -14,14 +14,21 @@
 
 namespace weft {
 
+// Adds to a value only one thread writes: a relaxed load and store, no locked instruction
+// (readers on other threads see the old or the new value, never a torn one).
+template <typename T>
+inline void singleWriterAdd(std::atomic<T>& total, T value) {
+  total.store(total.load(std::memory_order_relaxed) + value, std::memory_order_relaxed);
+}
+
 // The first unfinished step of a collective that cannot move.
 struct WaitPoint {
   uint64_t sequence = 0;
   uint32_t step = 0;
-  const char* stepKind = "";  // stepKindName (static text)
-  int32_t peer = -1;          // -1: a local step, or sends still flushing
-  uint32_t slice = 0, slices = 0;
-  int64_t sinceNs = 0;  // steady_clock ns: when the rank stopped making progress
+  const char* stepKind = "";       // stepKindName (static text)
+  int32_t peer = -1;               // -1: a local step, or sends still flushing
+  uint32_t slice = 0, slices = 0;  // slices 0: no step left, sends still flushing
+  int64_t sinceNs = 0;             // steady_clock ns: when the rank stopped making progress
 };
 
 struct ProgressSnapshot {
@@ -50,10 +57,6 @@ class CollectiveProgress {
   ProgressSnapshot snapshot() const;
 
  private:
-  template <typename T>
-  static void bump(std::atomic<T>& value) {  // single writer: no read-modify-write needed
-    value.store(value.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
-  }
   std::atomic<uint64_t> issued_{0}, completed_{0};
   std::atomic<uint64_t> inFlightSequence_{0}, inFlightStamp_{0};  // stamp 0: none in flight
   std::atomic<const char*> inFlightName_{""};

@@ -449,23 +449,19 @@ ncclResult_t CollectiveRun::progress(bool* progressed) {
 }
 
 std::string CollectiveRun::describeWait() const {
-  const auto& steps = plan_->schedule.steps;
-  for (size_t i = firstIncomplete_; i < steps.size(); ++i) {
-    if (slicesDone_[i] >= plan_->sliceCounts[i]) continue;
-    const Step& s = steps[i];
-    std::string text = std::string(name_) + " #" + std::to_string(sequence_) + " step " + std::to_string(i) + " (" +
-                       stepKindName(s.kind);
-    if (s.peer >= 0) text += (sendsToPeer(s) ? " to rank " : " from rank ") + std::to_string(s.peer);
-    text += "), slice " + std::to_string(slicesDone_[i]) + "/" + std::to_string(plan_->sliceCounts[i]);
-    return text;
-  }
-  return std::string(name_) + " #" + std::to_string(sequence_) + " flushing sends";
+  const WaitPoint wait = waitPoint();
+  const std::string call = std::string(name_) + " #" + std::to_string(sequence_);
+  if (wait.slices == 0) return call + " flushing sends";
+  const Step& s = plan_->schedule.steps[wait.step];
+  std::string text = call + " step " + std::to_string(wait.step) + " (" + wait.stepKind;
+  if (s.peer >= 0) text += (sendsToPeer(s) ? " to rank " : " from rank ") + std::to_string(s.peer);
+  return text + "), slice " + std::to_string(wait.slice) + "/" + std::to_string(wait.slices);
 }
 
 WaitPoint CollectiveRun::waitPoint() const {
   WaitPoint wait;
   wait.sequence = sequence_;
-  wait.stepKind = "flush";  // every step done, sends still queued
+  wait.stepKind = "flush";  // every step done, sends still queued (slices stays 0)
   const auto& steps = plan_->schedule.steps;
   for (size_t i = firstIncomplete_; i < steps.size(); ++i) {
     if (slicesDone_[i] >= plan_->sliceCounts[i]) continue;

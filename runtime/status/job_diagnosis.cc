@@ -139,6 +139,14 @@ std::string rankActivity(const RankStatus& s) {
   return text;
 }
 
+std::string rankSummary(const CommunicatorView& view, int rank) {
+  if (!view.ranks[rank]) return (view.dead[rank] ? "dead: " : "") + view.silence[rank];
+  const RankStatus& s = *view.ranks[rank];
+  std::string text = rankActivity(s);
+  if (!s.dumpPath.empty()) text += "; its record is asked for, to " + s.dumpPath;
+  return text;
+}
+
 std::string diagnose(const CommunicatorView& view) {
   // Dead or silent ranks first: nothing else can finish without them.
   std::vector<std::string> clauses;

@@ -39,6 +39,9 @@ std::string rankName(const CommunicatorView& view, int rank);
 std::string ranksText(const std::vector<int>& ranks);
 // What one rank is doing: "in AllReduce #5 for 3.1 s, step 0 (recv from rank 2) for 3.1 s".
 std::string rankActivity(const RankStatus& status);
+// A rank's line after its name: what it is doing (and where its record dump goes, when one was
+// asked for), or why it did not answer ("dead: its process is gone").
+std::string rankSummary(const CommunicatorView& view, int rank);
 // The culprit line.
 std::string diagnose(const CommunicatorView& view);
 

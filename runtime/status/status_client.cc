@@ -8,12 +8,13 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <chrono>
 #include <cstring>
 #include <fstream>
-#include <sstream>
 
+#include "common/deadline.h"
+#include "common/socket.h"
 #include "runtime/status/status_server.h"
+#include "transport/peer_process.h"
 
 namespace weft {
 
@@ -57,17 +58,14 @@ std::vector<StatusReply> askStatusServers(const std::vector<int>& pids, const st
     Asking& a = asking[i];
     a.request = request + "\n";
     a.fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-    sockaddr_un address{};
-    address.sun_family = AF_UNIX;
-    const std::string name = statusSocketName(pids[i]);
-    std::memcpy(address.sun_path + 1, name.data(), name.size());
-    const socklen_t length = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + 1 + name.size());
+    sockaddr_un address;
+    const socklen_t length = abstractUnixAddress(statusSocketName(pids[i]), &address);
     if (a.fd < 0 || connect(a.fd, reinterpret_cast<const sockaddr*>(&address), length) != 0) {
       replies[i].error = std::string("cannot connect: ") + strerror(errno);
       a.done = true;
     }
   }
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeoutSeconds);
+  const Deadline deadline = Deadline::after(timeoutSeconds);
   for (;;) {
     std::vector<pollfd> fds;
     std::vector<size_t> which;
@@ -77,10 +75,8 @@ std::vector<StatusReply> askStatusServers(const std::vector<int>& pids, const st
       which.push_back(i);
     }
     if (fds.empty()) break;
-    const auto left =
-        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
-    if (left.count() <= 0) break;
-    if (poll(fds.data(), fds.size(), static_cast<int>(left.count())) < 0 && errno != EINTR) break;
+    if (deadline.expired()) break;
+    if (poll(fds.data(), fds.size(), deadline.millisecondsLeft()) < 0 && errno != EINTR) break;
     for (size_t k = 0; k < fds.size(); ++k) {
       if (!fds[k].revents) continue;
       Asking& a = asking[which[k]];
@@ -120,13 +116,36 @@ std::vector<StatusReply> askStatusServers(const std::vector<int>& pids, const st
   return replies;
 }
 
-bool processGone(int pid) {
-  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
-  std::string text;
-  if (!stat || !std::getline(stat, text)) return true;
-  // "pid (comm) S ...": the state follows the last ')' (the command may hold one).
-  const size_t paren = text.rfind(')');
-  return paren == std::string::npos || paren + 2 >= text.size() || text[paren + 2] == 'Z' || text[paren + 2] == 'X';
+std::set<std::string> answeringHosts(const std::vector<StatusReply>& replies) {
+  std::set<std::string> hosts;
+  for (const StatusReply& r : replies)
+    for (const RankStatus& c : r.communicators) hosts.insert(c.host);
+  return hosts;
 }
+
+void explainSilentRanks(const std::vector<StatusReply>& replies, const std::set<std::string>& localHosts,
+                        CommunicatorView* view) {
+  for (int rank = 0; rank < view->nranks; ++rank) {
+    if (view->ranks[rank]) continue;
+    const RankStatus::Member& m = view->members[rank];
+    if (!localHosts.count(m.host)) {
+      if (view->silence[rank].empty()) {  // else: asked across hosts, with no answer
+        view->unasked[rank] = true;
+        view->silence[rank] = "on another host (host " + shortHostName(m.host) + "); not asked";
+      }
+      continue;
+    }
+    if (processGone(m.pid)) {
+      view->dead[rank] = true;
+      view->silence[rank] = "its process is gone";
+      continue;
+    }
+    view->silence[rank] = "is alive but did not answer";
+    for (const StatusReply& r : replies)
+      if (r.pid == m.pid && !r.error.empty()) view->silence[rank] += " (" + r.error + ")";
+  }
+}
+
+bool processGone(int pid) { return PeerProcess::byPid(pid).exited(); }
 
 }  // namespace weft

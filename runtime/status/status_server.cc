@@ -18,10 +18,12 @@
 #include <optional>
 #include <vector>
 
+#include "common/cycle_clock.h"
 #include "common/log.h"
 #include "common/settings.h"
 #include "common/socket.h"
 #include "common/status.h"
+#include "common/tls_session.h"
 #include "runtime/comm/communicator.h"
 #include "runtime/exec/collective_record.h"
 #include "runtime/status/remote_status.h"
@@ -111,33 +113,14 @@ void afterForkInChild() {
   s.lifecycle.unlock();
 }
 
-sockaddr_un abstractAddress(int pid, socklen_t* length) {
-  sockaddr_un address{};
-  address.sun_family = AF_UNIX;
-  const std::string name = statusSocketName(pid);
-  std::memcpy(address.sun_path + 1, name.data(), name.size());  // sun_path[0] == 0: abstract
-  *length = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + 1 + name.size());
-  return address;
-}
-
-bool sameUser(int fd) {
-  ucred peer{};
-  socklen_t size = sizeof peer;
-  if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &peer, &size) != 0) return false;
-  return peer.uid == getuid() || peer.uid == 0;
-}
-
-void writeAll(int fd, const std::string& text) {
-  size_t sent = 0;
-  while (sent < text.size()) {
-    ssize_t n = send(fd, text.data() + sent, text.size() - sent, MSG_NOSIGNAL);
-    if (n <= 0) return;  // the asker went away: nothing to do
-    sent += static_cast<size_t>(n);
-  }
+// The same user, or root, may ask.
+bool mayAsk(int fd) {
+  const std::optional<uid_t> uid = socketPeerUid(fd);
+  return uid && (*uid == geteuid() || *uid == 0);
 }
 
 void serveOne(int fd) {
-  if (!sameUser(fd)) return;
+  if (!mayAsk(fd)) return;
   std::string request;
   char buffer[kMaxRequest];
   while (request.find('\n') == std::string::npos && request.size() < kMaxRequest) {
@@ -149,7 +132,8 @@ void serveOne(int fd) {
   }
   const size_t newline = request.find('\n');
   if (newline == std::string::npos) return;
-  writeAll(fd, answerStatusRequest(request.substr(0, newline)));
+  const std::string answer = answerStatusRequest(request.substr(0, newline));
+  (void)sendAll(fd, answer.data(), answer.size(), Deadline::after(kRequestTimeoutMs / 1000.0));  // an asker that left
 }
 
 // Every communicator of the process is asked to dump its record (WEFT_DUMP_SIGNAL).
@@ -188,14 +172,19 @@ std::vector<Endpoint> endpointsToPoll() {
   return endpoints;
 }
 
+// The registered communicator named `commId`, or null; with the registry's lock held.
+ncclComm* registeredCommunicator(const ServerState& s, const std::string& commId) {
+  for (ncclComm* comm : s.comms)
+    if (communicatorIdText(comm->exec.traceId) == commId) return comm;
+  return nullptr;
+}
+
 // What a rank on another host is told: the communicator `commId`'s status, if it is still here.
 std::string answerRemote(const std::string& commId, const std::string& kind) {
   ServerState& s = state();
   std::lock_guard<std::mutex> lock(s.registry);
-  for (ncclComm* comm : s.comms)
-    if (communicatorIdText(comm->exec.traceId) == commId)
-      return encodeStatus({communicatorStatus(comm, kind == "status stats", kind == "dump")});
-  return "";
+  ncclComm* comm = registeredCommunicator(s, commId);
+  return comm ? encodeStatus({communicatorStatus(comm, kind == "status stats", kind == "dump")}) : "";
 }
 
 void* serve(void* arg) {
@@ -232,9 +221,7 @@ void* serve(void* arg) {
     }
     if (!p[0].revents) continue;
     int fd = accept4(fds.listen, nullptr, nullptr, SOCK_CLOEXEC);
-    if (fd < 0) continue;                                    // the asker left already, or no memory for now
-    const timeval sendTimeout{kRequestTimeoutMs / 1000, 0};  // an asker that stops reading is dropped
-    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &sendTimeout, sizeof sendTimeout);
+    if (fd < 0) continue;  // the asker left already, or no memory for now
     serveOne(fd);
     close(fd);
   }
@@ -275,8 +262,8 @@ void startThread(ServerState& s) {
     s.forkHandlersSet = true;
   }
   s.listenFd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);  // accept never blocks the thread
-  socklen_t length = 0;
-  const sockaddr_un address = abstractAddress(getpid(), &length);
+  sockaddr_un address;
+  const socklen_t length = abstractUnixAddress(statusSocketName(getpid()), &address);
   if (s.listenFd < 0 || bind(s.listenFd, reinterpret_cast<const sockaddr*>(&address), length) != 0 ||
       listen(s.listenFd, 16) != 0 || pipe2(s.wakeFds, O_CLOEXEC | O_NONBLOCK) != 0) {
     WEFT_WARN("WEFT_STATUS_SERVER: cannot listen on @%s (%s); weft-info status will not see this process",
@@ -316,8 +303,7 @@ double secondsSince(int64_t thenNs, int64_t nowNs) { return std::max<int64_t>(0,
 }  // namespace
 
 RankStatus communicatorStatus(ncclComm* comm, bool withStats, bool dump) {
-  const int64_t nowNs =
-      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch()).count();
+  const int64_t nowNs = cycleStampToSteadyNs(cycleStamp());  // the clock the progress stamps convert to
   RankStatus st;
   st.commId = communicatorIdText(comm->exec.traceId);
   st.rank = comm->rank;
@@ -366,7 +352,7 @@ std::string statusSocketName(int pid) { return kStatusSocketPrefix + std::to_str
 
 ncclResult_t statusServerListen(ncclComm* comm, const SocketAddress& where, uint16_t* port) {
   *port = 0;
-  if (!settingBool(Setting::WeftStatusServer) || settingString(Setting::WeftEncryption) == "tls") return ncclSuccess;
+  if (!settingBool(Setting::WeftStatusServer) || tlsRequested()) return ncclSuccess;
   SocketAddress address = where, bound;
   address.setPort(0);
   int fd = -1;
@@ -420,18 +406,13 @@ void statusServerRemove(ncclComm* comm) {
 // "job KIND ID": communicator ID's ranks on other hosts, asked through their TCP endpoints.
 std::string answerJobRequest(const std::string& kind, const std::string& commId) {
   RemoteStatusTargets targets;
-  bool found = false;
   {
     ServerState& s = state();
     std::lock_guard<std::mutex> lock(s.registry);
-    for (ncclComm* comm : s.comms)
-      if (communicatorIdText(comm->exec.traceId) == commId) {
-        targets = remoteStatusTargetsOf(comm);
-        found = true;
-        break;
-      }
+    ncclComm* comm = registeredCommunicator(s, commId);
+    if (!comm) return "error\tno such communicator\n";
+    targets = remoteStatusTargetsOf(comm);
   }
-  if (!found) return "error\tno such communicator\n";
   return encodeStatus(askRemoteRanks(targets, kind, kRemoteTimeoutSeconds));  // the lock is not held meanwhile
 }
 

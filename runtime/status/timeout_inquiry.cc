@@ -38,24 +38,11 @@ std::string askPeersAfterTimeout(ncclComm* comm) {
       if (c.commId == mine.commId && c.nranks == mine.nranks) answers.push_back(c);
   answers.insert(answers.end(), remoteAnswers.begin(), remoteAnswers.end());
   CommunicatorView view = groupByCommunicator(answers).front();
-  for (const StatusReply& reply : replies)
-    for (int r = 0; r < view.nranks; ++r)
-      if (!view.ranks[r] && view.members[r].pid == reply.pid && view.members[r].host == mine.host) {
-        view.dead[r] = processGone(reply.pid);
-        view.silence[r] = view.dead[r] ? "its process is gone" : reply.error;
-      }
+  explainSilentRanks(replies, {mine.host}, &view);
 
   std::string text = "\nwhat its peers say:";
-  for (int r = 0; r < view.nranks; ++r) {
-    if (r == comm->rank) continue;
-    text += "\n  " + rankName(view, r) + ": ";
-    if (view.ranks[r]) {
-      text += rankActivity(*view.ranks[r]);
-      if (!view.ranks[r]->dumpPath.empty()) text += "; its record is asked for, to " + view.ranks[r]->dumpPath;
-    } else {
-      text += view.dead[r] ? "dead (" + view.silence[r] + ")" : view.silence[r];
-    }
-  }
+  for (int r = 0; r < view.nranks; ++r)
+    if (r != comm->rank) text += "\n  " + rankName(view, r) + ": " + rankSummary(view, r);
   return text + "\nculprit: " + diagnose(view);
 }
 
