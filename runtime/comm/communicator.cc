@@ -505,7 +505,13 @@ void finishNonBlockingInit(ncclComm* comm) {
 
 ncclResult_t connectPeers(ncclComm* comm, const std::vector<int>& peers) {
   CancelScope abortable(&comm->state.aborted);
-  for (int peer : peers) {
+  // Each set-up blocks until the peer takes part, so ranks must meet their peers in an order
+  // that cannot wait in a circle: ascending ranks. Every rank then handles its pairs in one
+  // global order (by higher rank, then lower). In the order given, 3 ranks on 3 hosts
+  // deadlocked: 0 set up with 2 (its prev) while 2 waited for 1 and 1 waited for 0.
+  std::vector<int> ascending = peers;
+  std::sort(ascending.begin(), ascending.end());
+  for (int peer : ascending) {
     if (peer == comm->rank || comm->net.connections[peer]) continue;
     const TransportEndpoint self = endpointOf(comm->layout.ranks[comm->rank]);
     const TransportEndpoint other = endpointOf(comm->layout.ranks[peer]);

@@ -27,6 +27,15 @@ foreach(hosts 2 3)
     endforeach()
   endforeach()
 endforeach()
+# One rank per host on 3 hosts: both ring neighbours of every rank across the network. Set-up in
+# ring order (prev, then next) deadlocked here: rank 0 waited for 2, 2 for 1, 1 for 0.
+foreach(net IN LISTS weft_netns_nets)
+  add_test(NAME netns.hosts3x1.${net}.all_reduce_perf
+           COMMAND ${CMAKE_CURRENT_LIST_DIR}/multi_host.sh ${CMAKE_BINARY_DIR} 3 1 --net ${net} all_reduce_perf
+                   -b 8 -e 1M -f 8 -c 1 -w 1 -n 3)
+  set_tests_properties(netns.hosts3x1.${net}.all_reduce_perf PROPERTIES LABELS netns TIMEOUT 120
+                       SKIP_RETURN_CODE 77 RUN_SERIAL TRUE)
+endforeach()
 foreach(net IN LISTS weft_netns_nets)
   add_test(NAME netns.hosts3x2.${net}.rank_killed
            COMMAND ${CMAKE_CURRENT_LIST_DIR}/rank_killed.sh ${CMAKE_BINARY_DIR} 3 2 ${net})
@@ -56,4 +65,10 @@ set_tests_properties(netns.hosts2x2.status_across_hosts PROPERTIES LABELS netns 
 add_test(NAME netns.hosts2x2.trace_across_hosts
          COMMAND ${CMAKE_CURRENT_LIST_DIR}/trace_across_hosts.sh ${CMAKE_BINARY_DIR})
 set_tests_properties(netns.hosts2x2.trace_across_hosts PROPERTIES LABELS netns TIMEOUT 120 SKIP_RETURN_CODE 77
+                     RUN_SERIAL TRUE)
+
+# weft-characterize on 3 hosts, one shaped to a quarter of the others: it is named (issue 16).
+add_test(NAME netns.hosts3.characterize_slow_host
+         COMMAND ${CMAKE_CURRENT_LIST_DIR}/characterize_slow_host.sh ${CMAKE_BINARY_DIR})
+set_tests_properties(netns.hosts3.characterize_slow_host PROPERTIES LABELS netns TIMEOUT 240 SKIP_RETURN_CODE 77
                      RUN_SERIAL TRUE)
