@@ -28,4 +28,4 @@ const CollTest kAllReduce = {
 
 }  // namespace
 
-int main(int argc, char** argv) { return runPerfTool(argc, argv, kAllReduce); }
+WEFT_PERF_TOOL_MAIN(kAllReduce)

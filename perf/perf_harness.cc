@@ -24,10 +24,6 @@ namespace {
 constexpr size_t kPage = 4096;
 constexpr size_t kRankLine = 256;  // bytes per rank in the gathered "#  Rank" lines
 
-struct PerfError : std::runtime_error {
-  using std::runtime_error::runtime_error;
-};
-
 double nowSec() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
 
 std::string hostName() {
@@ -45,6 +41,13 @@ int localRankFromEnv() {
   return 0;
 }
 
+}  // namespace
+
+// Outside the anonymous namespace with Runner, which CollectiveBench (perf_harness.h) holds.
+struct PerfError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
 // -J FILE: the document rank 0 fills during the run and writes at its end (also after an
 // error, with the error in it).
 struct JsonOutput {
@@ -53,14 +56,22 @@ struct JsonOutput {
   PerfJsonRun doc;
 };
 
+// One tool's run (run()), or the measurements a CollectiveBench asks for (attach(), then
+// measureSize()).
 class Runner {
  public:
-  Runner(const CollTest& test, const PerfOptions& options, ncclComm_t comm, JsonOutput* json)
-      : test_(test), o_(options), comm_(comm), json_(json) {}
+  Runner(const CollTest& test, const PerfOptions& options, ncclComm_t comm, JsonOutput* json, bool quiet = false)
+      : test_(test), o_(options), comm_(comm), quiet_(quiet), json_(json) {}
   ~Runner() { freeBuffers(); }
 
   // Returns the number of failed checks.
   int run();
+  // Reads the communicator's size and rank and sizes the -I tables (run() does it itself).
+  void attach();
+  void allocBuffers();
+  void warmup(ncclDataType_t type, ncclRedOp_t op, size_t bytes);
+  // One row: out of place, and in place when inPlaceToo.
+  PerfJsonResult measureSize(ncclDataType_t type, ncclRedOp_t op, size_t size, bool inPlaceToo);
 
  private:
   void check(ncclResult_t r, const char* what) {
@@ -70,17 +81,15 @@ class Runner {
                     (last.empty() ? "" : " ('" + last + "')"));
   }
   void print(const std::string& s) {
-    if (rank_ == 0) std::fputs(s.c_str(), stdout);
+    if (rank_ == 0 && !quiet_) std::fputs(s.c_str(), stdout);
   }
   double allReduceDouble(double v, ncclRedOp_t op);
   int64_t allReduceSum(int64_t v);
   void barrier();
   void printHeader();
-  void allocBuffers();
   void freeBuffers();
   void* alloc(size_t bytes);
   void runOnce(const void* send, void* recv, const CollCounts& c, ncclDataType_t type, ncclRedOp_t op);
-  void warmup(ncclDataType_t type, ncclRedOp_t op, size_t bytes);
   void timeTest(ncclDataType_t type, ncclRedOp_t op);
   PerfJsonPlacement benchTime(ncclDataType_t type, ncclRedOp_t op, size_t bytes, const CollCounts& c, int inPlace);
   void openJsonOutput();
@@ -89,6 +98,7 @@ class Runner {
   const CollTest& test_;
   PerfOptions o_;
   ncclComm_t comm_;
+  bool quiet_;  // prints nothing (a CollectiveBench's caller reports)
   int rank_ = 0, nranks_ = 1;
   char* send_ = nullptr;
   char* recv_ = nullptr;
@@ -214,7 +224,7 @@ void Runner::iterationStatistics(PerfJsonPlacement* out) {
   out->skippedIterations = o_.perIterSkip;
   out->timesUs = slowestRankPerIteration(iterRows_, nranks_, iters);
   out->statsUs = computeIterStats(out->timesUs, o_.perIterSkip);
-  if (json_ && nranks_ > 1) {
+  if (nranks_ > 1) {
     for (int r = 0; r < nranks_; ++r)
       out->perProcessUs.emplace_back(iterRows_.begin() + static_cast<ptrdiff_t>(r) * iters,
                                      iterRows_.begin() + static_cast<ptrdiff_t>(r + 1) * iters);
@@ -288,37 +298,46 @@ PerfJsonPlacement Runner::benchTime(ncclDataType_t type, ncclRedOp_t op, size_t 
   return result;
 }
 
+PerfJsonResult Runner::measureSize(ncclDataType_t type, ncclRedOp_t op, size_t size, bool inPlaceToo) {
+  const size_t ts = typeSize(type);
+  CollCounts c = collCounts(test_, size / ts, ts, nranks_);
+  PerfJsonResult row;
+  row.size = reportedBytes(c, ts);
+  row.count = c.paramCount;
+  row.type = typeName(type);
+  row.redop = test_.reduces ? opName(op) : "none";
+  row.root = test_.rooted ? root_ : -1;
+  row.actualIterations = o_.iters;
+  print(formatRowStart(row.size, row.count, row.type.c_str(), row.redop.c_str(), row.root));
+  row.outOfPlace = benchTime(type, op, size, c, 0);
+  if (inPlaceToo) row.inPlace = benchTime(type, op, size, c, 1);
+  print("\n");
+  return row;
+}
+
 void Runner::timeTest(ncclDataType_t type, ncclRedOp_t op) {
   barrier();
   warmup(type, op, o_.maxBytes);
   warmup(type, op, o_.minBytes);
-  const size_t ts = typeSize(type);
   for (size_t size : sizeSteps(o_)) {
-    CollCounts c = collCounts(test_, size / ts, ts, nranks_);
-    PerfJsonResult row;
-    row.size = reportedBytes(c, ts);
-    row.count = c.paramCount;
-    row.type = typeName(type);
-    row.redop = test_.reduces ? opName(op) : "none";
-    row.root = test_.rooted ? root_ : -1;
-    row.actualIterations = o_.iters;
-    print(formatRowStart(row.size, row.count, row.type.c_str(), row.redop.c_str(), row.root));
-    row.outOfPlace = benchTime(type, op, size, c, 0);
-    row.inPlace = benchTime(type, op, size, c, 1);
-    print("\n");
+    PerfJsonResult row = measureSize(type, op, size, true);
     if (rank_ == 0 && json_) json_->doc.results.push_back(std::move(row));
   }
 }
 
-int Runner::run() {
+void Runner::attach() {
   check(ncclCommCount(comm_, &nranks_), "ncclCommCount");
   check(ncclCommUserRank(comm_, &rank_), "ncclCommUserRank");
-  if (test_.rooted && o_.root >= nranks_)
-    throw PerfError("root " + std::to_string(o_.root) + " is not a rank (" + std::to_string(nranks_) + " ranks)");
   if (o_.perIterTiming) {
     iterSeconds_.assign(static_cast<size_t>(o_.iters), 0.0);
     iterRows_.assign(static_cast<size_t>(o_.iters) * nranks_, 0.0);
   }
+}
+
+int Runner::run() {
+  attach();
+  if (test_.rooted && o_.root >= nranks_)
+    throw PerfError("root " + std::to_string(o_.root) + " is not a rank (" + std::to_string(nranks_) + " ranks)");
   openJsonOutput();
   printHeader();
   if (const char* reason = test_.skipReason ? test_.skipReason(nranks_) : nullptr) {
@@ -350,6 +369,8 @@ int Runner::run() {
   return errors_;
 }
 
+namespace {
+
 // Finishes and writes the -J document (nothing without -J, or on ranks other than 0). False
 // with a message on stderr when the file cannot be written.
 bool writeJsonOutput(JsonOutput* json, const std::string& prog, const std::string& error) {
@@ -371,6 +392,19 @@ bool writeJsonOutput(JsonOutput* json, const std::string& prog, const std::strin
 }
 
 }  // namespace
+
+CollectiveBench::CollectiveBench(const CollTest& test, const PerfOptions& options, ncclComm_t comm)
+    : runner_(std::make_unique<Runner>(test, options, comm, nullptr, true)) {
+  runner_->attach();
+  runner_->allocBuffers();
+}
+
+CollectiveBench::~CollectiveBench() = default;
+
+PerfJsonResult CollectiveBench::measure(ncclDataType_t type, ncclRedOp_t op, size_t bytes) {
+  runner_->warmup(type, op, bytes);
+  return runner_->measureSize(type, op, bytes, false);
+}
 
 int runPerfTool(int argc, char** argv, const CollTest& test) {
   setlinebuf(stdout);

@@ -10,10 +10,12 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 
 #include "nccl.h"
 #include "perf/perf_data.h"
+#include "perf/perf_json.h"
 #include "perf/perf_options.h"
 #include "perf/perf_report.h"
 
@@ -89,17 +91,38 @@ uint64_t testSeed(ncclDataType_t type, int op, size_t bytes, int inPlace, int re
 // Runs the tool; returns the process exit code (0: ran and every check passed).
 int runPerfTool(int argc, char** argv, const CollTest& test);
 
-// Tests that link several tools' descriptions into one program (tests/integration/
-// perftools_model_test.cc) define WEFT_PERF_TOOL_TEST and this function.
-void registerToolForTest(const CollTest* test);
+class Runner;
+
+// The tools' measurement of one size, for programs that choose their own sizes and
+// communicators (weft-characterize): the same warm-up, timed loop, data check (options.check)
+// and -I statistics (options.perIterTiming, every rank's times in perProcessUs), printing
+// nothing. Every rank of `comm` makes the same calls. Failures throw std::runtime_error.
+class CollectiveBench {
+ public:
+  // Allocates and pre-faults buffers for options.maxBytes, once.
+  CollectiveBench(const CollTest& test, const PerfOptions& options, ncclComm_t comm);
+  ~CollectiveBench();
+  CollectiveBench(const CollectiveBench&) = delete;
+  CollectiveBench& operator=(const CollectiveBench&) = delete;
+
+  // options.warmupIters warm-up calls at `bytes`, then the out-of-place row (inPlace unset).
+  PerfJsonResult measure(ncclDataType_t type, ncclRedOp_t op, size_t bytes);
+
+ private:
+  std::unique_ptr<Runner> runner_;
+};
+
+// Programs that link several tools' descriptions (weft-characterize, tests/integration/
+// perftools_model_test.cc) compile them with WEFT_PERF_TOOL_REGISTER and define this function.
+void registerPerfTool(const CollTest* test);
 
 }  // namespace weft::perf
 
-// The last line of a tool file: its main(), or, in a test build, the registration of its
-// description.
-#ifdef WEFT_PERF_TOOL_TEST
+// The last line of a tool file: its main(), or, where several tools' descriptions are linked
+// into one program, the registration of its description.
+#ifdef WEFT_PERF_TOOL_REGISTER
 #define WEFT_PERF_TOOL_MAIN(test) \
-  [[maybe_unused]] static const bool weftPerfToolRegistered = (weft::perf::registerToolForTest(&(test)), true);
+  [[maybe_unused]] static const bool weftPerfToolRegistered = (weft::perf::registerPerfTool(&(test)), true);
 #else
 #define WEFT_PERF_TOOL_MAIN(test) \
   int main(int argc, char** argv) { return weft::perf::runPerfTool(argc, argv, test); }

@@ -1,6 +1,6 @@
 // The perf tools' descriptions (counts, in-place offsets, calls, expected values) checked
 // against a model of NCCL's semantics, without the library: the tools' files are compiled
-// with WEFT_PERF_TOOL_TEST (no main) and linked with the fake nccl entry points below, which
+// with WEFT_PERF_TOOL_REGISTER (no main) and linked with the fake nccl entry points below, which
 // run each collective over threads as NCCL defines it (a copy-semantics reference: every
 // rank's inputs are read before any output is written). Each tool then runs as in the
 // harness -- poison, fill, call, count wrong elements -- for many rank counts, datatypes,
@@ -24,7 +24,7 @@ std::vector<const CollTest*>& registeredTools() {
   static std::vector<const CollTest*> tools;
   return tools;
 }
-void registerToolForTest(const CollTest* test) { registeredTools().push_back(test); }
+void registerPerfTool(const CollTest* test) { registeredTools().push_back(test); }
 
 }  // namespace weft::perf
 
