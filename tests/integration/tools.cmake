@@ -89,6 +89,14 @@ if(TARGET weft-info)
   add_test(NAME perf.fit_link_model_recovers_known_terms
            COMMAND /usr/bin/python3 ${PROJECT_SOURCE_DIR}/perf/fit_link_model.py ${CMAKE_BINARY_DIR} --simulate-known 0.8,12)
   set_tests_properties(perf.fit_link_model_recovers_known_terms PROPERTIES LABELS integration TIMEOUT 120)
+  # tools/scripts/characterize_report.py on synthetic weft-characterize documents made from known
+  # terms: names the slow host, its pairs, a slow rank and a noisy row; regressions against a
+  # baseline; the per-class fit and its tuning file read back by weft-info; sane PNGs; a
+  # self-contained HTML page. Skipped (77) without matplotlib.
+  add_test(NAME tools.characterize_report.synthetic_runs
+           COMMAND /usr/bin/python3 ${CMAKE_CURRENT_LIST_DIR}/characterize_report_test.py ${CMAKE_BINARY_DIR})
+  set_tests_properties(tools.characterize_report.synthetic_runs PROPERTIES LABELS integration TIMEOUT 120
+                                                                           SKIP_RETURN_CODE 77)
 endif()
 
 # weft-info: the plan names the cost model's choice for collectives other than all-reduce, prints
@@ -127,4 +135,19 @@ if(TARGET example_minimal AND TARGET weftrun)
     set_tests_properties(examples.minimal.np${n} PROPERTIES LABELS integration TIMEOUT 90
                          FAIL_REGULAR_EXPRESSION "failed|gave")
   endforeach()
+endif()
+
+# weft-characterize (issue 16): its pure parts, and end to end on 2 ranks (a short run, a
+# budget, Ctrl-C).
+if(TARGET weft-characterize)
+  weft_tools_gtest(characterize_options_test
+                   SOURCES ${CMAKE_CURRENT_LIST_DIR}/characterize_options_test.cc
+                           ${PROJECT_SOURCE_DIR}/tools/characterize/characterize_options.cc
+                           ${PROJECT_SOURCE_DIR}/tools/characterize/host_survey.cc
+                           ${PROJECT_SOURCE_DIR}/tools/characterize/rank_exchange.cc
+                   LIBS weft_perf_core weft_internal)
+  add_test(NAME tools.characterize.two_ranks
+           COMMAND ${CMAKE_CURRENT_LIST_DIR}/characterize_run.sh ${CMAKE_BINARY_DIR})
+  set_tests_properties(tools.characterize.two_ranks PROPERTIES LABELS integration TIMEOUT 400 SKIP_RETURN_CODE 77
+                       RUN_SERIAL TRUE)
 endif()

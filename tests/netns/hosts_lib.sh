@@ -5,6 +5,7 @@
 # (tbf shapes egress only; netem does not exist here). hosts_cleanup removes everything and is
 # installed as the EXIT trap by hosts_create.
 #   hosts_create H [RATE]       e.g. hosts_create 3 1gbit; exits 77 (skipped) when it cannot
+#   hosts_shape I RATE          reshapes host I's link (both ends) to RATE: one slow host
 #   hosts_ns I                  the namespace of host I
 #   hosts_addr I                its address
 #   hosts_run_ranks R OUTDIR CMD [ARGS...]
@@ -60,6 +61,14 @@ hosts_create() {
   done
   [ -n "$rate" ] && echo "# $count hosts on a bridge, each link shaped with tc tbf to $rate each way"
   return 0
+}
+
+hosts_shape() {
+  local i=$1 rate=$2
+  ip netns exec "$(hosts_ns "$i")" tc qdisc replace dev eth0 root tbf rate "$rate" burst 256kb latency 50ms || return 1
+  ip netns exec "$(hosts_bridge_ns)" tc qdisc replace dev "wv$i-$HOSTS_TAG" root tbf rate "$rate" burst 256kb \
+    latency 50ms || return 1
+  echo "# host $i's link shaped to $rate each way"
 }
 
 hosts_run_ranks() {
