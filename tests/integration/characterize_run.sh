@@ -17,13 +17,20 @@ export NCCL_SOCKET_IFNAME=lo
 status=0
 fail() { echo "FAILED: $*"; status=1; }
 
-# Checks a document with Python (the same parser every consumer uses): prints its problems.
+# Checks a document against the schema kept in the repository and the mode's expectations;
+# prints its problems.
+schema=$(cd "$(dirname "$0")/../.." && pwd)/tools/characterize/characterize.schema.json
 check_doc() {
-  /usr/bin/python3 - "$@" <<'PY'
+  /usr/bin/python3 - "$@" "$schema" <<'PY'
 import json, struct, sys, os
-path, mode = sys.argv[1], sys.argv[2]
+import jsonschema
+path, mode, schema = sys.argv[1], sys.argv[2], sys.argv[3]
 d = json.load(open(path))
 problems = []
+try:
+    jsonschema.validate(d, json.load(open(schema)))
+except jsonschema.ValidationError as e:
+    problems.append(f"not valid by {os.path.basename(schema)}: {e.message} at {list(e.absolute_path)}")
 for key in ("tool", "format", "nranks", "ranks", "hosts", "p2p", "sweep", "selection", "skipped", "complete", "stopped_by"):
     if key not in d: problems.append(f"no '{key}'")
 if d.get("nranks") != 2 or len(d.get("ranks", [])) != 2: problems.append("not 2 ranks")
