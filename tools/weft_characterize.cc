@@ -10,7 +10,9 @@
 // DIR/characterize.json is rewritten after each phase; Ctrl-C or --budget stops between two
 // measurements on every rank at once and still leaves the JSON and a report of what was done.
 #include <sys/stat.h>
+#include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -64,7 +66,8 @@ class Characterization {
     jsonPath_ = o_.outDir + "/characterize.json";
   }
 
-  // Returns the exit status.
+  // Returns the exit status: 0, 1 (a failure, wrong results, or the document not written), or
+  // 128 + the signal after Ctrl-C (as launchers report an interrupted job).
   int run() {
     prepareOutput();
     int status = 0;
@@ -72,15 +75,17 @@ class Characterization {
       measure();
     } catch (const std::exception& e) {
       // A failed measurement (a rank died, wrong results while verifying): what was measured is
-      // still written, with the error.
+      // still written, with the error. Every rank says it: the one that failed first knows why.
       doc_.stoppedBy = e.what();
       status = 1;
-      if (exchange_.rank() == 0) std::fprintf(stderr, "weft-characterize: %s\n", e.what());
+      std::fprintf(stderr, "weft-characterize: rank %d: %s\n", exchange_.rank(), e.what());
     }
-    doc_.complete = status == 0 && control_.stoppedBy().empty();
+    doc_.complete = status == 0 && control_.stoppedBy().empty() && !RunControl::interruptSignal();
     if (doc_.stoppedBy.empty()) doc_.stoppedBy = control_.stoppedBy();
+    if (doc_.stoppedBy.empty() && RunControl::interruptSignal()) doc_.stoppedBy = "interrupt";
     save();
-    if (status == 0 && wrongRows_ > 0) status = 1;
+    if (status == 0 && (wrongRows_ > 0 || saveFailed_)) status = 1;
+    if (RunControl::interruptSignal()) status = 128 + RunControl::interruptSignal();
     return status;
   }
 
@@ -91,7 +96,9 @@ class Characterization {
     if (!o_.baseline.empty()) args.insert(args.end(), {"--baseline", o_.baseline});
     if (!o_.rules.empty()) args.insert(args.end(), {"--rules", o_.rules});
     std::string error;
-    if (control_.stoppedBy() == "interrupt") {
+    // After a signal or a failure a launcher kills the ranks moments later (weftrun: 2 s after
+    // forwarding Ctrl-C or after a rank died): the report then runs in a session of its own.
+    if (RunControl::interruptSignal() || !doc_.complete) {
       const std::string log = o_.outDir + "/report.log";
       const int started = startReportScriptDetached(args, log, &error);
       if (started == 0)
@@ -112,20 +119,39 @@ class Characterization {
   }
 
  private:
+  // Rank 0 makes the directory and writes a first document there, and checks the files the
+  // report will read, before anything is measured: a typo must not cost a whole run.
   void prepareOutput() {
     std::string error;
-    if (exchange_.rank() == 0 && mkdir(o_.outDir.c_str(), 0755) != 0 && errno != EEXIST)
-      error = "--out: cannot create " + o_.outDir + ": " + std::strerror(errno);
+    if (exchange_.rank() == 0) {
+      struct stat info {};
+      if (mkdir(o_.outDir.c_str(), 0755) != 0 && errno != EEXIST) {
+        error = "--out: cannot create " + o_.outDir + ": " + std::strerror(errno);
+      } else if (stat(o_.outDir.c_str(), &info) != 0 || !S_ISDIR(info.st_mode)) {
+        error = "--out: " + o_.outDir + " is not a directory";
+      } else if (!writeCharacterizeDocument(doc_, jsonPath_, &error)) {
+        error = "--out: " + error;
+      }
+      for (const std::string* file : {&o_.baseline, &o_.rules}) {
+        if (error.empty() && !file->empty() && access(file->c_str(), R_OK) != 0)
+          error = (file == &o_.baseline ? "--baseline: cannot read " : "--rules: cannot read ") + *file + ": " +
+                  std::strerror(errno);
+      }
+      if (error.empty() && o_.report && reportScriptPath().empty())
+        error = "characterize_report.py not found (set WEFT_CHARACTERIZE_SCRIPT, or use --no-report)";
+    }
     if (exchange_.anyRank(!error.empty()))
-      throw std::runtime_error(error.empty() ? "rank 0 cannot create the output directory" : error);
+      throw std::runtime_error(exchange_.rank() == 0 ? error : "rank 0 cannot start the run (it says why)");
   }
 
   void save() {
     if (exchange_.rank() != 0) return;
     doc_.elapsedSeconds = control_.elapsedSeconds();
     std::string error;
-    if (!writeCharacterizeDocument(doc_, jsonPath_, &error))
+    if (!writeCharacterizeDocument(doc_, jsonPath_, &error)) {
       std::fprintf(stderr, "weft-characterize: %s\n", error.c_str());
+      saveFailed_ = true;
+    }
   }
 
   void measure() {
@@ -142,21 +168,29 @@ class Characterization {
     double latencyUs = 0, bandwidthGBps = 0;
     slowestPair(p2p, &latencyUs, &bandwidthGBps);
     const double splitSeconds = measureSplitSeconds(&exchange_);
+    // Rank 0's clock decides for everyone: plans built from different clocks would differ.
+    const double budgetLeft =
+        control_.hasBudget() ? exchange_.maxOverRanks(exchange_.rank() == 0 ? control_.budgetLeftSeconds() : -1e300)
+                             : 0;
     const SweepPlan plan = planSweep(perf::registeredPerfTools(), o_, exchange_.nranks(), latencyUs, bandwidthGBps,
-                                     splitSeconds, control_.hasBudget() ? control_.budgetLeftSeconds() : 0);
+                                     splitSeconds, control_.hasBudget() ? std::max(budgetLeft, 1e-9) : 0.0);
     doc_.skipped = plan.skipped;
     doc_.sweepJson = runSweep(&exchange_, &control_, plan, o_, &wrongRows_, [this](const std::string& rowsSoFar) {
       doc_.sweepJson = rowsSoFar;
       save();
     });
     save();
-    if (control_.shouldStop() || !o_.verifyTuning) return;
+    if (control_.shouldStop()) return;
 
     const std::string tuning = writeTuningFile();
     if (tuning.empty()) return;
     doc_.tuningFile = tuning;
+    save();
+    // A signal during the fit (which the fit's process got too) is seen here.
+    if (control_.shouldStop() || !o_.verifyTuning) return;
     doc_.selectionJson = runSelection(&exchange_, &control_, plan, o_, tuning);
     save();
+    control_.shouldStop();
   }
 
   // Rank 0 fits and writes DIR/weft.tuning; "" on every rank when it could not.
@@ -183,6 +217,7 @@ class Characterization {
   CharacterizeDocument doc_;
   std::string jsonPath_;
   int wrongRows_ = 0;
+  bool saveFailed_ = false;
 };
 
 int characterizeMain(int argc, char** argv) {
@@ -195,7 +230,12 @@ int characterizeMain(int argc, char** argv) {
     std::fprintf(stderr, "weft-characterize: %s\n%s", parsed.error.c_str(), characterizeUsage().c_str());
     return 2;
   }
-  RunControl::installInterruptHandler();
+  try {  // a misspelt collective fails now, not after the point-to-point phase
+    (void)planSweep(perf::registeredPerfTools(), parsed.options, 2, 1, 1, 0, 0);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "weft-characterize: %s\n", e.what());
+    return 2;
+  }
   ncclComm_t world = nullptr;
   if (ncclResult_t r = weftCommInitFromEnv(&world); r != ncclSuccess) {
     const char* last = ncclGetLastError(nullptr);
@@ -203,6 +243,8 @@ int characterizeMain(int argc, char** argv) {
                  last && *last ? ": " : "", last ? last : "");
     return 1;
   }
+  // After init: Ctrl-C while waiting for a missing rank ends the process as usual.
+  RunControl::installInterruptHandler();
   Characterization run(parsed.options, world, std::vector<std::string>(argv, argv + argc));
   int status = 0;
   try {
@@ -213,7 +255,7 @@ int characterizeMain(int argc, char** argv) {
     return 1;
   }
   // The other ranks leave now; rank 0's report needs no communicator.
-  if (status == 0) {
+  if (status == 0 || status > 128) {
     ncclCommDestroy(world);
   } else {
     ncclCommAbort(world);

@@ -18,7 +18,7 @@ TEST(CharacterizeOptions, DefaultsAndValues) {
   CharacterizeParse p = parse({});
   ASSERT_EQ(p.kind, CharacterizeParse::kRun);
   EXPECT_EQ(p.options.maxBytes, size_t{64} << 20);
-  EXPECT_EQ(p.options.outDir, "weft-characterize");
+  EXPECT_EQ(p.options.outDir, "characterization");
   p = parse(
       {"--out",      "d",        "--max-size", "1M",    "--min-size", "1K", "--factor",      "2",
        "-n",         "7",        "-w",         "0",     "--budget",   "90", "--collectives", "all_reduce,broadcast",

@@ -8,7 +8,7 @@
 namespace weft::characterize {
 
 struct CharacterizeOptions {
-  std::string outDir = "weft-characterize";  // --out: JSON, report, plots, tuning file
+  std::string outDir = "characterization";   // --out: JSON, report, plots, tuning file
   size_t minBytes = 8;                       // --min-size
   size_t maxBytes = 64u << 20;               // --max-size
   int factor = 4;                            // --factor: sizes grow by this much
@@ -20,7 +20,7 @@ struct CharacterizeOptions {
   std::string baseline;                      // --baseline FILE: an earlier run's JSON
   std::string rules;                         // --rules FILE: regression rules for --baseline
   bool report = true;                        // --no-report: the JSON and tuning file only
-  bool verifyTuning = true;                  // --no-verify: skip measuring tuned against default
+  bool verifyTuning = true;                  // --no-verify: fit, but skip measuring tuned against default
 };
 
 struct CharacterizeParse {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <exception>
 #include <optional>
 #include <sstream>
 #include <stdexcept>
@@ -55,7 +56,9 @@ double estimateUnitSeconds(const std::vector<size_t>& sizes, const CharacterizeO
   double seconds = splitSeconds;
   for (size_t s : sizes) {
     seconds += callsPerSize(o) * estimateCallSeconds(s, nranks, latencyUs, bandwidthGBps);
-    seconds += 3.0 * static_cast<double>(s) / kCheckBytesPerSecond + kHarnessSecondsPerSize;
+    // The harness poisons the whole receive buffer (sized for the largest row) before each check.
+    seconds += (3.0 * static_cast<double>(s) + 2.0 * static_cast<double>(sizes.back())) / kCheckBytesPerSecond +
+               kHarnessSecondsPerSize;
   }
   return seconds;
 }
@@ -108,7 +111,14 @@ class UnitComm {
     checkNccl(ncclCommSplit(exchange->comm(), 0, exchange->rank(), &comm_, nullptr), exchange->comm(), "ncclCommSplit");
   }
   ~UnitComm() {
-    if (comm_) ncclCommDestroy(comm_);
+    if (!comm_) return;
+    // Unwinding from a failure: abort, which tells peers on this host at once; a destroy would
+    // leave them waiting until WEFT_TIMEOUT.
+    if (std::uncaught_exceptions() > 0) {
+      ncclCommAbort(comm_);
+    } else {
+      ncclCommDestroy(comm_);
+    }
   }
   UnitComm(const UnitComm&) = delete;
   UnitComm& operator=(const UnitComm&) = delete;
@@ -194,22 +204,30 @@ SweepPlan planSweep(const std::vector<const perf::CollTest*>& tests, const Chara
                             .isDefault = row.algorithm == defaultAlgorithm(collective)});
     }
   }
-  plan.sizes = sweepSizes(options.minBytes, options.maxBytes, options.factor);
+  const std::vector<size_t> allSizes = sweepSizes(options.minBytes, options.maxBytes, options.factor);
+  plan.sizes = allSizes;
   auto estimate = [&] { return estimatePlanSeconds(plan, options, nranks, latencyUs, bandwidthGBps, splitSeconds); };
   if (budgetSeconds > 0) {
-    while (estimate() > budgetSeconds && plan.sizes.size() > 1) {
-      plan.skipped.push_back(sizeText(plan.sizes.back()) + ": budget");
-      plan.sizes.pop_back();
-    }
+    while (estimate() > budgetSeconds && plan.sizes.size() > 1) plan.sizes.pop_back();
     if (estimate() > budgetSeconds) {
       for (const SweepUnit& u : plan.units)
         if (!u.isDefault) plan.skipped.push_back(u.name + " " + u.algorithm + ": budget");
       std::erase_if(plan.units, [](const SweepUnit& u) { return !u.isDefault; });
+      // Fewer units: the sizes dropped for all of them may fit again.
+      while (plan.sizes.size() < allSizes.size()) {
+        plan.sizes.push_back(allSizes[plan.sizes.size()]);
+        if (estimate() > budgetSeconds) {
+          plan.sizes.pop_back();
+          break;
+        }
+      }
     }
     while (estimate() > budgetSeconds && plan.units.size() > 1) {
       plan.skipped.push_back(plan.units.back().name + " " + plan.units.back().algorithm + ": budget");
       plan.units.pop_back();
     }
+    for (size_t k = plan.sizes.size(); k < allSizes.size(); ++k)
+      plan.skipped.push_back(sizeText(allSizes[k]) + ": budget");
   }
   plan.estimatedSeconds = estimate();
   return plan;

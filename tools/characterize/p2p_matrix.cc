@@ -17,12 +17,13 @@ constexpr size_t kBytesPerSize = 16u << 20;  // each size moves about this much 
 
 int itersFor(size_t bytes) {
   if (bytes <= kLatencyBytes) return kLatencyIters;
-  return static_cast<int>(std::clamp<size_t>(kBytesPerSize / bytes, 3, kLatencyIters));
+  return static_cast<int>(std::clamp<size_t>(kBytesPerSize / bytes, 5, kLatencyIters));
 }
 
 double median(std::vector<double> values) {
   std::sort(values.begin(), values.end());
-  return values[values.size() / 2];
+  const size_t half = values.size() / 2;
+  return values.size() % 2 ? values[half] : (values[half - 1] + values[half]) / 2;
 }
 
 struct Buffers {
@@ -80,10 +81,11 @@ P2pMatrix measureP2pMatrix(RankExchange* exchange, RunControl* control, size_t m
 
   const double estimate = estimateP2pSeconds(n, maxBytes, 20, 1);
   control->beginPhase("point-to-point", n * (n - 1), estimate);
-  for (int from = 0; from < n; ++from) {
+  bool stopped = false;
+  for (int from = 0; from < n && !stopped; ++from) {
     for (int to = 0; to < n; ++to) {
       if (from == to) continue;
-      if (control->shouldStop()) return matrix;
+      if ((stopped = control->shouldStop())) break;
       control->beginUnit(std::to_string(from) + " -> " + std::to_string(to), estimate / (n * (n - 1)));
       if (me != from && me != to) continue;  // ranks outside the pair wait in the next shouldStop
       const bool sender = me == from;
@@ -99,8 +101,10 @@ P2pMatrix measureP2pMatrix(RankExchange* exchange, RunControl* control, size_t m
       }
     }
   }
-  control->endPhase();
-  exchange->sumOverRanks(&matrix.oneWayUs);  // each entry was written by its sender alone
+  if (!stopped) control->endPhase();
+  // Every rank gets here, stopped or not (the stop is agreed): each entry was written by its
+  // sender alone, and rank 0 keeps every pair measured before a stop.
+  exchange->sumOverRanks(&matrix.oneWayUs);
   return matrix;
 }
 

@@ -77,7 +77,11 @@ int startReportScriptDetached(const std::vector<std::string>& args, const std::s
     dup2(log, 2);
     const int null = open("/dev/null", O_RDONLY);
     if (null >= 0) dup2(null, 0);
+    // Nothing of the rank's (its bootstrap listener, its sockets) may outlive it in here.
+    close_range(3, ~0U, 0);
     execv(argv[0], argv.data());
+    const char* why = "weft-characterize: cannot run /usr/bin/python3 for the report\n";
+    (void)!write(2, why, std::strlen(why));
     _exit(127);
   }
   close(log);

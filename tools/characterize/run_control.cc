@@ -11,11 +11,11 @@
 namespace weft::characterize {
 namespace {
 
-std::atomic<int> interruptSignal{0};
+std::atomic<int> receivedSignal{0};
 
 void onInterrupt(int signal) {
-  interruptSignal.store(signal);
-  std::signal(signal, SIG_DFL);  // a second Ctrl-C ends the process at once
+  int none = 0;
+  receivedSignal.compare_exchange_strong(none, signal);  // SA_RESETHAND: a second one ends the process
 }
 
 std::string minutesSeconds(double seconds) {
@@ -35,10 +35,12 @@ void RunControl::installInterruptHandler() {
   struct sigaction action {};
   action.sa_handler = onInterrupt;
   sigemptyset(&action.sa_mask);
-  action.sa_flags = SA_RESTART;  // weft's waits resume; the loop checks the flag between measurements
-  sigaction(SIGINT, &action, nullptr);
-  sigaction(SIGTERM, &action, nullptr);
+  // weft's waits resume after the handler; the loop checks the flag between measurements.
+  action.sa_flags = SA_RESTART | SA_RESETHAND;
+  for (int signal : {SIGINT, SIGTERM, SIGHUP}) sigaction(signal, &action, nullptr);
 }
+
+int RunControl::interruptSignal() { return receivedSignal.load(); }
 
 RunControl::RunControl(RankExchange* exchange, double budgetSeconds)
     : exchange_(exchange), budgetSeconds_(budgetSeconds), start_(monotonicSeconds()), tty_(isatty(2) != 0) {}
@@ -49,7 +51,7 @@ double RunControl::budgetLeftSeconds() const { return budgetSeconds_ > 0 ? budge
 
 bool RunControl::shouldStop() {
   if (!stoppedBy_.empty()) return true;
-  const bool interrupted = interruptSignal.load() != 0;
+  const bool interrupted = receivedSignal.load() != 0;
   const bool overBudget = exchange_->rank() == 0 && budgetSeconds_ > 0 && budgetLeftSeconds() <= 0;
   // Two agreed flags in one reduction: 2 = interrupt (wins), 1 = budget.
   const double verdict = exchange_->maxOverRanks(interrupted ? 2.0 : overBudget ? 1.0 : 0.0);

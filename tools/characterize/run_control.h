@@ -14,8 +14,11 @@ class RunControl {
  public:
   RunControl(RankExchange* exchange, double budgetSeconds);
 
-  // SIGINT and SIGTERM set a flag (a second one ends the process as usual).
+  // SIGINT, SIGTERM and SIGHUP (what launchers forward) set a flag; a second one ends the
+  // process as usual.
   static void installInterruptHandler();
+  // The first such signal, 0 when none came: seen at once, before the agreed stop.
+  static int interruptSignal();
 
   // Agreed on every rank; once true it stays true.
   bool shouldStop();

@@ -1305,14 +1305,20 @@ def main(argv):
     fits = fit_classes(run)
     tuning_text, directives = tuning_directives(run, fits)
     tuning_path = os.path.join(args.out, "weft.tuning")
-    with open(tuning_path, "w", encoding="utf-8") as f:
+    # Written beside its place and moved there only once weft-info reads it back: a file that
+    # would fail a job's init never takes the name a user points WEFT_TUNING_FILE at.
+    candidate = tuning_path + ".candidate"
+    with open(candidate, "w", encoding="utf-8") as f:
         f.write(tuning_text)
     nranks, per_node, layout_notes = layout_of(run)
-    planner = Planner(os.path.abspath(args.weft_info), nranks, per_node, os.path.abspath(tuning_path))
-    ok, links, problem = check_read_back(planner, directives)
+    ok, links, problem = check_read_back(
+        Planner(os.path.abspath(args.weft_info), nranks, per_node, os.path.abspath(candidate)), directives)
     if not ok:
-        print(f"{PROG}: {tuning_path} does not read back through weft-info: {problem}", file=sys.stderr)
+        print(f"{PROG}: the fitted tuning file does not read back through weft-info ({candidate} kept): {problem}",
+              file=sys.stderr)
         return 1
+    os.replace(candidate, tuning_path)
+    planner = Planner(os.path.abspath(args.weft_info), nranks, per_node, os.path.abspath(tuning_path))
     if args.tuning_only:
         print(tuning_path)
         return 0
