@@ -8,19 +8,19 @@
 namespace weft::characterize {
 
 struct CharacterizeOptions {
-  std::string outDir = "characterization";   // --out: JSON, report, plots, tuning file
-  size_t minBytes = 8;                       // --min-size
-  size_t maxBytes = 64u << 20;               // --max-size
-  int factor = 4;                            // --factor: sizes grow by this much
-  int iters = 20;                            // -n: timed iterations per size
-  int warmup = 5;                            // -w
-  double budgetSeconds = 0;                  // --budget: 0 means none
-  size_t p2pMaxBytes = 4u << 20;             // --p2p-size: the largest point-to-point message
-  std::vector<std::string> collectives;      // --collectives a,b: nccl-tests names; empty: all
-  std::string baseline;                      // --baseline FILE: an earlier run's JSON
-  std::string rules;                         // --rules FILE: regression rules for --baseline
-  bool report = true;                        // --no-report: the JSON and tuning file only
-  bool verifyTuning = true;                  // --no-verify: fit, but skip measuring tuned against default
+  std::string outDir = "characterization";  // --out: JSON, report, plots, tuning file
+  size_t minBytes = 8;                      // --min-size
+  size_t maxBytes = 64u << 20;              // --max-size
+  int factor = 4;                           // --factor: sizes grow by this much
+  int iters = 20;                           // -n: timed iterations per size
+  int warmup = 5;                           // -w
+  double budgetSeconds = 0;                 // --budget: 0 means none
+  size_t p2pMaxBytes = 4u << 20;            // --p2p-size: the largest point-to-point message
+  std::vector<std::string> collectives;     // --collectives a,b: nccl-tests names; empty: all
+  std::string baseline;                     // --baseline FILE: an earlier run's JSON
+  std::string rules;                        // --rules FILE: regression rules for --baseline
+  bool report = true;                       // --no-report: the JSON and tuning file only
+  bool verifyTuning = true;                 // --no-verify: fit, but skip measuring tuned against default
 };
 
 struct CharacterizeParse {
