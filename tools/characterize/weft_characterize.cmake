@@ -26,3 +26,4 @@ target_compile_definitions(weft-characterize PRIVATE WEFT_PERF_TOOL_REGISTER
   WEFT_INSTALLED_SCRIPT="${CMAKE_INSTALL_FULL_DATADIR}/weft/tools/scripts/characterize_report.py")
 install(FILES ${PROJECT_SOURCE_DIR}/tools/scripts/characterize_report.py DESTINATION ${CMAKE_INSTALL_DATADIR}/weft/tools/scripts)
 install(FILES ${PROJECT_SOURCE_DIR}/perf/fit_link_model.py DESTINATION ${CMAKE_INSTALL_DATADIR}/weft/perf)
+install(FILES ${CMAKE_CURRENT_LIST_DIR}/characterize.schema.json DESTINATION ${CMAKE_INSTALL_DATADIR}/weft)
