@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -25,6 +26,12 @@ constexpr size_t kPage = 4096;
 constexpr size_t kRankLine = 256;  // bytes per rank in the gathered "#  Rank" lines
 
 double nowSec() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
+
+double processCpuSec() {
+  timespec t{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+  return static_cast<double>(t.tv_sec) + 1e-9 * static_cast<double>(t.tv_nsec);
+}
 
 std::string hostName() {
   char host[256] = {0};
@@ -251,6 +258,7 @@ PerfJsonPlacement Runner::benchTime(ncclDataType_t type, ncclRedOp_t op, size_t 
   barrier();
 
   const double t0 = nowSec();
+  const double cpu0 = o_.reportCputime ? processCpuSec() : 0.0;
   for (int iter = 0; iter < o_.iters; ++iter) {
     const double iterStart = o_.perIterTiming ? nowSec() : 0.0;
     if (o_.aggIters > 1) check(ncclGroupStart(), "ncclGroupStart");
@@ -259,7 +267,10 @@ PerfJsonPlacement Runner::benchTime(ncclDataType_t type, ncclRedOp_t op, size_t 
     if (o_.blocking) barrier();
     if (o_.perIterTiming) iterSeconds_[iter] = (nowSec() - iterStart) / o_.aggIters;  // per collective, as nccl-tests
   }
-  double sec = (nowSec() - t0) / (static_cast<double>(o_.iters) * o_.aggIters);
+  // -C 1: the process's CPU time per call in place of the wall time, as nccl-tests reports it
+  // (what spinning costs a trainer's compute threads).
+  double sec =
+      ((o_.reportCputime ? processCpuSec() - cpu0 : nowSec() - t0)) / (static_cast<double>(o_.iters) * o_.aggIters);
   switch (o_.average) {
     case 0: sec = allReduceDouble(rank_ == 0 ? sec : 0.0, ncclSum); break;
     case 2: sec = allReduceDouble(sec, ncclMin); break;

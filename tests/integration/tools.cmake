@@ -151,3 +151,17 @@ if(TARGET weft-characterize)
   set_tests_properties(tools.characterize.two_ranks PROPERTIES LABELS integration TIMEOUT 400 SKIP_RETURN_CODE 77
                        RUN_SERIAL TRUE)
 endif()
+
+# perf/compare.py (issue 14): one short alternated round of weft and, where it was built, Open
+# MPI, on shared memory and TCP; the table must have every size and, with MPI, the ratio column.
+if(TARGET all_reduce_perf AND TARGET weftrun AND TARGET memcpy_bandwidth)
+  set(weft_compare_expect "\\| 32 KiB \\| [0-9.]+ \\| [0-9.]+ \\| [0-9.]+ \\|")
+  if(TARGET mpi_allreduce_bench)
+    set(weft_compare_expect "MPI time / weft time.*${weft_compare_expect} [0-9.]+ \\| [0-9.]+ \\| [0-9.]+ \\| [0-9.]+ \\|")
+  endif()
+  add_test(NAME perf.compare_with_open_mpi
+           COMMAND /usr/bin/python3 ${PROJECT_SOURCE_DIR}/perf/compare.py ${CMAKE_BINARY_DIR} --rounds 1 -b 8 -e 32K
+                   -f 64 -n 3 -w 1)
+  set_tests_properties(perf.compare_with_open_mpi PROPERTIES LABELS integration TIMEOUT 300 RUN_SERIAL TRUE
+                       PASS_REGULAR_EXPRESSION "${weft_compare_expect}")
+endif()

@@ -1,0 +1,140 @@
+#!/usr/bin/env python3
+"""weft beside Open MPI on this machine: one run, the systems alternated, one table (issue 14).
+
+Usage: compare.py BUILD_DIR [--ranks 2] [--transports shm,tcp] [-b 8] [-e 64M] [-f 8]
+                  [-n 20] [-w 5] [--rounds 3]
+
+For every round (the order of the systems alternates from round to round, so a drift of the
+machine's speed falls on both), every transport and every system, the same all-reduce sweep
+(float sum, out of place, 2(n-1)/n bus factor) runs:
+  weft     build/perf/all_reduce_perf under weftrun (shm: weft's default on one host; tcp:
+           WEFT_TRANSPORT=tcp over loopback), -c 0; then once more with -C 1 for the CPU time
+  Open MPI build/perf/mpi_allreduce_bench under mpirun (--mca pml ob1, btl self,vader for shm,
+           self,tcp on lo for tcp); it reports wall and CPU time from one run
+Each size keeps its best time over the rounds (a shared VM stalls single runs). The memcpy
+ceiling (build/perf/memcpy_bandwidth) is measured in the same run and printed above the tables.
+Printed: time (us) and busbw (GB/s) per system, MPI time / weft time (> 1: weft is faster), and
+CPU time per call (us) beside the wall time. Open MPI's side is left out, with a note, when
+mpirun or the benchmark is missing (libopenmpi-dev, openmpi-bin).
+"""
+import argparse
+import os
+import re
+import shutil
+import subprocess
+import sys
+
+ROW = re.compile(r"^\s*(\d+)\s+(\d+)\s+\S+\s+\S+\s+-?\d+\s+([0-9.]+)\s+([0-9.]+)\s+([0-9.]+)")
+
+
+def run(cmd, env=None, timeout=600):
+    p = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=timeout)
+    if p.returncode != 0:
+        sys.exit(f"compare.py: {' '.join(cmd)} failed ({p.returncode}):\n{p.stdout[-2000:]}{p.stderr[-2000:]}")
+    return p.stdout
+
+
+def weft_sweep(build, ranks, transport, sizes, cputime):
+    """{size: (time_us, busbw)} from all_reduce_perf's out-of-place columns."""
+    env = dict(os.environ, NCCL_SOCKET_IFNAME="lo")
+    for name in ("WEFT_ALGO", "NCCL_ALGO", "WEFT_TUNING_FILE"):
+        env.pop(name, None)
+    if transport == "tcp":
+        env["WEFT_TRANSPORT"] = "tcp"
+    cmd = [f"{build}/tools/weftrun", "-n", str(ranks), "--no-prefix", f"{build}/perf/all_reduce_perf",
+           "-b", sizes.b, "-e", sizes.e, "-f", sizes.f, "-n", sizes.n, "-w", sizes.w, "-c", "0",
+           "-C", "1" if cputime else "0"]
+    rows = {}
+    for line in run(cmd, env).splitlines():
+        m = ROW.match(line)
+        if m:
+            rows[int(m.group(1))] = (float(m.group(3)), float(m.group(5)))
+    return rows
+
+
+def mpi_sweep(build, ranks, transport, sizes):
+    """{size: (time_us, busbw, cpu_us)} from mpi_allreduce_bench."""
+    btl = ["--mca", "btl", "self,vader"] if transport == "shm" else \
+        ["--mca", "btl", "self,tcp", "--mca", "btl_tcp_if_include", "lo"]
+    cmd = ["mpirun", "--allow-run-as-root", "--oversubscribe", "-np", str(ranks), "--mca", "pml", "ob1", *btl,
+           f"{build}/perf/mpi_allreduce_bench", "-b", sizes.b, "-e", sizes.e, "-f", sizes.f, "-n", sizes.n,
+           "-w", sizes.w]
+    rows = {}
+    for line in run(cmd).splitlines():
+        fields = line.split()
+        if len(fields) == 6 and fields[0].isdigit():
+            rows[int(fields[0])] = (float(fields[2]), float(fields[4]), float(fields[5]))
+    return rows
+
+
+def keep_best(best, rows):
+    for size, values in rows.items():
+        if size not in best or values[0] < best[size][0]:
+            best[size] = values
+
+
+def human(size):
+    for unit, scale in (("G", 1 << 30), ("M", 1 << 20), ("K", 1 << 10)):
+        if size >= scale and size % scale == 0:
+            return f"{size // scale} {unit}iB"
+    return f"{size} B"
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("build")
+    parser.add_argument("--ranks", type=int, default=2)
+    parser.add_argument("--transports", default="shm,tcp")
+    parser.add_argument("-b", default="8")
+    parser.add_argument("-e", default="64M")
+    parser.add_argument("-f", default="8")
+    parser.add_argument("-n", default="20")
+    parser.add_argument("-w", default="5")
+    parser.add_argument("--rounds", type=int, default=3)
+    args = parser.parse_args()
+    build = os.path.abspath(args.build)
+    transports = [t for t in args.transports.split(",") if t]
+    for t in transports:
+        if t not in ("shm", "tcp"):
+            sys.exit(f"compare.py: --transports: unknown transport '{t}' (shm, tcp)")
+    have_mpi = shutil.which("mpirun") and os.access(f"{build}/perf/mpi_allreduce_bench", os.X_OK)
+
+    ceiling = run([f"{build}/perf/memcpy_bandwidth"]).strip()
+    weft = {t: {} for t in transports}
+    weft_cpu = {t: {} for t in transports}
+    mpi = {t: {} for t in transports}
+    for r in range(args.rounds):
+        for t in transports:
+            order = ["weft", "mpi"] if r % 2 == 0 else ["mpi", "weft"]
+            for system in order:
+                if system == "weft":
+                    keep_best(weft[t], weft_sweep(build, args.ranks, t, args, False))
+                    keep_best(weft_cpu[t], weft_sweep(build, args.ranks, t, args, True))
+                elif have_mpi:
+                    keep_best(mpi[t], mpi_sweep(build, args.ranks, t, args))
+
+    print(f"# all-reduce, {args.ranks} ranks, float sum, out of place; best of {args.rounds} alternated rounds")
+    print("\n".join(ceiling.splitlines()))
+    if not have_mpi:
+        print("# Open MPI: not measured (mpirun or build/perf/mpi_allreduce_bench missing: openmpi-bin, "
+              "libopenmpi-dev)")
+    for t in transports:
+        print(f"\n## {t}{' (loopback)' if t == 'tcp' else ''}\n")
+        header = ["size", "weft us", "weft busbw", "weft CPU us/call"]
+        if have_mpi:
+            header += ["MPI us", "MPI busbw", "MPI CPU us/call", "MPI time / weft time"]
+        print("| " + " | ".join(header) + " |")
+        print("|" + "|".join("---:" for _ in header) + "|")
+        for size in sorted(weft[t]):
+            w = weft[t][size]
+            cpu = weft_cpu[t].get(size, (float("nan"),))[0]
+            cells = [human(size), f"{w[0]:.2f}", f"{w[1]:.2f}", f"{cpu:.2f}"]
+            if have_mpi:
+                m = mpi[t].get(size)
+                cells += [f"{m[0]:.2f}", f"{m[1]:.2f}", f"{m[2]:.2f}", f"{m[0] / w[0]:.2f}"] if m else ["-"] * 4
+            print("| " + " | ".join(cells) + " |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
