@@ -9,3 +9,13 @@ if(MPI_CXX_FOUND)
 else()
   message(STATUS "weft: Open MPI not found (libopenmpi-dev): perf/compare.py will compare without it")
 endif()
+
+# Gloo's side (libgloo-dev from Debian: a benchmark dependency).
+find_package(Gloo QUIET)
+if(TARGET gloo)
+  add_executable(gloo_allreduce_bench ${CMAKE_CURRENT_LIST_DIR}/gloo_allreduce_bench.cc)
+  target_link_libraries(gloo_allreduce_bench PRIVATE weft_perf_core gloo)
+  install(TARGETS gloo_allreduce_bench RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+else()
+  message(STATUS "weft: Gloo not found (libgloo-dev): perf/compare.py will compare without it")
+endif()

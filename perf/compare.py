@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""weft beside Open MPI on this machine: one run, the systems alternated, one table (issue 14).
+"""weft beside Open MPI and Gloo on this machine: one run, the systems alternated, one table (issue 14).
 
 Usage: compare.py BUILD_DIR [--ranks 2] [--transports shm,tcp] [-b 8] [-e 64M] [-f 8]
                   [-n 20] [-w 5] [--rounds 3]
@@ -11,11 +11,13 @@ machine's speed falls on both), every transport and every system, the same all-r
            WEFT_TRANSPORT=tcp over loopback), -c 0; then once more with -C 1 for the CPU time
   Open MPI build/perf/mpi_allreduce_bench under mpirun (--mca pml ob1, btl self,vader for shm,
            self,tcp on lo for tcp); it reports wall and CPU time from one run
+  Gloo     build/perf/gloo_allreduce_bench under weftrun (ring-chunked over Gloo's TCP transport,
+           in place: Gloo has no out-of-place form; tcp only, Gloo has no shared-memory path)
 Each size keeps its best time over the rounds (a shared VM stalls single runs). The memcpy
 ceiling (build/perf/memcpy_bandwidth) is measured in the same run and printed above the tables.
 Printed: time (us) and busbw (GB/s) per system, MPI time / weft time (> 1: weft is faster), and
-CPU time per call (us) beside the wall time. Open MPI's side is left out, with a note, when
-mpirun or the benchmark is missing (libopenmpi-dev, openmpi-bin).
+CPU time per call (us) beside the wall time. A competitor is left out, with a note, when its
+benchmark was not built (libopenmpi-dev and openmpi-bin; libgloo-dev).
 """
 import argparse
 import os
@@ -23,6 +25,7 @@ import re
 import shutil
 import subprocess
 import sys
+import tempfile
 
 ROW = re.compile(r"^\s*(\d+)\s+(\d+)\s+\S+\s+\S+\s+-?\d+\s+([0-9.]+)\s+([0-9.]+)\s+([0-9.]+)")
 
@@ -67,6 +70,19 @@ def mpi_sweep(build, ranks, transport, sizes):
     return rows
 
 
+def gloo_sweep(build, ranks, sizes):
+    """{size: (time_us, busbw, cpu_us)} from gloo_allreduce_bench (its rendezvous in files)."""
+    with tempfile.TemporaryDirectory(prefix="weft-compare-gloo.") as store:
+        cmd = [f"{build}/tools/weftrun", "-n", str(ranks), "--no-prefix", f"{build}/perf/gloo_allreduce_bench",
+               "--store", store, "-b", sizes.b, "-e", sizes.e, "-f", sizes.f, "-n", sizes.n, "-w", sizes.w]
+        rows = {}
+        for line in run(cmd).splitlines():
+            fields = line.split()
+            if len(fields) == 6 and fields[0].isdigit():
+                rows[int(fields[0])] = (float(fields[2]), float(fields[4]), float(fields[5]))
+    return rows
+
+
 def keep_best(best, rows):
     for size, values in rows.items():
         if size not in best or values[0] < best[size][0]:
@@ -98,39 +114,47 @@ def main():
         if t not in ("shm", "tcp"):
             sys.exit(f"compare.py: --transports: unknown transport '{t}' (shm, tcp)")
     have_mpi = shutil.which("mpirun") and os.access(f"{build}/perf/mpi_allreduce_bench", os.X_OK)
+    have_gloo = os.access(f"{build}/perf/gloo_allreduce_bench", os.X_OK)
 
     ceiling = run([f"{build}/perf/memcpy_bandwidth"]).strip()
     weft = {t: {} for t in transports}
     weft_cpu = {t: {} for t in transports}
-    mpi = {t: {} for t in transports}
+    others = {"MPI": {t: {} for t in transports}, "Gloo": {t: {} for t in transports}}
     for r in range(args.rounds):
         for t in transports:
-            order = ["weft", "mpi"] if r % 2 == 0 else ["mpi", "weft"]
+            order = ["weft", "MPI", "Gloo"]
+            order = order[r % 3:] + order[:r % 3]  # each system goes first in turn
             for system in order:
                 if system == "weft":
                     keep_best(weft[t], weft_sweep(build, args.ranks, t, args, False))
                     keep_best(weft_cpu[t], weft_sweep(build, args.ranks, t, args, True))
-                elif have_mpi:
-                    keep_best(mpi[t], mpi_sweep(build, args.ranks, t, args))
+                elif system == "MPI" and have_mpi:
+                    keep_best(others["MPI"][t], mpi_sweep(build, args.ranks, t, args))
+                elif system == "Gloo" and have_gloo and t == "tcp":
+                    keep_best(others["Gloo"][t], gloo_sweep(build, args.ranks, args))
 
-    print(f"# all-reduce, {args.ranks} ranks, float sum, out of place; best of {args.rounds} alternated rounds")
+    print(f"# all-reduce, {args.ranks} ranks, float sum, out of place (Gloo in place); best of {args.rounds} "
+          "alternated rounds")
     print("\n".join(ceiling.splitlines()))
     if not have_mpi:
         print("# Open MPI: not measured (mpirun or build/perf/mpi_allreduce_bench missing: openmpi-bin, "
               "libopenmpi-dev)")
+    if not have_gloo:
+        print("# Gloo: not measured (build/perf/gloo_allreduce_bench missing: libgloo-dev)")
     for t in transports:
         print(f"\n## {t}{' (loopback)' if t == 'tcp' else ''}\n")
+        shown = [name for name, rows in others.items() if rows[t]]
         header = ["size", "weft us", "weft busbw", "weft CPU us/call"]
-        if have_mpi:
-            header += ["MPI us", "MPI busbw", "MPI CPU us/call", "MPI time / weft time"]
+        for name in shown:
+            header += [f"{name} us", f"{name} busbw", f"{name} CPU us/call", f"{name} time / weft time"]
         print("| " + " | ".join(header) + " |")
         print("|" + "|".join("---:" for _ in header) + "|")
         for size in sorted(weft[t]):
             w = weft[t][size]
             cpu = weft_cpu[t].get(size, (float("nan"),))[0]
             cells = [human(size), f"{w[0]:.2f}", f"{w[1]:.2f}", f"{cpu:.2f}"]
-            if have_mpi:
-                m = mpi[t].get(size)
+            for name in shown:
+                m = others[name][t].get(size)
                 cells += [f"{m[0]:.2f}", f"{m[1]:.2f}", f"{m[2]:.2f}", f"{m[0] / w[0]:.2f}"] if m else ["-"] * 4
             print("| " + " | ".join(cells) + " |")
     return 0
