@@ -32,6 +32,9 @@ void CompletionPool::loop() {
     pending_.pop_front();
     lock.unlock();
     completion();
+    // Released before the lock is taken again: the last references to a work's tensors may
+    // need the GIL, and a thread holding the GIL may be waiting for this lock (~CompletionPool).
+    completion = nullptr;
     lock.lock();
   }
 }

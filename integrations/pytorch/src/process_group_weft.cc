@@ -1,5 +1,7 @@
 #include "process_group_weft.h"
 
+#include <Python.h>
+
 #include <ATen/Functions.h>
 #include <c10/util/Exception.h>
 
@@ -133,7 +135,14 @@ void ProcessGroupWeft::initThroughStore(const c10::intrusive_ptr<c10d::Store>& s
 }
 
 ProcessGroupWeft::~ProcessGroupWeft() {
-  queue_.reset();  // every queued operation runs (or fails) first
+  {
+    // The group's last reference usually goes from Python, with the GIL held, while the
+    // completion threads may need the GIL to drop the tensors of the last works: joining them
+    // with the GIL held deadlocked (1 run in 8 of EnvCompression.test_two_ranks).
+    PyThreadState* released = Py_IsInitialized() && PyGILState_Check() ? PyEval_SaveThread() : nullptr;
+    queue_.reset();  // every queued operation runs (or fails) first
+    if (released) PyEval_RestoreThread(released);
+  }
   ncclResult_t asyncError = ncclSuccess;
   ncclCommGetAsyncError(comm_, &asyncError);
   if (asyncError != ncclSuccess)
