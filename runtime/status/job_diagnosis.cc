@@ -13,7 +13,14 @@ namespace {
 // ranks are always a few microseconds apart.
 constexpr double kStuckSeconds = 1.0;
 
-std::string secondsText(double seconds) { return durationText(static_cast<int64_t>(seconds * 1e9)); }
+// A decoded reply may carry any double (fuzz_status_reply found 1.8e20 s): clamped before the
+// conversion, which is undefined for NaN and beyond int64_t.
+std::string secondsText(double seconds) {
+  constexpr double kLimitNs = 9.0e18;
+  const double ns = seconds * 1e9;
+  if (!(ns == ns)) return durationText(0);
+  return durationText(static_cast<int64_t>(ns > kLimitNs ? kLimitNs : ns < -kLimitNs ? -kLimitNs : ns));
+}
 
 std::string waitText(const RankStatus& s) {
   std::string text = "step " + std::to_string(s.waitStep) + " (" + s.waitStepKind;
