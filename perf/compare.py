@@ -55,6 +55,17 @@ def weft_sweep(build, ranks, transport, sizes, cputime):
     return rows
 
 
+def bench_rows(output):
+    """{size: (time_us, busbw, cpu_us)} from the competitors' benchmarks' lines
+    (size count time_us algbw_GBps busbw_GBps cpu_us)."""
+    rows = {}
+    for line in output.splitlines():
+        fields = line.split()
+        if len(fields) == 6 and fields[0].isdigit():
+            rows[int(fields[0])] = (float(fields[2]), float(fields[4]), float(fields[5]))
+    return rows
+
+
 def mpi_sweep(build, ranks, transport, sizes):
     """{size: (time_us, busbw, cpu_us)} from mpi_allreduce_bench."""
     btl = ["--mca", "btl", "self,vader"] if transport == "shm" else \
@@ -62,12 +73,7 @@ def mpi_sweep(build, ranks, transport, sizes):
     cmd = ["mpirun", "--allow-run-as-root", "--oversubscribe", "-np", str(ranks), "--mca", "pml", "ob1", *btl,
            f"{build}/perf/mpi_allreduce_bench", "-b", sizes.b, "-e", sizes.e, "-f", sizes.f, "-n", sizes.n,
            "-w", sizes.w]
-    rows = {}
-    for line in run(cmd).splitlines():
-        fields = line.split()
-        if len(fields) == 6 and fields[0].isdigit():
-            rows[int(fields[0])] = (float(fields[2]), float(fields[4]), float(fields[5]))
-    return rows
+    return bench_rows(run(cmd))
 
 
 def gloo_sweep(build, ranks, sizes):
@@ -75,12 +81,7 @@ def gloo_sweep(build, ranks, sizes):
     with tempfile.TemporaryDirectory(prefix="weft-compare-gloo.") as store:
         cmd = [f"{build}/tools/weftrun", "-n", str(ranks), "--no-prefix", f"{build}/perf/gloo_allreduce_bench",
                "--store", store, "-b", sizes.b, "-e", sizes.e, "-f", sizes.f, "-n", sizes.n, "-w", sizes.w]
-        rows = {}
-        for line in run(cmd).splitlines():
-            fields = line.split()
-            if len(fields) == 6 and fields[0].isdigit():
-                rows[int(fields[0])] = (float(fields[2]), float(fields[4]), float(fields[5]))
-    return rows
+        return bench_rows(run(cmd))
 
 
 def keep_best(best, rows):
