@@ -125,8 +125,7 @@ std::string p2pJson(const P2pMatrix& matrix, const std::vector<RankSite>& sites)
           << ", \"latency_us\": " << jsonNumber(matrix.at(from, to, 0)) << ", \"times_us\": {";
       for (size_t k = 0; k < matrix.sizes.size(); ++k)
         out << (k ? ", " : "") << "\"" << matrix.sizes[k] << "\": " << jsonNumber(matrix.at(from, to, k));
-      out << "}, \"bandwidth_GBps\": "
-          << jsonNumber(static_cast<double>(matrix.sizes[last]) / (matrix.at(from, to, last) * 1e3)) << "}";
+      out << "}, \"bandwidth_GBps\": " << jsonNumber(matrix.bandwidthGBps(from, to)) << "}";
       first = false;
     }
   }
@@ -143,7 +142,7 @@ void slowestPair(const P2pMatrix& matrix, double* latencyUs, double* bandwidthGB
     for (int to = 0; to < matrix.nranks; ++to) {
       if (from == to || matrix.at(from, to, last) <= 0) continue;
       worstLatency = std::max(worstLatency, matrix.at(from, to, 0));
-      const double bw = static_cast<double>(matrix.sizes[last]) / (matrix.at(from, to, last) * 1e3);
+      const double bw = matrix.bandwidthGBps(from, to);
       worstBandwidth = worstBandwidth == 0 ? bw : std::min(worstBandwidth, bw);
     }
   }

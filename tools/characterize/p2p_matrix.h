@@ -25,6 +25,11 @@ struct P2pMatrix {
   double at(int from, int to, size_t k) const {
     return oneWayUs[(static_cast<size_t>(from) * nranks + to) * sizes.size() + k];
   }
+  // GB/s of the largest size from `from` to `to` (0 when not measured).
+  double bandwidthGBps(int from, int to) const {
+    const double us = at(from, to, sizes.size() - 1);
+    return us > 0 ? static_cast<double>(sizes.back()) / (us * 1e3) : 0.0;
+  }
 };
 
 // The sizes measured: 8 B, 64 KiB, 1 MiB and maxBytes (those below it).
