@@ -26,4 +26,12 @@ ncclResult_t Connection::postRecvRange(MemoryHandle, size_t, size_t, RangeReques
 }
 ncclResult_t Connection::testRange(RangeRequest, bool*) { return rangesUnsupported(*this, "testRange"); }
 
+ncclResult_t Connection::mailboxPost(uint64_t, const void*, size_t) {
+  return fail(ncclInvalidUsage, "mailboxPost: %s has no mailbox", transportName());
+}
+ncclResult_t Connection::mailboxPeek(uint64_t, const void** data, size_t*) {
+  *data = nullptr;
+  return fail(ncclInvalidUsage, "mailboxPeek: %s has no mailbox", transportName());
+}
+
 }  // namespace weft

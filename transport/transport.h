@@ -75,6 +75,17 @@ class Connection {
   virtual ncclResult_t progress() = 0;
   // Called before the rank sleeps: an error if the peer died or aborted.
   virtual ncclResult_t checkPeer() = 0;
+
+  // The mailbox: one small message per call, written where the peer reads it in place (shared
+  // memory), for the one-shot collectives (runtime/exec/one_shot.h). mailboxBytes() is the
+  // largest message, 0 when the transport has no mailbox (then the other two fail with
+  // ncclInvalidUsage). A message is tagged with the caller's call number, counted from 1; the
+  // peer's message number n may be overwritten by its number n + 2 as soon as the peer posts
+  // it, so callers post number n + 2 only after taking every peer's number n + 1.
+  virtual size_t mailboxBytes() const { return 0; }
+  virtual ncclResult_t mailboxPost(uint64_t sequence, const void* data, size_t bytes);
+  // The peer's message number `sequence` (*data == nullptr until it arrived).
+  virtual ncclResult_t mailboxPeek(uint64_t sequence, const void** data, size_t* bytes);
   // A file descriptor to poll() for activity while sleeping, or -1 (then the transport wakes
   // this rank through its Transport's doorbell). Also -1 once nothing more can arrive (the
   // peer closed): an fd at end of file would wake poll() at once, forever.

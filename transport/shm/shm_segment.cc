@@ -41,7 +41,9 @@ ncclResult_t ShmSegment::create(const ShmLayout& layout) {
   h->localSize = layout.localSize;
   h->slotBytes = layout.slotBytes;
   h->slots = layout.slots;
-  for (int i = 0; i < layout.localSize; ++i) new (ring(i)) ShmRingHeader();
+  // Default-initialized (the file is zero already): only the atomics are written, so a ring's
+  // mailbox pages are not faulted in before the ring is used.
+  for (int i = 0; i < layout.localSize; ++i) new (ring(i)) ShmRingHeader;
   std::atomic_thread_fence(std::memory_order_release);
   h->magic = kShmSegmentMagic;
   return ncclSuccess;

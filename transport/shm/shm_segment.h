@@ -17,11 +17,23 @@ constexpr uint64_t kShmSegmentMagic = 0x7765667453484d31ull;  // "weftSHM1"
 constexpr uint64_t kMaxShmSlotBytes = 1ull << 30;
 constexpr int kMaxShmLocalRanks = 1 << 16;
 
+// Largest message of a mailbox (Connection::mailboxPost).
+constexpr size_t kShmMailboxBytes = 16 << 10;
+
+// One mailbox message: the sender writes the data, then the sequence (release). The first 48
+// bytes share the sequence's cache line, so a small message costs the reader one line.
+struct alignas(64) ShmMailbox {
+  std::atomic<uint64_t> sequence;  // call number of the message here, 0: none yet
+  uint64_t bytes;
+  char data[kShmMailboxBytes];
+};
+
 // Cache-line separated so that the writer of one field never invalidates the reader of another.
 struct alignas(64) ShmRingHeader {
   alignas(64) std::atomic<uint64_t> tail;  // messages published (written by the sender)
   alignas(64) std::atomic<uint64_t> head;  // messages consumed (written by the receiver)
   alignas(64) uint64_t sizes[64];          // byte size of each slot's message
+  ShmMailbox mailboxes[2];                 // by call number parity (see Connection::mailboxPost)
 };
 
 struct alignas(4096) ShmSegmentHeader {

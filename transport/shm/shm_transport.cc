@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <cstring>
 #include <string>
 #include <utility>
 
@@ -93,6 +94,33 @@ class ShmConnection : public Connection {
   void recvRelease() override {
     recvRing_->head.store(++recvHead_, std::memory_order_release);
     ringDoorbell(peer_->header());
+  }
+
+  size_t mailboxBytes() const override { return kShmMailboxBytes; }
+
+  // Into the peer's segment, where it reads in place: the data, then the sequence.
+  ncclResult_t mailboxPost(uint64_t sequence, const void* data, size_t bytes) override {
+    if (bytes > kShmMailboxBytes)
+      return fail(ncclInvalidUsage, "shm: a mailbox message of %zu bytes exceeds its %zu", bytes, kShmMailboxBytes);
+    ShmMailbox& box = sendRing_->mailboxes[sequence & 1];
+    box.bytes = bytes;
+    memcpy(box.data, data, bytes);
+    box.sequence.store(sequence, std::memory_order_release);
+    ringDoorbell(peer_->header());
+    return ncclSuccess;
+  }
+
+  ncclResult_t mailboxPeek(uint64_t sequence, const void** data, size_t* bytes) override {
+    *data = nullptr;
+    const ShmMailbox& box = recvRing_->mailboxes[sequence & 1];
+    if (box.sequence.load(std::memory_order_acquire) != sequence) return ncclSuccess;
+    const uint64_t size = box.bytes;  // the peer's word: checked before it bounds a read
+    if (size > kShmMailboxBytes)
+      return fail(ncclInvalidUsage, "shm: local rank %d posted a mailbox message of %llu bytes (at most %zu)",
+                  peerLocal_, static_cast<unsigned long long>(size), kShmMailboxBytes);
+    *bytes = size;
+    *data = box.data;
+    return ncclSuccess;
   }
 
   ncclResult_t progress() override { return ncclSuccess; }
