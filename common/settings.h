@@ -68,6 +68,7 @@ enum class Setting {
   WeftTuningFile,
   WeftDirect,
   WeftDirectMinBytes,
+  WeftOneShotMaxBytes,
   WeftCompression,
   // Machine model and host.
   WeftTopoFile,

@@ -102,6 +102,9 @@ constexpr std::array<SettingSpec, static_cast<size_t>(Setting::Count)> kSettings
      "0 turns off the direct all-reduce on ncclMemAlloc'd buffers"},
     {Setting::WeftDirectMinBytes, "WEFT_DIRECT_MIN_BYTES", Size, "1048576", 0, kNoLimit, 0, nullptr, true, false,
      "smallest all-reduce in bytes that takes the direct path"},
+    {Setting::WeftOneShotMaxBytes, "WEFT_ONE_SHOT_MAX_BYTES", Size, "4096", 0, 16384, 0, nullptr, true, false,
+     "largest all-reduce in bytes (on one host, over shared memory) done in one exchange through the peers' "
+     "mailboxes; 0 turns it off"},
     {Setting::WeftCompression, "WEFT_COMPRESSION", String, nullptr, 0, 0, 0, nullptr, true, false,
      "opt-in gradient compression of ncclAllReduce (fp16, bf16, int8, int4, sign, topk:RATIO, "
      "...)"},

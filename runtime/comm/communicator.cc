@@ -309,6 +309,7 @@ void readAgreedSettings(ncclComm* comm) {
   comm->agreed.weftAlgo = settingString(Setting::WeftAlgo);
   comm->agreed.direct = settingBool(Setting::WeftDirect);
   comm->agreed.directMinBytes = settingSize(Setting::WeftDirectMinBytes);
+  comm->agreed.oneShotMaxBytes = settingSize(Setting::WeftOneShotMaxBytes);
 }
 
 // Local ranks and the ring order come from the topology layer's rank layout.

@@ -23,6 +23,7 @@
 #include "runtime/exec/collective_trace.h"
 #include "runtime/exec/direct_path.h"
 #include "runtime/exec/executor.h"
+#include "runtime/exec/one_shot.h"
 #include "runtime/exec/plan_cache.h"
 #include "transport/transport_table.h"
 
@@ -57,6 +58,7 @@ struct CommAgreedSettings {
   std::optional<std::string> weftAlgo;  // WEFT_ALGO
   bool direct = true;                   // WEFT_DIRECT
   size_t directMinBytes = 0;            // WEFT_DIRECT_MIN_BYTES
+  size_t oneShotMaxBytes = 0;           // WEFT_ONE_SHOT_MAX_BYTES
 };
 
 // The transports and per-peer connections; built at init and by connectPeers, driven by the
@@ -105,6 +107,7 @@ struct CommExecution {
   std::atomic<bool> dumpRequested{false};      // the status server asks for a record dump (status_server.h)
   std::vector<uint64_t> traceStepStamps;       // WEFT_TRACE: the running collective's step times
   TraceClock traceClock;                       // WEFT_TRACE: this rank's clock against rank 0's
+  OneShotState oneShot;                        // small all-reduces through mailboxes (runtime/exec/one_shot.h)
 };
 
 // Buffers registered through ncclCommRegister / ncclCommWindowRegister (runtime/api).

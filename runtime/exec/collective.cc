@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <deque>
+#include <functional>
 #include <memory>
 
 #include "common/cycle_clock.h"
@@ -19,6 +20,7 @@
 #include "runtime/exec/compressed_allreduce_run.h"
 #include "runtime/exec/direct_path.h"
 #include "runtime/exec/idle_waiter.h"
+#include "runtime/exec/one_shot.h"
 #include "runtime/exec/plan_cache.h"
 #include "runtime/status/remote_status.h"
 #include "runtime/status/timeout_inquiry.h"
@@ -92,18 +94,6 @@ ncclResult_t writeRecordDump(ncclComm* comm, std::string* path) {
   return ncclSuccess;
 }
 
-// A dump the status server asked for (`weft-info status --dump`, or a peer whose call timed
-// out); the thread running the communicator's collectives writes it, as it alone may read the
-// record.
-void serveDumpRequest(ncclComm* comm) {
-  if (!comm->exec.dumpRequested.load(std::memory_order_relaxed)) return;
-  comm->exec.dumpRequested.store(false, std::memory_order_relaxed);
-  const std::string previousError = lastErrorMessage();
-  std::string path;
-  if (writeRecordDump(comm, &path) != ncclSuccess) WEFT_WARN("record dump asked for: %s", lastErrorMessage().c_str());
-  restoreLastError(previousError);
-}
-
 // WEFT_DUMP_ON_TIMEOUT: this rank's recorded collectives into WEFT_DUMP_FILE, named in the
 // error the call returns, with what its peers on this host say (they dump theirs too).
 // `peers`: askPeersAfterTimeout's lines, asked while this rank's own status still showed the
@@ -117,6 +107,20 @@ ncclResult_t dumpRecordsAfterTimeout(ncclComm* comm, ncclResult_t result, const 
     return fail(result, "%s (its collective record could not be written: %s)%s", message.c_str(),
                 lastErrorMessage().c_str(), peers.c_str());
   return fail(result, "%s; this rank's last collectives are in %s%s", message.c_str(), path.c_str(), peers.c_str());
+}
+
+// Enters a started collective in the communicator's record and live status; returns its stamp.
+uint64_t beginRecord(ncclComm* comm, uint64_t sequence, const CollectiveCall& call, const char* name,
+                     const char* algorithm, int kind, uint64_t bytes, size_t steps,
+                     const std::vector<PeerTraffic>& traffic) {
+  const bool pointToPoint = call.kind.isPointToPoint();
+  const bool reduces = !pointToPoint && collectiveReduces(call.kind.collective());
+  const CollectiveRecord* record =
+      comm->exec.records.begin(sequence, name, algorithm, kind, bytes, call.count, call.datatype,
+                               reduces ? call.op : -1, pointToPoint ? -1 : call.root, steps, traffic);
+  const uint64_t stamp = record ? record->startStamp : cycleStamp();
+  comm->exec.progress.started(sequence, name, stamp);
+  return stamp;
 }
 
 ncclResult_t startRun(CommQueue& queue, const CollectiveCall& call, const PreparedSchedule* plan, RunBuffers buffers,
@@ -133,7 +137,6 @@ ncclResult_t startRun(CommQueue& queue, const CollectiveCall& call, const Prepar
              (unsigned long long)sequence, call.count, call.datatype, call.op, call.root, call.peer, call.sendbuff,
              call.recvbuff);
   const bool pointToPoint = call.kind.isPointToPoint();
-  const bool reduces = !pointToPoint && collectiveReduces(call.kind.collective());
   // What the statistics count the call as: its collective at nccl-tests' size, a group's sends
   // and receives at the bytes sent, or nothing (the direct path's own descriptor exchange).
   int kind = pointToPoint ? kPointToPointKind : static_cast<int>(call.kind.collective());
@@ -145,10 +148,7 @@ ncclResult_t startRun(CommQueue& queue, const CollectiveCall& call, const Prepar
             (sizeCountsEveryRank(call.kind.collective()) ? static_cast<uint64_t>(comm->nranks) : 1);
   }
   if (plan == &comm->direct.handshakePlan) kind = -1;
-  const CollectiveRecord* record = comm->exec.records.begin(
-      sequence, name, plan->algorithm, kind, bytes, call.count, call.datatype, reduces ? call.op : -1,
-      pointToPoint ? -1 : call.root, plan->schedule.steps.size(), plan->traffic);
-  comm->exec.progress.started(sequence, name, record ? record->startStamp : cycleStamp());
+  beginRecord(comm, sequence, call, name, plan->algorithm, kind, bytes, plan->schedule.steps.size(), plan->traffic);
   queue.running =
       std::make_unique<CollectiveRun>(plan, comm->net.connectionTable.data(), buffers, reduction, name, sequence);
   if (collectiveTraceEnabled()) {  // spans per step: the stamps reuse the communicator's buffer
@@ -158,10 +158,10 @@ ncclResult_t startRun(CommQueue& queue, const CollectiveCall& call, const Prepar
   return ncclSuccess;
 }
 
-// Closes the record of `comm`'s collective `run`, and adds it (with its steps) to the
-// WEFT_TRACE trace.
-void endRecord(ncclComm* comm, const CollectiveRun& run, ncclResult_t result, const std::string& failure = "") {
-  const uint64_t sequence = run.sequence();
+// Closes the record of `comm`'s collective `sequence`, and adds it (with its steps, when timed)
+// to the WEFT_TRACE trace.
+void endRecord(ncclComm* comm, uint64_t sequence, ncclResult_t result, const std::string& failure = "",
+               const Schedule* steps = nullptr, const uint64_t* stepStamps = nullptr) {
   const CollectiveRecord* record = comm->exec.records.end(sequence, result, failure);
   comm->exec.progress.finished(sequence, record ? record->endStamp : cycleStamp(), result != ncclSuccess);
   if (!record) return;
@@ -170,10 +170,56 @@ void endRecord(ncclComm* comm, const CollectiveRun& run, ncclResult_t result, co
       comm->exec.traceClock.measured = true;
       comm->exec.traceClock.offsetNs = clockOffsetToRankZero(comm, 5, &comm->exec.traceClock.roundTripNs);
     }
-    traceCollective(*record, comm->rank, comm->nranks, comm->exec.traceId, comm->exec.traceClock,
-                    run.stepStamps() ? &run.plan().schedule : nullptr, run.stepStamps());
+    traceCollective(*record, comm->rank, comm->nranks, comm->exec.traceId, comm->exec.traceClock, steps, stepStamps);
   }
   if (comm->exec.metrics) comm->exec.metrics->add(*record);
+}
+
+void endRecord(ncclComm* comm, const CollectiveRun& run, ncclResult_t result, const std::string& failure = "") {
+  endRecord(comm, run.sequence(), result, failure, run.stepStamps() ? &run.plan().schedule : nullptr, run.stepStamps());
+}
+
+// What a failed call returns: when it timed out, with what its peers on this host say (asked
+// while this rank's status still shows the call in flight, so before `endRecords` closes the
+// records) and where its record was dumped; the communicator keeps the error.
+ncclResult_t failCall(ncclComm* blamed, ncclResult_t result, bool timedOut,
+                      const std::function<void(const std::string& failure)>& endRecords) {
+  const std::string failure = lastErrorMessage();
+  const std::string peers =
+      timedOut && settingBool(Setting::WeftDumpOnTimeout) ? askPeersAfterTimeout(blamed) : std::string();
+  endRecords(failure);
+  if (timedOut) result = dumpRecordsAfterTimeout(blamed, result, peers);
+  setCommunicatorError(blamed, result);
+  return result;
+}
+
+// A lone small all-reduce of ranks on one host: one exchange through the peers' mailboxes
+// (one_shot.h), recorded like any collective.
+ncclResult_t runOneShot(const CollectiveCall& call) {
+  ncclComm* comm = call.comm;
+  comm->state.activeCalls.fetch_add(1);
+  CancelScope abortable(&comm->state.aborted);  // the first call's connection set-up waits on peers
+  const std::vector<PeerTraffic>* traffic = nullptr;
+  ncclResult_t result = prepareOneShot(call, &traffic);
+  if (result != ncclSuccess) {
+    setCommunicatorError(comm, result);
+  } else {
+    serveDumpRequest(comm);
+    const uint64_t sequence = comm->exec.collectiveSequence++;
+    const uint64_t bytes = call.count * dataTypeSize(call.datatype);
+    beginRecord(comm, sequence, call, collectiveName(Collective::AllReduce), "one-shot",
+                static_cast<int>(Collective::AllReduce), bytes, 1, *traffic);
+    ncclComm* const comms[] = {comm};
+    IdleWaiter waiter(comms);
+    result = runOneShotAllReduce(call, sequence, &waiter);
+    if (result == ncclSuccess)
+      endRecord(comm, sequence, ncclSuccess);
+    else
+      result = failCall(comm, result, waiter.timedOut(),
+                        [&](const std::string& failure) { endRecord(comm, sequence, result, failure); });
+  }
+  comm->state.activeCalls.fetch_sub(1);
+  return result;
 }
 
 RunBuffers userBuffers(const CollectiveCall& call) {
@@ -254,7 +300,17 @@ std::vector<CommQueue> queuesFor(const std::vector<CollectiveCall>& calls) {
 
 }  // namespace
 
+void serveDumpRequest(ncclComm* comm) {
+  if (!comm->exec.dumpRequested.load(std::memory_order_relaxed)) return;
+  comm->exec.dumpRequested.store(false, std::memory_order_relaxed);
+  const std::string previousError = lastErrorMessage();
+  std::string path;
+  if (writeRecordDump(comm, &path) != ncclSuccess) WEFT_WARN("record dump asked for: %s", lastErrorMessage().c_str());
+  restoreLastError(previousError);
+}
+
 ncclResult_t runCollectives(const std::vector<CollectiveCall>& calls) {
+  if (calls.size() == 1 && oneShotEligible(calls.front())) return runOneShot(calls.front());
   std::vector<CommQueue> queues = queuesFor(calls);
   std::vector<ncclComm*> comms;
   for (auto& q : queues) {
@@ -263,16 +319,11 @@ ncclResult_t runCollectives(const std::vector<CollectiveCall>& calls) {
   }
   bool timedOut = false;
   auto finish = [&](ncclResult_t result, ncclComm* culprit) {
-    if (result != ncclSuccess) {
-      const std::string failure = lastErrorMessage();
-      ncclComm* blamed = culprit ? culprit : comms.front();
-      const std::string peers =
-          timedOut && settingBool(Setting::WeftDumpOnTimeout) ? askPeersAfterTimeout(blamed) : std::string();
-      for (auto& q : queues)
-        if (q.running) endRecord(q.comm, *q.running, result, failure);
-      if (timedOut) result = dumpRecordsAfterTimeout(blamed, result, peers);
-      setCommunicatorError(blamed, result);
-    }
+    if (result != ncclSuccess)
+      result = failCall(culprit ? culprit : comms.front(), result, timedOut, [&](const std::string& failure) {
+        for (auto& q : queues)
+          if (q.running) endRecord(q.comm, *q.running, result, failure);
+      });
     for (auto* c : comms) c->state.activeCalls.fetch_sub(1);
     return result;
   };
@@ -281,9 +332,7 @@ ncclResult_t runCollectives(const std::vector<CollectiveCall>& calls) {
     ncclResult_t result = startNext(q);
     if (result != ncclSuccess) return finish(result, q.comm);
   }
-  double timeout = communicatorTimeout(comms.front());
-  for (ncclComm* comm : comms) timeout = std::min(timeout, communicatorTimeout(comm));
-  IdleWaiter waiter(timeout);
+  IdleWaiter waiter(comms);
   bool waitPublished = false;  // a wait point was published since the last progress
   std::vector<CollectiveRun*> active;
   ncclComm* culprit = nullptr;
@@ -336,7 +385,7 @@ ncclResult_t runCollectives(const std::vector<CollectiveCall>& calls) {
       }
       waitPublished = true;
     }
-    result = waiter.idle(active, comms, progressAll);
+    result = waiter.idle(active, progressAll);
     timedOut = waiter.timedOut();
     if (result != ncclSuccess) return finish(result, culprit ? culprit : comms.front());
   }

@@ -90,4 +90,9 @@ inline CollectiveCall makeCall(CallKind kind, ncclComm* comm, const void* sendbu
 // together (so one thread can drive every rank of ncclCommInitAll).
 ncclResult_t runCollectives(const std::vector<CollectiveCall>& calls);
 
+// Writes the dump that the status server asked for (`weft-info status --dump`, a peer whose call
+// timed out, WEFT_DUMP_SIGNAL), if it did: the thread running the communicator's collectives
+// calls this while it waits, as it alone may read the record.
+void serveDumpRequest(ncclComm* comm);
+
 }  // namespace weft

@@ -124,4 +124,9 @@ ncclResult_t prepareCompressedAllReduce(const CollectiveCall& call, CompressedRu
   return ncclSuccess;
 }
 
+bool compressedAllReduceWanted(const CollectiveCall& call) {
+  compression::CodecConfig unused;
+  return chooseCodec(call, &unused);
+}
+
 }  // namespace weft

@@ -15,5 +15,8 @@ struct CompressedRunSetup {
 };
 
 ncclResult_t prepareCompressedAllReduce(const CollectiveCall& call, CompressedRunSetup* setup);
+// Whether `call` asks for compression (then it takes no path that would run it exactly, except
+// the one prepareCompressedAllReduce falls back to).
+bool compressedAllReduceWanted(const CollectiveCall& call);
 
 }  // namespace weft

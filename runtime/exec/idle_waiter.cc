@@ -15,13 +15,18 @@ namespace weft {
 
 namespace {
 // A peer is usually a few microseconds away (it is reducing the slice we wait for): spin that
-// long, then give the core away, then sleep. When ranks outnumber cores, spinning only steals
-// the core the peer needs, so the spin phase is skipped.
+// long, then yield the core until kYieldTime, then sleep. When ranks outnumber cores, spinning
+// only steals the core the peer needs, so the spin phase is skipped. Measured on 2 cores
+// (docs/performance.md, "Ranks sharing cores"): with 4 ranks, an 8-byte all-reduce takes 4 us
+// yielding against 30 us sleeping at once, and half the CPU time; 2 ranks beside two busy
+// processes take 0.5-1.3 us spinning then yielding, against 40 us in most runs spinning then
+// sleeping, because a woken rank waits for a core the busy process holds. Yielding with no spin
+// first hands the busy process whole time slices (1.2 ms a call): the spin stays.
 constexpr auto kSpinTime = std::chrono::microseconds(30);
-constexpr auto kYieldTime = std::chrono::microseconds(300);  // only for one thread driving several ranks
+constexpr auto kYieldTime = std::chrono::microseconds(300);  // bounds the CPU a late peer costs
 constexpr long kSleepMicros = 2000;                          // also bounds how late an abort or a dead peer is noticed
 
-bool ranksOutnumberCores(const std::vector<ncclComm*>& comms) {
+bool ranksOutnumberCores(std::span<ncclComm* const> comms) {
   static const long cores = sysconf(_SC_NPROCESSORS_ONLN);
   size_t local = 0;
   for (ncclComm* comm : comms) local = std::max(local, comm->layout.localRanks.size());
@@ -37,48 +42,65 @@ inline void cpuRelax() {
 }
 }  // namespace
 
-// deadline_ is set when a wait begins (idle()): a call that never waits reads no clock for it.
-IdleWaiter::IdleWaiter(double timeoutSeconds) : timeoutSeconds_(timeoutSeconds) {}
-
 void IdleWaiter::madeProgress() {
   idleRounds_ = 0;
   pastSpin_ = false;
+  deadlineSet_ = false;
 }
 
 int64_t IdleWaiter::idleSinceNs() const {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(idleSince_.time_since_epoch()).count();
 }
 
-ncclResult_t IdleWaiter::checkHealth(const std::vector<CollectiveRun*>& active, const std::vector<ncclComm*>& comms) {
-  for (ncclComm* comm : comms)
+bool IdleWaiter::busyWaiting() {
+  if (idleRounds_++ == 0) {  // a new wait: the time-out counts from the last progress
+    idleSince_ = std::chrono::steady_clock::now();
+    spin_ = !ranksOutnumberCores(comms_);
+  }
+  const auto idleFor = std::chrono::steady_clock::now() - idleSince_;
+  if (spin_ && idleFor < kSpinTime) {
+    for (int i = 0; i < 16; ++i) cpuRelax();
+    return true;
+  }
+  if (idleFor < kYieldTime) {
+    sched_yield();
+    return true;
+  }
+  pastSpin_ = true;
+  return false;
+}
+
+ncclResult_t IdleWaiter::checkAborted() const {
+  for (ncclComm* comm : comms_)
     if (comm->state.aborted.load(std::memory_order_acquire) || comm->state.revoked.load(std::memory_order_acquire))
       return fail(ncclInvalidUsage, "rank %d: the communicator was %s while a collective was running", comm->rank,
                   comm->state.aborted.load() ? "aborted" : "revoked");
-  for (CollectiveRun* run : active)
-    for (Connection* c : run->waitingOn()) WEFT_CHECK(c->checkPeer());
+  return ncclSuccess;
+}
+
+ncclResult_t IdleWaiter::checkDeadline(const std::function<std::string()>& describe) {
+  if (!deadlineSet_) {  // counted from the start of this wait
+    deadlineSet_ = true;
+    timeoutSeconds_ = communicatorTimeout(comms_.front());
+    for (ncclComm* comm : comms_) timeoutSeconds_ = std::min(timeoutSeconds_, communicatorTimeout(comm));
+    const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - idleSince_).count();
+    deadline_ = Deadline::after(timeoutSeconds_ - waited);
+  }
   if (deadline_.expired()) {
     timedOut_ = true;
-    std::string waiting = active.empty() ? std::string("nothing") : active.front()->describeWait();
     return fail(ncclRemoteError, "rank %d: no progress for %.0f s (WEFT_TIMEOUT) in %s: that peer is dead or stuck",
-                comms.empty() ? -1 : comms.front()->rank, timeoutSeconds_, waiting.c_str());
+                comms_.front()->rank, timeoutSeconds_, describe().c_str());
   }
   return ncclSuccess;
 }
 
-ncclResult_t IdleWaiter::idle(const std::vector<CollectiveRun*>& active, const std::vector<ncclComm*>& comms,
+ncclResult_t IdleWaiter::idle(const std::vector<CollectiveRun*>& active,
                               const std::function<ncclResult_t(bool*)>& tryProgress) {
-  if (idleRounds_++ == 0) {  // a new wait: the time-out counts from the last progress
-    idleSince_ = std::chrono::steady_clock::now();
-    deadline_ = Deadline::after(timeoutSeconds_);
-    spin_ = !ranksOutnumberCores(comms);
-  }
-  auto idleFor = std::chrono::steady_clock::now() - idleSince_;
-  if (spin_ && idleFor < kSpinTime) {
-    for (int i = 0; i < 16; ++i) cpuRelax();
-    return ncclSuccess;
-  }
-  pastSpin_ = true;
-  WEFT_CHECK(checkHealth(active, comms));
+  if (busyWaiting()) return ncclSuccess;
+  WEFT_CHECK(checkAborted());
+  for (CollectiveRun* run : active)
+    for (Connection* c : run->waitingOn()) WEFT_CHECK(c->checkPeer());
+  WEFT_CHECK(checkDeadline([&] { return active.empty() ? std::string("nothing") : active.front()->describeWait(); }));
 
   // Then block until something can move: sockets wake poll(), shared memory the doorbell.
   // (Yielding instead would hand the core to any other runnable process for a whole time slice.)
@@ -105,14 +127,24 @@ ncclResult_t IdleWaiter::idle(const std::vector<CollectiveRun*>& active, const s
       if (fds[i].revents) (void)polled[i]->progress();
     return ncclSuccess;
   }
-  if (comms.size() != 1) {  // one thread driving several ranks: no single doorbell to sleep on
-    if (idleFor < kYieldTime)
-      sched_yield();
-    else
-      std::this_thread::sleep_for(std::chrono::microseconds(50));
+  return sleepOnDoorbell(tryProgress);
+}
+
+ncclResult_t IdleWaiter::idleOn(Connection* peer, const std::function<std::string()>& describe,
+                                const std::function<ncclResult_t(bool*)>& tryProgress) {
+  if (busyWaiting()) return ncclSuccess;
+  WEFT_CHECK(checkAborted());
+  WEFT_CHECK(peer->checkPeer());
+  WEFT_CHECK(checkDeadline(describe));
+  return sleepOnDoorbell(tryProgress);
+}
+
+ncclResult_t IdleWaiter::sleepOnDoorbell(const std::function<ncclResult_t(bool*)>& tryProgress) {
+  if (comms_.size() != 1) {  // one thread driving several ranks: no single doorbell to sleep on
+    std::this_thread::sleep_for(std::chrono::microseconds(50));
     return ncclSuccess;
   }
-  Doorbell* doorbell = communicatorDoorbell(comms.front());
+  Doorbell* doorbell = communicatorDoorbell(comms_.front());
   if (!doorbell) {  // nothing rings: sleep briefly
     std::this_thread::sleep_for(std::chrono::microseconds(50));
     return ncclSuccess;

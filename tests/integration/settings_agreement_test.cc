@@ -163,6 +163,8 @@ INSTANTIATE_TEST_SUITE_P(
         Difference{"WEFT_DIRECT", nullptr, "0", "WEFT_DIRECT differs between ranks: 1 on ranks 0,2,3; 0 on rank 1"},
         Difference{"WEFT_DIRECT_MIN_BYTES", nullptr, "4096",
                    "WEFT_DIRECT_MIN_BYTES differs between ranks: 1048576 on ranks 0,2,3; 4096 on rank 1"},
+        Difference{"WEFT_ONE_SHOT_MAX_BYTES", nullptr, "0",
+                   "WEFT_ONE_SHOT_MAX_BYTES differs between ranks: 4096 on ranks 0,2,3; 0 on rank 1"},
         // Compression only above 1 GiB, so that results stay exact; shown cut short.
         Difference{"WEFT_COMPRESSION", nullptr, "int8,min_bytes=1073741824",
                    "WEFT_COMPRESSION differs between ranks: unset on ranks 0,2,3; int8,min_bytes=10737... on rank 1"}),

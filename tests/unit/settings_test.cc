@@ -76,6 +76,7 @@ TEST(Settings, ScheduleShapingSettingsMustAgreeAcrossRanks) {
                                            "NCCL_MAX_NCHANNELS",
                                            "WEFT_DIRECT",
                                            "WEFT_DIRECT_MIN_BYTES",
+                                           "WEFT_ONE_SHOT_MAX_BYTES",
                                            "WEFT_COMPRESSION",
                                            "WEFT_TRANSPORT",
                                            "NCCL_SHM_DISABLE",
