@@ -2,7 +2,7 @@
 """weft beside Open MPI and Gloo on this machine: one run, the systems alternated, one table (issue 14).
 
 Usage: compare.py BUILD_DIR [--ranks 2] [--transports shm,tcp] [-b 8] [-e 64M] [-f 8]
-                  [-n 20] [-w 5] [--rounds 3]
+                  [-n 20] [-w 5] [--rounds 3] [--load 0]
 
 For every round (the order of the systems alternates from round to round, so a drift of the
 machine's speed falls on both), every transport and every system, the same all-reduce sweep
@@ -18,6 +18,8 @@ ceiling (build/perf/memcpy_bandwidth) is measured in the same run and printed ab
 Printed: time (us) and busbw (GB/s) per system, MPI time / weft time (> 1: weft is faster), and
 CPU time per call (us) beside the wall time. A competitor is left out, with a note, when its
 benchmark was not built (libopenmpi-dev and openmpi-bin; libgloo-dev).
+--load N keeps N busy processes (one core each) running through every sweep: ranks that share
+their cores with a trainer's compute, as it looks to the scheduler.
 """
 import argparse
 import os
@@ -84,6 +86,24 @@ def gloo_sweep(build, ranks, sizes):
         return bench_rows(run(cmd))
 
 
+class BusyLoad:
+    """N processes that spin until the block ends."""
+
+    def __init__(self, count):
+        self.count = count
+        self.procs = []
+
+    def __enter__(self):
+        self.procs = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(self.count)]
+        return self
+
+    def __exit__(self, *exc):
+        for p in self.procs:
+            p.kill()
+        for p in self.procs:
+            p.wait()
+
+
 def keep_best(best, rows):
     for size, values in rows.items():
         if size not in best or values[0] < best[size][0]:
@@ -108,6 +128,7 @@ def main():
     parser.add_argument("-n", default="20")
     parser.add_argument("-w", default="5")
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--load", type=int, default=0, help="busy processes running beside the ranks")
     args = parser.parse_args()
     build = os.path.abspath(args.build)
     transports = [t for t in args.transports.split(",") if t]
@@ -122,20 +143,21 @@ def main():
     weft_cpu = {t: {} for t in transports}
     others = {"MPI": {t: {} for t in transports}, "Gloo": {t: {} for t in transports}}
     for r in range(args.rounds):
-        for t in transports:
-            order = ["weft", "MPI", "Gloo"]
-            order = order[r % 3:] + order[:r % 3]  # each system goes first in turn
-            for system in order:
-                if system == "weft":
-                    keep_best(weft[t], weft_sweep(build, args.ranks, t, args, False))
-                    keep_best(weft_cpu[t], weft_sweep(build, args.ranks, t, args, True))
-                elif system == "MPI" and have_mpi:
-                    keep_best(others["MPI"][t], mpi_sweep(build, args.ranks, t, args))
-                elif system == "Gloo" and have_gloo and t == "tcp":
-                    keep_best(others["Gloo"][t], gloo_sweep(build, args.ranks, args))
+        with BusyLoad(args.load):
+            for t in transports:
+                order = ["weft", "MPI", "Gloo"]
+                order = order[r % 3:] + order[:r % 3]  # each system goes first in turn
+                for system in order:
+                    if system == "weft":
+                        keep_best(weft[t], weft_sweep(build, args.ranks, t, args, False))
+                        keep_best(weft_cpu[t], weft_sweep(build, args.ranks, t, args, True))
+                    elif system == "MPI" and have_mpi:
+                        keep_best(others["MPI"][t], mpi_sweep(build, args.ranks, t, args))
+                    elif system == "Gloo" and have_gloo and t == "tcp":
+                        keep_best(others["Gloo"][t], gloo_sweep(build, args.ranks, args))
 
     print(f"# all-reduce, {args.ranks} ranks, float sum, out of place (Gloo in place); best of {args.rounds} "
-          "alternated rounds")
+          "alternated rounds" + (f"; {args.load} busy processes beside the ranks" if args.load else ""))
     print("\n".join(ceiling.splitlines()))
     if not have_mpi:
         print("# Open MPI: not measured (mpirun or build/perf/mpi_allreduce_bench missing: openmpi-bin, "
