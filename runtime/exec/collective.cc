@@ -198,9 +198,12 @@ ncclResult_t failCall(ncclComm* blamed, ncclResult_t result, bool timedOut,
 ncclResult_t runOneShot(const CollectiveCall& call) {
   ncclComm* comm = call.comm;
   comm->state.activeCalls.fetch_add(1);
-  CancelScope abortable(&comm->state.aborted);  // the first call's connection set-up waits on peers
   const std::vector<PeerTraffic>* traffic = nullptr;
-  ncclResult_t result = prepareOneShot(call, &traffic);
+  ncclResult_t result;
+  {
+    CancelScope abortable(&comm->state.aborted);  // the first call's connection set-up waits on peers
+    result = prepareOneShot(call, &traffic);
+  }
   if (result != ncclSuccess) {
     setCommunicatorError(comm, result);
   } else {
