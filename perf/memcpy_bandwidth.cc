@@ -3,12 +3,65 @@
 // 2-rank all-reduce bounds that follow from it (docs/performance.md, "What limits it"):
 //   bounce buffer, reduction fused into the forward: busbw <= memcpy / 4
 //   peers reading each other's buffers directly:      busbw <= memcpy / 2.5
+// And the round trip of one cache line between the first two CPUs this process may use: what
+// every shared-memory handover costs. On the 2-vCPU VMs here it is 56 ns in some runs and
+// 320 ns in others (the host places the vCPUs near each other or not), and shared-memory
+// collectives are up to 8 times slower in the second case (docs/performance.md, "Run-to-run
+// spread"), so every table carries it.
+#include <pthread.h>
+#include <sched.h>
 #include <sys/mman.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <thread>
+
+namespace {
+
+bool pinTo(int cpu) {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  CPU_SET(cpu, &set);
+  return pthread_setaffinity_np(pthread_self(), sizeof set, &set) == 0;
+}
+
+// Nanoseconds per round trip of one cache line between CPUs `a` and `b` (best of 3 runs of
+// 200,000), or a negative value when the threads cannot be pinned there.
+double cacheLineRoundTripNs(int a, int b) {
+  alignas(64) static std::atomic<long> line{0};
+  constexpr long kTrips = 200000;
+  double best = -1;
+  for (int run = 0; run < 3; ++run) {
+    line.store(0);
+    bool pinned = true;
+    std::thread echo([&] {
+      pinned = pinTo(b);
+      for (long i = 0; i < kTrips; ++i) {
+        while (line.load(std::memory_order_acquire) != 2 * i + 1) {}
+        line.store(2 * i + 2, std::memory_order_release);
+      }
+    });
+    cpu_set_t previous;
+    pthread_getaffinity_np(pthread_self(), sizeof previous, &previous);
+    const bool mine = pinTo(a);
+    const auto start = std::chrono::steady_clock::now();
+    for (long i = 0; i < kTrips; ++i) {
+      line.store(2 * i + 1, std::memory_order_release);
+      while (line.load(std::memory_order_acquire) != 2 * i + 2) {}
+    }
+    const double ns = std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - start).count();
+    echo.join();
+    pthread_setaffinity_np(pthread_self(), sizeof previous, &previous);
+    if (!mine || !pinned) return -1;
+    if (best < 0 || ns / kTrips < best) best = ns / kTrips;
+  }
+  return best;
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   size_t bytes = argc > 1 ? strtoull(argv[1], nullptr, 0) : (256u << 20);
@@ -31,6 +84,16 @@ int main(int argc, char** argv) {
   printf("# memcpy ceiling (1 thread, %zu MiB, read+write): %.2f GB/s\n", bytes >> 20, best);
   printf("# 2-rank all-reduce busbw bounds: bounce buffer %.2f GB/s (memcpy/4), direct %.2f GB/s (memcpy/2.5)\n",
          best / 4, best / 2.5);
+  cpu_set_t allowed;
+  int cpus[2] = {-1, -1}, found = 0;
+  if (sched_getaffinity(0, sizeof allowed, &allowed) == 0)
+    for (int c = 0; c < CPU_SETSIZE && found < 2; ++c)
+      if (CPU_ISSET(c, &allowed)) cpus[found++] = c;
+  const double roundTrip = found == 2 ? cacheLineRoundTripNs(cpus[0], cpus[1]) : -1;
+  if (roundTrip > 0)
+    printf("# cache-line round trip between CPUs %d and %d: %.0f ns\n", cpus[0], cpus[1], roundTrip);
+  else
+    printf("# cache-line round trip: not measured (fewer than two CPUs to pin to)\n");
   // Keep the copy observable so it cannot be optimized away.
   return dst[bytes / 2] == 1 ? 0 : 2;
 }
