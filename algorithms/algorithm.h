@@ -34,7 +34,7 @@ inline bool collectiveReduces(Collective c) {
   return c == Collective::AllReduce || c == Collective::ReduceScatter || c == Collective::Reduce;
 }
 
-enum class Algorithm : int { Ring = 0, Tree, Rhd, Hier, Direct, Bruck, Binomial, Pairwise, Linear, Count };
+enum class Algorithm : int { Ring = 0, Tree, Rhd, Hier, Direct, Bruck, Binomial, Pairwise, Linear, Doubling, Count };
 constexpr int kAlgorithmCount = static_cast<int>(Algorithm::Count);
 const char* algorithmName(Algorithm algorithm);  // "ring", "tree", ...
 

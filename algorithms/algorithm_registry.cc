@@ -8,6 +8,7 @@
 #include "algorithms/builders/alltoall.h"
 #include "algorithms/builders/broadcast.h"
 #include "algorithms/builders/direct_allreduce.h"
+#include "algorithms/builders/doubling_allreduce.h"
 #include "algorithms/builders/gather_scatter.h"
 #include "algorithms/builders/hierarchical_allreduce.h"
 #include "algorithms/builders/reduce_scatter.h"
@@ -30,6 +31,7 @@ constexpr AlgorithmInfo kAlgorithms[] = {
     {.algorithm = Algorithm::Tree, .name = "tree", .ncclName = "Tree"},
     {.algorithm = Algorithm::Hier, .name = "hier", .needsRails = true},
     {.algorithm = Algorithm::Rhd, .name = "rhd"},
+    {.algorithm = Algorithm::Doubling, .name = "doubling"},
     {.algorithm = Algorithm::Direct, .name = "direct", .needsMappedPeers = true},
     {.algorithm = Algorithm::Bruck, .name = "bruck"},
     {.algorithm = Algorithm::Binomial, .name = "binomial"},
@@ -67,6 +69,11 @@ Schedule treeAllReduce(const CollectiveShape& s, const std::vector<int>& order) 
 
 Schedule rhdAllReduce(const CollectiveShape& s, const std::vector<int>& order) {
   return buildRhdAllReduce(
+      {.count = s.count, .elementSize = s.elementSize, .rank = s.rank, .order = order, .average = s.average});
+}
+
+Schedule doublingAllReduce(const CollectiveShape& s, const std::vector<int>& order) {
+  return buildDoublingAllReduce(
       {.count = s.count, .elementSize = s.elementSize, .rank = s.rank, .order = order, .average = s.average});
 }
 
@@ -160,6 +167,7 @@ constexpr CollectiveAlgorithm kCollectiveAlgorithms[] = {
     {C::AllReduce, A::Rhd, rhdAllReduce, rhdAllReduceUs, kNoPreScale},
     {C::AllReduce, A::Hier, hierAllReduce, hierAllReduceUs, kNoPreScale},
     {C::AllReduce, A::Direct, directAllReduce, directAllReduceUs, kNoPreScale},
+    {C::AllReduce, A::Doubling, doublingAllReduce, doublingAllReduceUs, kNoPreScale},
 
     {C::AllGather, A::Ring, from<buildRingAllGather, allGatherParams>, ringGatherUs},
     {C::AllGather, A::Rhd, from<buildRecursiveDoublingAllGather, allGatherParams>, recursiveDoublingAllGatherUs},

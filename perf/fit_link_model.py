@@ -5,8 +5,11 @@ Runs all_reduce_perf under weftrun on 2 ranks of this host (8 B .. 64 MiB, facto
 buffers, out-of-place time), WEFT_FIT_SWEEPS times (default 3), keeping each size's best time
 (a shared VM stalls single iterations now and then). Two ranks on one host go through
 shared-memory slots: the cost model's intra-node hop is the Memory class at half its bandwidth
-(copied in, then out; algorithms/cost/cost_model.cc), and ring, rhd and hier on 2 ranks all cost
+(copied in, then out; algorithms/cost/cost_model.cc), and the ring on 2 ranks costs
   t = 2 (alpha + (S/2) / B_intra) = 2 alpha + S / B_intra.
+The ring is forced (WEFT_ALGO=ring) in the runs and in the plans: the model would otherwise
+choose recursive doubling (alpha + S / B_intra plus its extra reductions) for small sizes, and
+the runs the one-shot path below 4 KiB, neither of which has that form.
 The fit is weighted least squares of t against S with weights 1/t^2 (relative error, so the
 latency-bound small sizes count as much as the large ones). It writes
   link Memory latency_us ALPHA bandwidth_GBps 2*B_intra
@@ -39,9 +42,10 @@ LOW, HIGH = 0.5, 2.0
 def measure(build, sweeps):
     cmd = [f"{build}/tools/weftrun", "-n", "2", "--no-prefix", f"{build}/perf/all_reduce_perf",
            "-b", "8", "-e", "64M", "-f", "4", "-c", "0", "-w", "5", "-n", "20"]
-    env = dict(os.environ)
+    env = dict(os.environ, WEFT_ALGO="ring")
     env.setdefault("NCCL_SOCKET_IFNAME", "lo")
     env.pop("WEFT_TUNING_FILE", None)
+    env.pop("NCCL_ALGO", None)
     best = {}
     for _ in range(sweeps):
         out = subprocess.run(cmd, check=True, capture_output=True, text=True, env=env).stdout
@@ -85,9 +89,8 @@ def fit(points):
 
 
 def plan(build, size, tuning):
-    env = dict(os.environ, WEFT_TUNING_FILE=tuning)
-    for name in ("WEFT_ALGO", "NCCL_ALGO"):
-        env.pop(name, None)
+    env = dict(os.environ, WEFT_TUNING_FILE=tuning, WEFT_ALGO="ring")
+    env.pop("NCCL_ALGO", None)
     out = subprocess.run([f"{build}/tools/weft-info", "plan", "allreduce", str(size), "--ranks", "2", "--simulate"],
                          check=True, capture_output=True, text=True, env=env).stdout
     chosen = re.search(r"^chosen: (\w+)", out, re.M).group(1)

@@ -16,6 +16,7 @@ double treeAllReduceUs(const Shape& s, const CostInput& input, const CostModel& 
 double rhdAllReduceUs(const Shape& s, const CostInput& input, const CostModel& m);
 double hierAllReduceUs(const Shape& s, const CostInput& input, const CostModel& m);
 double directAllReduceUs(const Shape& s, const CostInput& input, const CostModel& m);
+double doublingAllReduceUs(const Shape& s, const CostInput& input, const CostModel& m);
 
 // All-gather and reduce-scatter.
 double ringGatherUs(const Shape& s, const CostInput& input, const CostModel& m);

@@ -131,8 +131,8 @@ TEST_P(ForcedAlgorithm, MatchesReference) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Algorithms, ForcedAlgorithm,
-                         ::testing::Combine(::testing::Values("ring", "tree", "rhd", "hier", "NCCL_ALGO=Tree",
-                                                              "ring x4 channels"),
+                         ::testing::Combine(::testing::Values("ring", "tree", "rhd", "hier", "doubling",
+                                                              "NCCL_ALGO=Tree", "ring x4 channels"),
                                             ::testing::Values(2, 3, 4, 8)));
 
 // A bad override fails communicator init on every rank (right after bootstrap, so no rank waits

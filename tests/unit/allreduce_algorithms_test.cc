@@ -108,7 +108,7 @@ std::string check(Algorithm algorithm, int n, size_t count, bool inPlace, bool a
   return "";
 }
 
-const Algorithm kMine[] = {Algorithm::Tree, Algorithm::Rhd, Algorithm::Hier};
+const Algorithm kMine[] = {Algorithm::Tree, Algorithm::Rhd, Algorithm::Hier, Algorithm::Doubling};
 
 int perNodeFor(int n) { return n % 8 == 0 ? 8 : n % 4 == 0 ? 4 : n % 2 == 0 ? 2 : 1; }
 
