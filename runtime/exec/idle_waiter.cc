@@ -15,12 +15,13 @@ namespace weft {
 
 namespace {
 // A peer is usually a few microseconds away (it is reducing the slice we wait for): spin that
-// long, then sleep. When ranks outnumber cores, spinning only steals the core the peer needs:
-// the rank yields the core instead, until kYieldTime, then sleeps. Measured on 2 cores
-// (docs/performance.md, "Ranks sharing cores"): with 4 ranks an 8-byte all-reduce takes 3.5 us
-// yielding against 27-30 us sleeping at once, at half the CPU time. With no more ranks than
-// cores, yielding after the spin made a 2 MiB all-reduce of 2 ranks 8 times slower in some runs
-// (120 -> 960 us), so there the rank sleeps.
+// long, then yield the core until kYieldTime, then sleep. When ranks outnumber cores, spinning
+// only steals the core the peer needs, so the spin is skipped. Measured on 2 cores
+// (docs/performance.md, "Ranks sharing cores"): 4 ranks, 8-byte all-reduce 3.5-3.8 us yielding
+// against 27-30 us sleeping at once, at half the CPU time; 2 ranks beside two busy processes
+// 0.15 us in most runs either way, but 3-8 us in the others yielding against 13-47 us sleeping
+// (a woken rank waits for a core the busy process holds). Yielding without the spin hands a busy
+// process whole time slices (1.2 ms a call), so the spin stays.
 constexpr auto kSpinTime = std::chrono::microseconds(30);
 constexpr auto kYieldTime = std::chrono::microseconds(300);  // bounds the CPU a late peer costs
 constexpr long kSleepMicros = 2000;                          // also bounds how late an abort or a dead peer is noticed
@@ -64,7 +65,9 @@ bool IdleWaiter::busyWaiting() {
       cpuRelax();
       return true;
     }
-  } else if (std::chrono::steady_clock::now() - idleSince_ < kYieldTime) {
+    spin_ = false;  // spun long enough, for this wait
+  }
+  if (std::chrono::steady_clock::now() - idleSince_ < kYieldTime) {
     sched_yield();
     return true;
   }
