@@ -15,13 +15,14 @@ namespace weft {
 
 namespace {
 // A peer is usually a few microseconds away (it is reducing the slice we wait for): spin that
-// long, then yield the core until kYieldTime, then sleep. When ranks outnumber cores, spinning
-// only steals the core the peer needs, so the spin is skipped. Measured on 2 cores
-// (docs/performance.md, "Ranks sharing cores"): 4 ranks, 8-byte all-reduce 3.5-3.8 us yielding
-// against 27-30 us sleeping at once, at half the CPU time; 2 ranks beside two busy processes
-// 0.15 us in most runs either way, but 3-8 us in the others yielding against 13-47 us sleeping
-// (a woken rank waits for a core the busy process holds). Yielding without the spin hands a busy
-// process whole time slices (1.2 ms a call), so the spin stays.
+// long, then sleep. When ranks outnumber cores, spinning only steals the core the peer needs:
+// the rank yields the core instead, until kYieldTime, then sleeps. Measured on 2 cores
+// (docs/performance.md, "Ranks sharing cores"): 4 ranks, 8-byte all-reduce 3.1-3.8 us yielding
+// against 27-30 us sleeping at once, at half the CPU time. Yielding after the spin with no more
+// ranks than cores helped 2 ranks beside busy processes (3-8 us instead of 13-47 us in their
+// bad runs) but made three namespace hosts' ranks on the 2 cores ping-pong at 47 us instead of
+// 13 (netns.hosts3.characterize_slow_host, after netns.hosts2x2.status_across_hosts), a case
+// the layout cannot see (one rank per host): so it is not done.
 constexpr auto kSpinTime = std::chrono::microseconds(30);
 constexpr auto kYieldTime = std::chrono::microseconds(300);  // bounds the CPU a late peer costs
 constexpr long kSleepMicros = 2000;                          // also bounds how late an abort or a dead peer is noticed
@@ -52,22 +53,19 @@ int64_t IdleWaiter::idleSinceNs() const {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(idleSince_.time_since_epoch()).count();
 }
 
-bool IdleWaiter::busyWaiting() {
+bool IdleWaiter::busyWaiting(int pausesPerLook) {
   if (idleRounds_++ == 0) {  // a new wait: the time-out counts from the last progress
     idleSince_ = std::chrono::steady_clock::now();
     spin_ = !ranksOutnumberCores(comms_);
   }
-  // A pause takes 25 ns on these machines and a clock read 28 ns: one pause a round keeps the
-  // reaction to a peer's message within tens of nanoseconds (16 pauses a round cost an 8-byte
-  // one-shot all-reduce 0.2 us on average); the clock is read every 16th round.
+  // The clock (28 ns here) is read about every 16 pauses (25 ns each).
   if (spin_) {
-    if (idleRounds_ % 16 != 0 || std::chrono::steady_clock::now() - idleSince_ < kSpinTime) {
-      cpuRelax();
+    const bool readClock = pausesPerLook >= 16 || idleRounds_ % 16 == 0;
+    if (!readClock || std::chrono::steady_clock::now() - idleSince_ < kSpinTime) {
+      for (int i = 0; i < pausesPerLook; ++i) cpuRelax();
       return true;
     }
-    spin_ = false;  // spun long enough, for this wait
-  }
-  if (std::chrono::steady_clock::now() - idleSince_ < kYieldTime) {
+  } else if (std::chrono::steady_clock::now() - idleSince_ < kYieldTime) {
     sched_yield();
     return true;
   }
@@ -101,7 +99,10 @@ ncclResult_t IdleWaiter::checkDeadline(const std::function<std::string()>& descr
 
 ncclResult_t IdleWaiter::idle(const std::vector<CollectiveRun*>& active,
                               const std::function<ncclResult_t(bool*)>& tryProgress) {
-  if (busyWaiting()) return ncclSuccess;
+  // A look here is a pass of the executor over the transports (for TCP, recv calls): looking
+  // after every pause made three TCP ranks on two cores ping-pong 3x slower
+  // (netns.hosts3.characterize_slow_host), so a look comes every 16 pauses.
+  if (busyWaiting(16)) return ncclSuccess;
   WEFT_CHECK(checkAborted());
   for (CollectiveRun* run : active)
     for (Connection* c : run->waitingOn()) WEFT_CHECK(c->checkPeer());
@@ -137,7 +138,9 @@ ncclResult_t IdleWaiter::idle(const std::vector<CollectiveRun*>& active,
 
 ncclResult_t IdleWaiter::idleOn(Connection* peer, const std::function<std::string()>& describe,
                                 const std::function<ncclResult_t(bool*)>& tryProgress) {
-  if (busyWaiting()) return ncclSuccess;
+  // A look is one load of the mailbox's cache line: look after every pause, so the message is
+  // taken within tens of nanoseconds (16 pauses per look cost an 8-byte call 0.2 us).
+  if (busyWaiting(1)) return ncclSuccess;
   WEFT_CHECK(checkAborted());
   WEFT_CHECK(peer->checkPeer());
   WEFT_CHECK(checkDeadline(describe));

@@ -39,8 +39,8 @@ class IdleWaiter {
 
  private:
   // Starts a new wait on its first round; true while it should still spin or yield (one round
-  // of either done).
-  bool busyWaiting();
+  // of either done: `pausesPerLook` pauses, or one yield).
+  bool busyWaiting(int pausesPerLook);
   ncclResult_t checkAborted() const;  // or revoked
   // WEFT_TIMEOUT; `describe` names the wait in the time-out's error.
   ncclResult_t checkDeadline(const std::function<std::string()>& describe);
