@@ -7,6 +7,7 @@
 #include <cstring>
 #include <map>
 #include <set>
+#include <type_traits>
 #include <utility>
 
 #include "common/log.h"
@@ -214,7 +215,11 @@ ncclResult_t Builder::walk(hwloc_obj_t obj, int modelParent) {
       std::snprintf(range, sizeof range, "%04x:[%02x-%02x]", static_cast<unsigned>(br.downstream.pci.domain),
                     static_cast<unsigned>(br.downstream.pci.secondary_bus),
                     static_cast<unsigned>(br.downstream.pci.subordinate_bus));
-      if (br.upstream_type == HWLOC_OBJ_BRIDGE_HOST) {
+      // Read as an integer: hwloc copies the value from an XML file unchecked, and loading an
+      // enum that holds none of its values is undefined (fuzz_topology_xml found 5).
+      std::underlying_type_t<hwloc_obj_bridge_type_t> upstreamType;
+      std::memcpy(&upstreamType, &br.upstream_type, sizeof upstreamType);
+      if (upstreamType == HWLOC_OBJ_BRIDGE_HOST) {
         here = addNode(TopoNodeType::HostBridge, modelParent, obj, std::string("HostBridge ") + range);
         m_->nodes[here].busId = range;
       } else {
