@@ -1,18 +1,26 @@
 #!/usr/bin/env python3
 """weft beside Open MPI and Gloo on this machine: one run, the systems alternated, one table (issue 14).
 
-Usage: compare.py BUILD_DIR [--ranks 2] [--transports shm,tcp] [-b 8] [-e 64M] [-f 8]
-                  [-n 20] [-w 5] [--rounds 3] [--load 0]
+Usage: compare.py BUILD_DIR [--collective all_reduce] [--ranks 2] [--transports shm,tcp] [-b 8]
+                  [-e 64M] [-f 8] [-n 20] [-w 5] [--rounds 3] [--load 0]
 
+--collective: all_reduce (the default), all_gather, reduce_scatter, broadcast, reduce or alltoall.
 For every round (the order of the systems alternates from round to round, so a drift of the
-machine's speed falls on both), every transport and every system, the same all-reduce sweep
-(float sum, out of place, 2(n-1)/n bus factor) runs:
-  weft     build/perf/all_reduce_perf under weftrun (shm: weft's default on one host; tcp:
+machine's speed falls on both), every transport and every system, the same sweep of that
+collective (float, sum for the reductions, root 0 for the rooted ones, out of place; nccl-tests'
+sizes and bus factors: 2(n-1)/n for all_reduce, (n-1)/n for all_gather, reduce_scatter and
+alltoall, whose size is the n blocks together, 1 for broadcast and reduce) runs:
+  weft     build/perf/<collective>_perf under weftrun (shm: weft's default on one host; tcp:
            WEFT_TRANSPORT=tcp over loopback), -c 0; then once more with -C 1 for the CPU time
-  Open MPI build/perf/mpi_allreduce_bench under mpirun (--mca pml ob1, btl self,vader for shm,
-           self,tcp on lo for tcp); it reports wall and CPU time from one run
-  Gloo     build/perf/gloo_allreduce_bench under weftrun (ring-chunked over Gloo's TCP transport,
-           in place: Gloo has no out-of-place form; tcp only, Gloo has no shared-memory path)
+  Open MPI build/perf/mpi_collective_bench --collective <collective> under mpirun (--mca pml ob1,
+           btl self,vader for shm, self,tcp on lo for tcp; MPI_Allreduce, MPI_Allgather,
+           MPI_Reduce_scatter_block, MPI_Bcast (in place), MPI_Reduce, MPI_Alltoall); it checks
+           its results and reports wall and CPU time from one run
+  Gloo     all_reduce only: build/perf/gloo_allreduce_bench under weftrun (ring-chunked over
+           Gloo's TCP transport, in place: Gloo has no out-of-place form; tcp only, Gloo has no
+           shared-memory path)
+Sizes whose count rounds to 0 (all_gather, reduce_scatter, alltoall below 16 bytes a rank) are
+left out.
 Each size keeps its best time over the rounds (a shared VM stalls single runs). The memcpy
 ceiling (build/perf/memcpy_bandwidth) is measured in the same run and printed above the tables.
 Printed: time (us) and busbw (GB/s) per system, MPI time / weft time (> 1: weft is faster), and
@@ -29,6 +37,16 @@ import subprocess
 import sys
 import tempfile
 
+# --collective: (weft's tool, the table's name, reduces, rooted, busbw factor in words)
+COLLECTIVES = {
+    "all_reduce": ("all_reduce_perf", "all-reduce", True, False, "2(n-1)/n"),
+    "all_gather": ("all_gather_perf", "all-gather", False, False, "(n-1)/n"),
+    "reduce_scatter": ("reduce_scatter_perf", "reduce-scatter", True, False, "(n-1)/n"),
+    "broadcast": ("broadcast_perf", "broadcast", False, True, "1"),
+    "reduce": ("reduce_perf", "reduce", True, True, "1"),
+    "alltoall": ("alltoall_perf", "all-to-all", False, False, "(n-1)/n"),
+}
+
 ROW = re.compile(r"^\s*(\d+)\s+(\d+)\s+\S+\s+\S+\s+-?\d+\s+([0-9.]+)\s+([0-9.]+)\s+([0-9.]+)")
 
 
@@ -39,20 +57,21 @@ def run(cmd, env=None, timeout=600):
     return p.stdout
 
 
-def weft_sweep(build, ranks, transport, sizes, cputime):
-    """{size: (time_us, busbw)} from all_reduce_perf's out-of-place columns."""
+def weft_sweep(build, collective, ranks, transport, sizes, cputime):
+    """{size: (time_us, busbw)} from <collective>_perf's out-of-place columns (the same columns
+    for every collective: size count type redop root time algbw busbw #wrong ...)."""
     env = dict(os.environ, NCCL_SOCKET_IFNAME="lo")
     for name in ("WEFT_ALGO", "NCCL_ALGO", "WEFT_TUNING_FILE"):
         env.pop(name, None)
     if transport == "tcp":
         env["WEFT_TRANSPORT"] = "tcp"
-    cmd = [f"{build}/tools/weftrun", "-n", str(ranks), "--no-prefix", f"{build}/perf/all_reduce_perf",
+    cmd = [f"{build}/tools/weftrun", "-n", str(ranks), "--no-prefix", f"{build}/perf/{COLLECTIVES[collective][0]}",
            "-b", sizes.b, "-e", sizes.e, "-f", sizes.f, "-n", sizes.n, "-w", sizes.w, "-c", "0",
            "-C", "1" if cputime else "0"]
     rows = {}
     for line in run(cmd, env).splitlines():
         m = ROW.match(line)
-        if m:
+        if m and int(m.group(2)) > 0:
             rows[int(m.group(1))] = (float(m.group(3)), float(m.group(5)))
     return rows
 
@@ -68,13 +87,13 @@ def bench_rows(output):
     return rows
 
 
-def mpi_sweep(build, ranks, transport, sizes):
-    """{size: (time_us, busbw, cpu_us)} from mpi_allreduce_bench."""
+def mpi_sweep(build, collective, ranks, transport, sizes):
+    """{size: (time_us, busbw, cpu_us)} from mpi_collective_bench --collective COLLECTIVE."""
     btl = ["--mca", "btl", "self,vader"] if transport == "shm" else \
         ["--mca", "btl", "self,tcp", "--mca", "btl_tcp_if_include", "lo"]
     cmd = ["mpirun", "--allow-run-as-root", "--oversubscribe", "-np", str(ranks), "--mca", "pml", "ob1", *btl,
-           f"{build}/perf/mpi_allreduce_bench", "-b", sizes.b, "-e", sizes.e, "-f", sizes.f, "-n", sizes.n,
-           "-w", sizes.w]
+           f"{build}/perf/mpi_collective_bench", "--collective", collective, "-b", sizes.b, "-e", sizes.e,
+           "-f", sizes.f, "-n", sizes.n, "-w", sizes.w]
     return bench_rows(run(cmd))
 
 
@@ -120,6 +139,8 @@ def human(size):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("build")
+    parser.add_argument("--collective", default="all_reduce", choices=list(COLLECTIVES),
+                        help="the collective compared (default all_reduce)")
     parser.add_argument("--ranks", type=int, default=2)
     parser.add_argument("--transports", default="shm,tcp")
     parser.add_argument("-b", default="8")
@@ -135,8 +156,12 @@ def main():
     for t in transports:
         if t not in ("shm", "tcp"):
             sys.exit(f"compare.py: --transports: unknown transport '{t}' (shm, tcp)")
-    have_mpi = shutil.which("mpirun") and os.access(f"{build}/perf/mpi_allreduce_bench", os.X_OK)
+    tool, label, reduces, rooted, factor = COLLECTIVES[args.collective]
+    if not os.access(f"{build}/perf/{tool}", os.X_OK):
+        sys.exit(f"compare.py: {build}/perf/{tool} is missing (build it: ninja -C BUILD_DIR {tool})")
+    have_mpi = shutil.which("mpirun") and os.access(f"{build}/perf/mpi_collective_bench", os.X_OK)
     have_gloo = os.access(f"{build}/perf/gloo_allreduce_bench", os.X_OK)
+    gloo_measures = args.collective == "all_reduce"  # Gloo's side is its all-reduce only
 
     ceiling = run([f"{build}/perf/memcpy_bandwidth"]).strip()
     weft = {t: {} for t in transports}
@@ -149,20 +174,27 @@ def main():
                 order = order[r % 3:] + order[:r % 3]  # each system goes first in turn
                 for system in order:
                     if system == "weft":
-                        keep_best(weft[t], weft_sweep(build, args.ranks, t, args, False))
-                        keep_best(weft_cpu[t], weft_sweep(build, args.ranks, t, args, True))
+                        keep_best(weft[t], weft_sweep(build, args.collective, args.ranks, t, args, False))
+                        keep_best(weft_cpu[t], weft_sweep(build, args.collective, args.ranks, t, args, True))
                     elif system == "MPI" and have_mpi:
-                        keep_best(others["MPI"][t], mpi_sweep(build, args.ranks, t, args))
-                    elif system == "Gloo" and have_gloo and t == "tcp":
+                        keep_best(others["MPI"][t], mpi_sweep(build, args.collective, args.ranks, t, args))
+                    elif system == "Gloo" and have_gloo and gloo_measures and t == "tcp":
                         keep_best(others["Gloo"][t], gloo_sweep(build, args.ranks, args))
 
-    print(f"# all-reduce, {args.ranks} ranks, float sum, out of place (Gloo in place); best of {args.rounds} "
+    kind = "float sum" if reduces else "float"
+    if rooted:
+        kind += ", root 0"
+    place = "out of place" + (" (MPI_Bcast in place)" if args.collective == "broadcast" else "") + \
+        (" (Gloo in place)" if gloo_measures and have_gloo and "tcp" in transports else "")
+    print(f"# {label}, {args.ranks} ranks, {kind}, {place}, busbw = algbw * {factor}; best of {args.rounds} "
           "alternated rounds" + (f"; {args.load} busy processes beside the ranks" if args.load else ""))
     print("\n".join(ceiling.splitlines()))
     if not have_mpi:
-        print("# Open MPI: not measured (mpirun or build/perf/mpi_allreduce_bench missing: openmpi-bin, "
+        print("# Open MPI: not measured (mpirun or build/perf/mpi_collective_bench missing: openmpi-bin, "
               "libopenmpi-dev)")
-    if not have_gloo:
+    if not gloo_measures:
+        print(f"# Gloo: not measured for {args.collective}")
+    elif not have_gloo:
         print("# Gloo: not measured (build/perf/gloo_allreduce_bench missing: libgloo-dev)")
     for t in transports:
         print(f"\n## {t}{' (loopback)' if t == 'tcp' else ''}\n")

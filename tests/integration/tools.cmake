@@ -159,7 +159,7 @@ endif()
 # MPI, on shared memory and TCP; the table must have every size and, with MPI, the ratio column.
 if(TARGET all_reduce_perf AND TARGET weftrun AND TARGET memcpy_bandwidth)
   set(weft_compare_expect "\\| 32 KiB \\| [0-9.]+ \\| [0-9.]+ \\| [0-9.]+ \\|")
-  if(TARGET mpi_allreduce_bench)
+  if(TARGET mpi_collective_bench)
     set(weft_compare_expect "MPI time / weft time.*${weft_compare_expect} [0-9.]+ \\| [0-9.]+ \\| [0-9.]+ \\| [0-9.]+ \\|")
   endif()
   add_test(NAME perf.compare_with_open_mpi
@@ -167,4 +167,17 @@ if(TARGET all_reduce_perf AND TARGET weftrun AND TARGET memcpy_bandwidth)
                    -f 64 -n 3 -w 1)
   set_tests_properties(perf.compare_with_open_mpi PROPERTIES LABELS integration TIMEOUT 300 RUN_SERIAL TRUE
                        PASS_REGULAR_EXPRESSION "${weft_compare_expect}")
+endif()
+
+# --collective: all-gather beside MPI_Allgather on shared memory (Gloo's side is all-reduce
+# only); the table must name the collective and have the MPI columns at 64 KiB.
+if(TARGET all_gather_perf AND TARGET weftrun AND TARGET memcpy_bandwidth AND TARGET mpi_collective_bench)
+  add_test(NAME perf.compare_with_open_mpi.all_gather
+           COMMAND /usr/bin/python3 ${PROJECT_SOURCE_DIR}/perf/compare.py ${CMAKE_BINARY_DIR} --collective all_gather
+                   --transports shm --rounds 1 -b 1K -e 64K -f 64 -n 3 -w 1)
+  set_tests_properties(
+    perf.compare_with_open_mpi.all_gather
+    PROPERTIES LABELS integration TIMEOUT 300 RUN_SERIAL TRUE
+               PASS_REGULAR_EXPRESSION
+               "# all-gather, .*# Gloo: not measured for all_gather.*MPI time / weft time.*\\| 64 KiB \\| [0-9.]+ \\| [0-9.]+ \\| [0-9.]+ \\| [0-9.]+ \\| [0-9.]+ \\| [0-9.]+ \\| [0-9.]+ \\|")
 endif()

@@ -16,7 +16,7 @@ packages=(
   libucx-dev                    # the UCX transport
   libibverbs-dev                # the RDMA verbs transport (built; runs where a device exists)
   ucx-utils iperf3              # ceilings beside the between-hosts benchmark (ucx_perftest, iperf3)
-  openmpi-bin libopenmpi-dev    # perf/compare.py's side-by-side Open MPI benchmark (perf/mpi_allreduce_bench.cc)
+  openmpi-bin libopenmpi-dev    # perf/compare.py's side-by-side Open MPI benchmark (perf/mpi_collective_bench.cc)
   libgloo-dev                   # and its Gloo benchmark (perf/gloo_allreduce_bench.cc)
   python3 python3-jsonschema    # report and plot scripts; -J documents checked against their schema
   clang-format-14               # lint.format keeps the tree formatted
