@@ -8,6 +8,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -323,6 +324,18 @@ ncclResult_t recvAll(int fd, void* data, size_t bytes, const Deadline& deadline)
 
 StreamIo sendSome(int fd, const void* data, size_t bytes, size_t* moved) {
   ssize_t n = send(fd, data, bytes, MSG_NOSIGNAL | MSG_DONTWAIT);
+  *moved = n > 0 ? static_cast<size_t>(n) : 0;
+  if (n >= 0) return StreamIo::Moved;
+  return errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR ? StreamIo::WouldBlock : StreamIo::Failed;
+}
+
+StreamIo sendSomeOfTwo(int fd, const void* first, size_t firstBytes, const void* second, size_t secondBytes,
+                       size_t* moved) {
+  iovec parts[2] = {{const_cast<void*>(first), firstBytes}, {const_cast<void*>(second), secondBytes}};
+  msghdr message{};
+  message.msg_iov = firstBytes ? parts : parts + 1;
+  message.msg_iovlen = firstBytes ? 2 : 1;
+  ssize_t n = sendmsg(fd, &message, MSG_NOSIGNAL | MSG_DONTWAIT);
   *moved = n > 0 ? static_cast<size_t>(n) : 0;
   if (n >= 0) return StreamIo::Moved;
   return errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR ? StreamIo::WouldBlock : StreamIo::Failed;

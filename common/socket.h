@@ -56,6 +56,9 @@ enum class StreamIo { Moved, WouldBlock, Closed, Failed };
 // `bytes`; `*moved` says how many. Failed leaves the reason in errno.
 StreamIo sendSome(int fd, const void* data, size_t bytes, size_t* moved);
 StreamIo recvSome(int fd, void* data, size_t bytes, size_t* moved);
+// The same send of two pieces, one after the other, in one system call.
+StreamIo sendSomeOfTwo(int fd, const void* first, size_t firstBytes, const void* second, size_t secondBytes,
+                       size_t* moved);
 
 // A Unix socket address in the abstract namespace (no file; sun_path[0] == 0) named `name`
 // (truncated to what fits); returns the length to pass to bind/connect.

@@ -26,6 +26,16 @@ ncclResult_t Connection::postRecvRange(MemoryHandle, size_t, size_t, RangeReques
 }
 ncclResult_t Connection::testRange(RangeRequest, bool*) { return rangesUnsupported(*this, "testRange"); }
 
+ncclResult_t Connection::sendFrom(const void*, size_t, bool* done) {
+  *done = false;
+  return fail(ncclInvalidUsage, "sendFrom: %s has no in-place messages", transportName());
+}
+ncclResult_t Connection::recvInto(void*, size_t, size_t* got, bool* done) {
+  *got = 0;
+  *done = false;
+  return fail(ncclInvalidUsage, "recvInto: %s has no in-place messages", transportName());
+}
+
 ncclResult_t Connection::mailboxPost(uint64_t, const void*, size_t) {
   return fail(ncclInvalidUsage, "mailboxPost: %s has no mailbox", transportName());
 }

@@ -96,6 +96,20 @@ class Connection {
   // True when sends are still queued locally (the rank must keep calling progress()).
   virtual bool hasPendingSends() const { return false; }
 
+  // In-place messages: sent straight from the caller's memory and received straight into it,
+  // without the staging slot's copy (sockets, where the kernel copies every byte anyway). Only
+  // where transfersInPlace(); the others fail with ncclInvalidUsage. Both are called again with
+  // the same arguments until *done, and until then the caller leaves the memory as it is. They
+  // share the connection's one order with sendBuffer()/recvPeek() messages, and the peer cannot
+  // tell them apart. recvInto sets *got to the next message's size once known: a message of
+  // another size than `bytes` is left for recvPeek() (*done stays false).
+  virtual bool transfersInPlace() const { return false; }
+  virtual ncclResult_t sendFrom(const void* data, size_t bytes, bool* done);
+  virtual ncclResult_t recvInto(void* data, size_t bytes, size_t* got, bool* done);
+  // Lets go of the caller's memory when a run ends before its in-place messages are done (an
+  // error, an abort); a message already half moved leaves the connection failed.
+  virtual void abandonInPlace() {}
+
   // Registered-range transfers (see MemoryHandle). supportsRanges() says whether the rest
   // works; the defaults fail with ncclInvalidUsage "... not supported by <transport>".
   // A send range is matched with the peer's next posted receive range of the same size.

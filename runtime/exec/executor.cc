@@ -29,6 +29,10 @@ bool writesEncoded(const Step& step) {
 // A received range this large will not be read back from cache: write it with streaming stores.
 constexpr size_t kStreamingRangeBytes = 4 << 20;
 
+// Slices at least this large go in place where the connection can (Connection::sendFrom,
+// recvInto): the staging copy is saved; below it a message rides in one slot write.
+constexpr size_t kInPlaceMinBytes = 16 << 10;
+
 BufferRange normalized(BufferRange range, bool sendAliasesRecv) {
   if (sendAliasesRecv && range.buffer == BufferKind::Send) range.buffer = BufferKind::Recv;
   return range;
@@ -117,6 +121,13 @@ CollectiveRun::CollectiveRun(const PreparedSchedule* plan, Connection* const* co
   done_ = plan_->schedule.steps.empty();
 }
 
+CollectiveRun::~CollectiveRun() {
+  // A run that did not finish must not leave a connection reading into or sending from the
+  // caller's buffers after the call returned.
+  if (!done_)
+    for (Connection* c : peers_) c->abandonInPlace();
+}
+
 char* CollectiveRun::address(const BufferRange& range) const {
   const char* base = nullptr;
   if (range.owner >= 0) {
@@ -161,6 +172,15 @@ ncclResult_t CollectiveRun::advance(size_t i, bool* progressed) {
     switch (step.kind) {
       case StepKind::Send: {
         Connection* c = connections_[step.peer];
+        if (bytes >= kInPlaceMinBytes && c->transfersInPlace()) {
+          bool sent = false;
+          WEFT_CHECK(c->sendFrom(address(step.src) + offset, bytes, &sent));
+          if (!sent) {
+            noteWait(c);
+            return ncclSuccess;
+          }
+          break;
+        }
         void* slot = nullptr;
         WEFT_CHECK(reserveSend(c, bytes, &slot));
         if (!slot) return ncclSuccess;
@@ -171,6 +191,15 @@ ncclResult_t CollectiveRun::advance(size_t i, bool* progressed) {
       case StepKind::Recv:
       case StepKind::RecvReduce: {
         Connection* c = connections_[step.peer];
+        if (step.kind == StepKind::Recv && bytes >= kInPlaceMinBytes && c->transfersInPlace()) {
+          size_t got = 0;
+          bool received = false;
+          WEFT_CHECK(c->recvInto(address(step.dst) + offset, bytes, &got, &received));
+          if (received) break;
+          if (got != 0 && got != bytes) return sizeMismatch(i, got, bytes);
+          noteWait(c);
+          return ncclSuccess;
+        }
         const void* data = nullptr;
         WEFT_CHECK(nextMessage(c, bytes, i, &data));
         if (!data) return ncclSuccess;
@@ -403,14 +432,18 @@ ncclResult_t CollectiveRun::nextMessage(Connection* c, size_t expected, size_t s
     return ncclSuccess;
   }
   if (got != expected) {
-    const Step& s = plan_->schedule.steps[step];
     *data = nullptr;
-    return fail(ncclInvalidUsage,
-                "%s #%llu: rank %d sent %zu bytes where %zu were expected at step %zu (%s): the ranks disagree on the "
-                "count, datatype, collective or compression",
-                name_, static_cast<unsigned long long>(sequence_), s.peer, got, expected, step, stepKindName(s.kind));
+    return sizeMismatch(step, got, expected);
   }
   return ncclSuccess;
+}
+
+ncclResult_t CollectiveRun::sizeMismatch(size_t step, size_t got, size_t expected) const {
+  const Step& s = plan_->schedule.steps[step];
+  return fail(ncclInvalidUsage,
+              "%s #%llu: rank %d sent %zu bytes where %zu were expected at step %zu (%s): the ranks disagree on the "
+              "count, datatype, collective or compression",
+              name_, static_cast<unsigned long long>(sequence_), s.peer, got, expected, step, stepKindName(s.kind));
 }
 
 void CollectiveRun::noteWait(Connection* c) {

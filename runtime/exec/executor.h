@@ -1,6 +1,7 @@
 // The executor: the one engine that runs schedules for real. It splits every step into
 // slices, lets a slice go as soon as the slice it depends on is done (so a ring forwards a
-// slice while the next one is still arriving), posts slices to the transports, reduces
+// slice while the next one is still arriving), posts slices to the transports (straight from
+// and into the call's buffers where a transport can: Connection::sendFrom, recvInto), reduces
 // straight out of receive slots, and turns any transport failure into an error.
 #pragma once
 
@@ -68,6 +69,9 @@ class CollectiveRun {
   // `connections` is indexed by peer rank; every peer the schedule names must be connected.
   CollectiveRun(const PreparedSchedule* plan, Connection* const* connections, RunBuffers buffers,
                 RunReduction reduction, const char* name, uint64_t sequence);
+  ~CollectiveRun();
+  CollectiveRun(const CollectiveRun&) = delete;
+  CollectiveRun& operator=(const CollectiveRun&) = delete;
 
   // Does everything that can be done now without waiting; *progressed says whether anything
   // moved. Returns an error when a transport failed or a peer broke the protocol.
@@ -127,6 +131,8 @@ class CollectiveRun {
   // The next message on `c` (*data null, the wait noted, while none has arrived); a message of
   // another size than `expected` is the ranks disagreeing, reported naming the peer and step.
   ncclResult_t nextMessage(Connection* c, size_t expected, size_t step, const void** data);
+  // The error of a message of `got` bytes from step's peer where `expected` were due.
+  ncclResult_t sizeMismatch(size_t step, size_t got, size_t expected) const;
   char* address(const BufferRange& range) const;
 
   const PreparedSchedule* plan_;

@@ -271,4 +271,31 @@ TEST(Mismatch, DifferentCountsAreReportedNotCorrupted) {
   EXPECT_EQ(describeFailures(outcomes), "");
 }
 
+// The same over TCP with slices large enough to be received in place (straight into the
+// call's buffer): the disagreement is an error naming a rank, and nothing lands past the
+// buffer the call was given.
+TEST(Mismatch, DifferentCountsOverTcpInPlaceAreReportedWithinTheBuffer) {
+  auto outcomes = runRankProcesses(
+      2,
+      [](int rank, const ncclUniqueId& id) {
+        setenv("WEFT_TIMEOUT", "3", 1);
+        setenv("WEFT_TRANSPORT", "tcp", 1);
+        ncclComm_t comm;
+        if (ncclCommInitRank(&comm, 2, id, rank) != ncclSuccess) return 1;
+        const size_t count = rank == 0 ? 50000 : 70000;  // floats per rank: slices of 200 and 256 KiB
+        constexpr float kGuard = -7.0f;
+        std::vector<float> input(count, static_cast<float>(rank + 1)), output(2 * count + 1024, kGuard);
+        ncclResult_t result = ncclAllGather(input.data(), output.data(), count, ncclFloat32, comm, nullptr);
+        if (result == ncclSuccess) return 2;
+        std::string message = ncclGetLastError(comm);
+        bool explains = message.find("rank") != std::string::npos;
+        for (size_t i = 2 * count; i < output.size(); ++i)
+          if (output[i] != kGuard) return 4;
+        ncclCommAbort(comm);
+        return explains ? 0 : 3;
+      },
+      60);
+  EXPECT_EQ(describeFailures(outcomes), "");
+}
+
 }  // namespace

@@ -9,6 +9,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <memory>
@@ -195,8 +196,17 @@ class ConnectionContract : public ::testing::TestWithParam<size_t> {
 // appears while receiving and checking the peer's. Empty when all went well. An iteration that
 // moved nothing yields, so that the two spinning ends hand over quickly with more threads than
 // cores (a spinner that never yields holds its core for a whole time slice per hand-off).
-std::string exchangeMessages(Connection* c, uint64_t sendSalt, uint64_t receiveSalt, const std::vector<size_t>& sizes) {
+// `mixInPlace`: in-place messages (Connection::sendFrom, recvInto) among the slot ones, message
+// i leaving in place when sentInPlace(i) and taken in place when takenInPlace(i), each side
+// choosing on its own, as a rank does by slice size.
+bool sentInPlace(uint64_t i) { return i % 3 != 1; }
+bool takenInPlace(uint64_t i) { return i % 4 < 2; }
+
+std::string exchangeMessages(Connection* c, uint64_t sendSalt, uint64_t receiveSalt, const std::vector<size_t>& sizes,
+                             bool mixInPlace = false) {
   size_t sent = 0, received = 0;
+  std::vector<char> outgoing, incoming;  // the in-place message's memory, left alone until done
+  bool sending = false, receiving = false;
   auto deadline = Clock::now() + kDeadline;
   auto failure = [&](const std::string& what) {
     return what + " (sent " + std::to_string(sent) + ", received " + std::to_string(received) + ")";
@@ -205,7 +215,20 @@ std::string exchangeMessages(Connection* c, uint64_t sendSalt, uint64_t receiveS
     if (Clock::now() > deadline) return failure("deadline");
     if (c->progress() != ncclSuccess) return failure(lastErrorMessage());
     const size_t before = sent + received;
-    if (sent < sizes.size()) {
+    if (sent < sizes.size() && mixInPlace && sentInPlace(sent)) {
+      if (!sending) {
+        outgoing.resize(sizes[sent]);
+        fillMessage(outgoing.data(), sendSalt + sent, sizes[sent]);
+        sending = true;
+      }
+      bool done = false;
+      if (c->sendFrom(outgoing.data(), sizes[sent], &done) != ncclSuccess) return failure(lastErrorMessage());
+      if (done) {
+        std::fill(outgoing.begin(), outgoing.end(), 0);  // the transport must be finished with it
+        sending = false;
+        ++sent;
+      }
+    } else if (sent < sizes.size()) {
       void* buffer = nullptr;
       if (c->sendBuffer(sizes[sent], &buffer) != ncclSuccess) return failure(lastErrorMessage());
       if (buffer) {
@@ -214,7 +237,22 @@ std::string exchangeMessages(Connection* c, uint64_t sendSalt, uint64_t receiveS
         ++sent;
       }
     }
-    if (received < sizes.size()) {
+    if (received < sizes.size() && mixInPlace && takenInPlace(received)) {
+      if (!receiving) incoming.assign(sizes[received] + 1, 0x5a);  // one byte more: nothing written past it
+      receiving = true;
+      size_t got = 0;
+      bool done = false;
+      if (c->recvInto(incoming.data(), sizes[received], &got, &done) != ncclSuccess) return failure(lastErrorMessage());
+      if (got != 0 && got != sizes[received])
+        return failure("message of " + std::to_string(got) + " bytes, expected " + std::to_string(sizes[received]));
+      if (done) {
+        long at = firstMismatch(incoming.data(), receiveSalt + received, sizes[received]);
+        if (at >= 0) return failure("message differs at byte " + std::to_string(at));
+        if (incoming.back() != 0x5a) return failure("written past the message");
+        receiving = false;
+        ++received;
+      }
+    } else if (received < sizes.size()) {
       const void* data = nullptr;
       size_t bytes = 0;
       if (c->recvPeek(&data, &bytes) != ncclSuccess) return failure(lastErrorMessage());
@@ -332,6 +370,93 @@ TEST_P(ConnectionContract, LargestMessagePassesAndOneByteMoreFailsCleanly) {
   EXPECT_TRUE(receiveMessage(fromB_.get(), 2, 8));
   EXPECT_TRUE(receiveMessage(fromB_.get(), 3, 0));
   flusher2.join();
+}
+
+TEST_P(ConnectionContract, InPlaceMessagesKeepOrderAmongSlotMessagesOrSayTheyAreNotSupported) {
+  if (!fromA_->transfersInPlace()) {
+    std::vector<char> memory(64);
+    bool done = true;
+    size_t got = 1;
+    EXPECT_EQ(fromA_->sendFrom(memory.data(), memory.size(), &done), ncclInvalidUsage);
+    EXPECT_NE(lastErrorMessage().find("no in-place messages"), std::string::npos) << lastErrorMessage();
+    EXPECT_EQ(fromB_->recvInto(memory.data(), memory.size(), &got, &done), ncclInvalidUsage);
+    EXPECT_FALSE(done);
+    EXPECT_EQ(got, 0u);
+    return;
+  }
+  ASSERT_TRUE(fromB_->transfersInPlace());
+  const size_t maxBytes = fromA_->maxMessageBytes();
+  std::vector<size_t> sizes = {maxBytes, maxBytes, 0, 1, 64 << 10, maxBytes, 7, maxBytes, maxBytes, 3};
+  for (uint64_t i = 0; sizes.size() < 300; ++i) sizes.push_back((i * 2654435761u) % (maxBytes + 1));
+  std::string errorB;
+  std::thread b([&] { errorB = exchangeMessages(fromB_.get(), 1000000, 0, sizes, true); });
+  std::string errorA = exchangeMessages(fromA_.get(), 0, 1000000, sizes, true);
+  b.join();
+  EXPECT_EQ(errorA, "");
+  EXPECT_EQ(errorB, "");
+}
+
+// A message of another size than the receiver waits for in place is not taken: the receiver
+// learns its size (the executor reports the ranks' disagreement) and it stays for recvPeek.
+TEST_P(ConnectionContract, InPlaceReceiveOfAnotherSizeLeavesTheMessage) {
+  if (!fromA_->transfersInPlace()) GTEST_SKIP() << "skipped: " << entry().name << " has no in-place messages";
+  const size_t bytes = std::min<size_t>(64 << 10, fromA_->maxMessageBytes());
+  std::vector<char> outgoing(bytes);
+  fillMessage(outgoing.data(), 5, bytes);
+  bool sent = false;
+  std::vector<char> incoming(bytes, 0);
+  size_t got = 0;
+  bool done = false;
+  auto deadline = Clock::now() + kDeadline;
+  while (got == 0) {
+    ASSERT_LT(Clock::now(), deadline);
+    if (!sent) {
+      ASSERT_OK(fromA_->sendFrom(outgoing.data(), bytes, &sent));
+    }
+    ASSERT_OK(fromB_->recvInto(incoming.data(), bytes / 2, &got, &done));
+    ASSERT_FALSE(done);
+  }
+  EXPECT_EQ(got, bytes);
+  EXPECT_EQ(incoming, std::vector<char>(bytes, 0)) << "nothing of it may land in the caller's memory";
+  ASSERT_OK(flushSends(fromA_.get()));
+  EXPECT_TRUE(receiveMessage(fromB_.get(), 5, bytes, fromA_.get()));
+}
+
+// A run that ends while a message leaves in place (an error, an abort) abandons it. The memory
+// is the caller's again at once: whatever the peer then receives is whole and right, or the
+// connection is an error naming why; never bytes written after the abandon.
+TEST_P(ConnectionContract, AbandonedInPlaceSendNeverSendsTheCallersMemoryAfterward) {
+  if (!fromA_->transfersInPlace()) GTEST_SKIP() << "skipped: " << entry().name << " has no in-place messages";
+  const size_t bytes = fromA_->maxMessageBytes();
+  std::vector<char> memory(bytes);
+  uint64_t sent = 0;
+  bool done = true;
+  // Send until the socket stops taking a message whole (the receiver does not read yet).
+  for (; done && sent < 10000; ++sent) {
+    fillMessage(memory.data(), sent, bytes);
+    auto deadline = Clock::now() + std::chrono::milliseconds(50);
+    do {
+      ASSERT_OK(fromA_->sendFrom(memory.data(), bytes, &done));
+    } while (!done && Clock::now() < deadline);
+  }
+  ASSERT_FALSE(done) << "the sender never ran out of room";
+  fromA_->abandonInPlace();
+  std::fill(memory.begin(), memory.end(), 0);  // the caller reuses its memory
+  const uint64_t whole = sent - 1;             // messages that left before the abandoned one
+  for (uint64_t i = 0; i < whole; ++i) ASSERT_TRUE(receiveMessage(fromB_.get(), i, bytes, fromA_.get()));
+  // The abandoned one: if none of it had left, the connection carries on with the next message;
+  // otherwise both ends fail.
+  const ncclResult_t senderState = fromA_->checkPeer();
+  if (senderState == ncclSuccess) {
+    ASSERT_OK(sendMessage(fromA_.get(), 77, 16));
+    ASSERT_OK(flushSends(fromA_.get()));
+    EXPECT_TRUE(receiveMessage(fromB_.get(), 77, 16));
+    return;
+  }
+  EXPECT_NE(lastErrorMessage().find("in the middle of a message"), std::string::npos) << lastErrorMessage();
+  const void* data = nullptr;
+  size_t got = 0;
+  EXPECT_NE(awaitMessage(fromB_.get(), &data, &got), ncclSuccess) << "the receiver got " << got << " bytes";
 }
 
 TEST_P(ConnectionContract, RegisteredRangesWorkOrSayTheyAreNotSupported) {

@@ -66,6 +66,8 @@ class TcpConnection : public Connection {
   }
 
   const char* transportName() const override { return "TCP"; }
+  // Plain sockets only: TLS copies every byte into its records anyway.
+  bool transfersInPlace() const override { return !tls_; }
   size_t maxMessageBytes() const override { return send_.slotBytes; }
 
   ncclResult_t sendBuffer(size_t bytes, void** buffer) override {
@@ -104,16 +106,80 @@ class TcpConnection : public Connection {
 
   void recvRelease() override { ++recv_.head; }
 
+  // The message leaves from `data` after every frame queued before it, header and bytes in one
+  // write where the socket takes them.
+  ncclResult_t sendFrom(const void* data, size_t bytes, bool* done) override {
+    *done = false;
+    if (tls_) return Connection::sendFrom(data, bytes, done);
+    if (!sendInPlace_.data) {
+      WEFT_CHECK(pumpSends());
+      if (!send_.empty()) return ncclSuccess;  // frames queued before it go first
+      if (bytes > UINT32_MAX) return fail(ncclInvalidUsage, "tcp: a message of %zu bytes is too large", bytes);
+      sendInPlace_ = InPlaceSend{static_cast<const char*>(data), bytes, 0,
+                                 FrameHeader{kFrameMagic, static_cast<uint32_t>(bytes)}, false};
+    } else if (sendInPlace_.data != data || sendInPlace_.bytes != bytes) {
+      return fail(ncclInternalError, "tcp: a message to rank %d is still being sent in place", peerRank_);
+    }
+    WEFT_CHECK(pumpSends());
+    // Finished here or by an earlier progress(): said once, to this caller.
+    if (sendInPlace_.complete) {
+      sendInPlace_ = InPlaceSend{};
+      *done = true;
+    }
+    return ncclSuccess;
+  }
+
+  // The next message lands in `data` when nothing before it is still in the receive ring; what
+  // the ring already holds is copied out of it.
+  ncclResult_t recvInto(void* data, size_t bytes, size_t* got, bool* done) override {
+    *got = 0;
+    *done = false;
+    if (tls_) return Connection::recvInto(data, bytes, got, done);
+    if (!recvInPlace_.data) {
+      if (!recv_.empty() || recvOffset_ != 0) return recvFromRing(data, bytes, got, done);
+      recvInPlace_ = InPlaceRecv{static_cast<char*>(data), bytes, false};
+    } else if (recvInPlace_.data != data || recvInPlace_.bytes != bytes) {
+      return fail(ncclInternalError, "tcp: a message from rank %d is still being received in place", peerRank_);
+    }
+    WEFT_CHECK(pumpReceives());
+    if (recvInPlace_.complete) {
+      recvInPlace_ = InPlaceRecv{};
+      *got = bytes;
+      *done = true;
+      return ncclSuccess;
+    }
+    // Its header named another size: the message went to the ring, for the caller to report.
+    if (!recvInPlace_.data) return recvFromRing(data, bytes, got, done);
+    if (peerClosed_) return failed_ = fail(ncclRemoteError, "tcp: rank %d closed the connection", peerRank_);
+    return ncclSuccess;
+  }
+
+  void abandonInPlace() override {
+    // A frame half written or half read cannot be finished without the caller's memory: the
+    // stream is out of step from here on.
+    const bool sendStarted = sendInPlace_.data && !sendInPlace_.complete && sendInPlace_.sent > 0;
+    const bool recvStarted = recvInPlace_.data && recvToCaller_;
+    if (sendStarted || recvStarted) {
+      brokenMidMessage_ = true;  // reported by the next use (the caller's error stands now)
+      shutdown(fd_, SHUT_RDWR);
+    }
+    sendInPlace_ = InPlaceSend{};
+    recvInPlace_ = InPlaceRecv{};
+    recvToCaller_ = false;
+  }
+
   ncclResult_t progress() override {
     WEFT_CHECK(pumpSends());
     return pumpReceives();
   }
 
-  ncclResult_t checkPeer() override { return failed_; }
+  ncclResult_t checkPeer() override { return usable(); }
   int pollFd() const override { return peerClosed_ && send_.empty() ? -1 : fd_; }
   // Records TLS has already read from the socket wake no poll(2): progress instead of sleeping.
   bool armPollFd() override { return !tls_ || !tls_->hasBufferedInput(); }
-  bool hasPendingSends() const override { return !send_.empty() || (tls_ && tls_->hasUnsentOutput()); }
+  bool hasPendingSends() const override {
+    return !send_.empty() || (sendInPlace_.data && !sendInPlace_.complete) || (tls_ && tls_->hasUnsentOutput());
+  }
 
  private:
   // One non-blocking write or read on the socket, through TLS when it is on.
@@ -132,9 +198,47 @@ class TcpConnection : public Connection {
     return failed_ = fail(ncclRemoteError, "tcp: %s rank %d failed: %s", what, peerRank_, strerror(errno));
   }
 
-  // Writes queued frames (header and payload, one after the other in the ring) until the
-  // socket would block.
+  // failed_, or the error of a connection left out of step by abandonInPlace().
+  ncclResult_t usable() {
+    if (brokenMidMessage_ && failed_ == ncclSuccess)
+      failed_ = fail(ncclRemoteError,
+                     "tcp: the connection to rank %d was closed: an earlier collective ended in "
+                     "the middle of a message",
+                     peerRank_);
+    return failed_;
+  }
+
+  // recvInto from the ring: the next message, copied out of its slot when it is `bytes` long.
+  ncclResult_t recvFromRing(void* data, size_t bytes, size_t* got, bool* done) {
+    const void* message = nullptr;
+    WEFT_CHECK(recvPeek(&message, got));
+    if (!message || *got != bytes) return ncclSuccess;
+    memcpy(data, message, bytes);
+    recvRelease();
+    *done = true;
+    return ncclSuccess;
+  }
+
+  // Writes the message sent in place (started only when the ring was empty, so it goes first),
+  // then queued frames (header and payload, one after the other in the ring), until the socket
+  // would block.
   ncclResult_t pumpSends() {
+    WEFT_CHECK(usable());
+    while (sendInPlace_.data && !sendInPlace_.complete) {
+      InPlaceSend& m = sendInPlace_;
+      const size_t headerLeft = m.sent < sizeof(FrameHeader) ? sizeof(FrameHeader) - m.sent : 0;
+      const size_t bodySent = m.sent - (sizeof(FrameHeader) - headerLeft);
+      size_t moved = 0;
+      switch (sendSomeOfTwo(fd_, reinterpret_cast<const char*>(&m.header) + (sizeof(FrameHeader) - headerLeft),
+                            headerLeft, m.data + bodySent, m.bytes - bodySent, &moved)) {
+        case StreamIo::Moved: break;
+        case StreamIo::WouldBlock: return ncclSuccess;
+        case StreamIo::Closed:
+        case StreamIo::Failed: return streamFailed("send to");
+      }
+      m.sent += moved;
+      m.complete = m.sent == sizeof(FrameHeader) + m.bytes;
+    }
     while (!send_.empty()) {
       const size_t frameBytes = sizeof(FrameHeader) + send_.sizes[send_.head % send_.slots];
       size_t moved = 0;
@@ -157,7 +261,7 @@ class TcpConnection : public Connection {
 
   // Reads whole frames into free receive slots until the socket has no more data.
   ncclResult_t pumpReceives() {
-    WEFT_CHECK(failed_);
+    WEFT_CHECK(usable());
     while (!recv_.full() && !peerClosed_) {
       char* slot = recv_.slot(recv_.tail);
       size_t moved = 0;
@@ -166,7 +270,8 @@ class TcpConnection : public Connection {
         io = readSome(reinterpret_cast<char*>(&recvHeader_) + recvOffset_, sizeof(FrameHeader) - recvOffset_, &moved);
       } else {
         size_t done = recvOffset_ - sizeof(FrameHeader);
-        if (recvHeader_.bytes > done) io = readSome(slot + done, recvHeader_.bytes - done, &moved);
+        char* into = recvToCaller_ ? recvInPlace_.data : slot;
+        if (recvHeader_.bytes > done) io = readSome(into + done, recvHeader_.bytes - done, &moved);
       }
       if (io == StreamIo::WouldBlock) return ncclSuccess;
       if (io == StreamIo::Failed) return streamFailed("receive from");
@@ -179,16 +284,27 @@ class TcpConnection : public Connection {
         if (recvHeader_.magic != kFrameMagic)
           return failed_ = fail(ncclSystemError, "tcp: corrupt frame from rank %d (magic %08x, %u bytes)", peerRank_,
                                 recvHeader_.magic, recvHeader_.bytes);
+        // The message a caller waits for in place (recvInto registers it only while the ring is
+        // empty, so this is it) lands in its memory; one of another size goes to the ring.
+        if (recvInPlace_.data && !recvInPlace_.complete) {
+          recvToCaller_ = recvHeader_.bytes == recvInPlace_.bytes;
+          if (!recvToCaller_) recvInPlace_ = InPlaceRecv{};
+        }
         // Never read a frame past the slot it lands in.
-        if (recvHeader_.bytes > recv_.slotBytes)
+        if (!recvToCaller_ && recvHeader_.bytes > recv_.slotBytes)
           return failed_ = fail(ncclInvalidUsage,
                                 "tcp: rank %d sent a message of %u bytes, above this rank's slot of %zu bytes "
                                 "(WEFT_TCP_SLOT_BYTES differs between the ranks?)",
                                 peerRank_, recvHeader_.bytes, recv_.slotBytes);
       }
       if (recvOffset_ >= sizeof(FrameHeader) && recvOffset_ - sizeof(FrameHeader) == recvHeader_.bytes) {
-        recv_.sizes[recv_.tail % recv_.slots] = recvHeader_.bytes;
-        ++recv_.tail;
+        if (recvToCaller_) {
+          recvInPlace_.complete = true;
+          recvToCaller_ = false;
+        } else {
+          recv_.sizes[recv_.tail % recv_.slots] = recvHeader_.bytes;
+          ++recv_.tail;
+        }
         recvOffset_ = 0;
       }
     }
@@ -203,6 +319,22 @@ class TcpConnection : public Connection {
   size_t sendOffset_ = 0;
   size_t recvOffset_ = 0;
   FrameHeader recvHeader_{};
+  // The message being sent from the caller's memory (sendFrom): data null when none.
+  struct InPlaceSend {
+    const char* data = nullptr;
+    size_t bytes = 0;
+    size_t sent = 0;  // of header and bytes together
+    FrameHeader header{};
+    bool complete = false;  // until sendFrom has said so
+  } sendInPlace_;
+  // The message the caller waits for in its memory (recvInto): data null when none.
+  struct InPlaceRecv {
+    char* data = nullptr;
+    size_t bytes = 0;
+    bool complete = false;
+  } recvInPlace_;
+  bool recvToCaller_ = false;  // the frame being read goes to recvInPlace_.data
+  bool brokenMidMessage_ = false;
   ncclResult_t failed_ = ncclSuccess;
   bool peerClosed_ = false;
   SendReservation reserved_;
