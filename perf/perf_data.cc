@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <random>
 
 namespace weft::perf {
 namespace {
@@ -179,6 +180,17 @@ void poisonBuffer(void* buffer, size_t count, ncclDataType_t type) {
     return;
   }
   for (size_t i = 0; i < count; ++i) storeElement(buffer, i, type, -1e300);  // saturates to min
+}
+
+void fillNormal(void* buffer, size_t count, ncclDataType_t type, uint64_t seed) {
+  std::mt19937_64 engine(seed);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  if (type == ncclFloat32) {
+    auto* out = static_cast<float*>(buffer);
+    for (size_t i = 0; i < count; ++i) out[i] = normal(engine);
+    return;
+  }
+  for (size_t i = 0; i < count; ++i) storeElement(buffer, i, type, normal(engine));
 }
 
 DataGen::DataGen(ncclDataType_t type, int op, int nranks, uint64_t seed)

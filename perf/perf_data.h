@@ -55,6 +55,8 @@ double roundToType(double value, ncclDataType_t type);
 // Fills count elements with a pattern that no check ever expects (NaN for float types, the
 // most negative value for signed and the largest for unsigned integers).
 void poisonBuffer(void* buffer, size_t count, ncclDataType_t type);
+// Fills count elements with N(0, 1) values drawn from `seed` (-D normal), rounded to `type`.
+void fillNormal(void* buffer, size_t count, ncclDataType_t type, uint64_t seed);
 
 constexpr int kNoOp = -1;  // data for collectives that do not reduce (copies only)
 

@@ -254,6 +254,8 @@ PerfJsonPlacement Runner::benchTime(ncclDataType_t type, ncclRedOp_t op, size_t 
   };
 
   if (o_.check) initData(0);
+  if (o_.data == InputData::Normal)
+    fillNormal(const_cast<char*>(sendPtr), c.sendCount, type, testSeed(type, dataOp, bytes, inPlace, rank_));
   runOnce(sendPtr, recvPtr, c, type, op);  // sync, as nccl-tests
   barrier();
 

@@ -57,6 +57,9 @@ const Flag kFlags[] = {
     {'I', "per_iter_timing", "<0/1> time every iteration: min/max/p99/cv% columns, per-rank times in -J"},
     {'K', "per_iter_skip", "<count> leading iterations the -I statistics leave out (default: 0)"},
     {'J', "output_file", "<file> write nccl-tests' JSON document there (the name must end in .json)"},
+    {'D', "data",
+     "<check/normal> inputs: the check's pattern (the default; written only for -c > 0) or N(0,1) gradients "
+     "(-c 0, floating types; in place they grow by the rank count every call)"},
     {'h', "help", nullptr},
 };
 
@@ -209,6 +212,14 @@ bool applyFlag(const Flag& flag, const std::string& value, PerfParse* result, st
       o.outputFile = value;
       break;
     }
+    case 'D':
+      if (lower(value) == "check")
+        o.data = InputData::Check;
+      else if (lower(value) == "normal")
+        o.data = InputData::Normal;
+      else
+        return failed("invalid input data " + what + " (check/normal)");
+      break;
     case 'p':
     case 'y':
       if (!parseInt(value, 0, 1, &n)) return failed("invalid flag " + what);
@@ -357,6 +368,12 @@ PerfParse parsePerfArgs(int argc, const char* const* argv, const char* memAllocE
   if (o.perIterSkip >= o.iters)
     return fail("-K " + std::to_string(o.perIterSkip) + " leaves none of the " + std::to_string(o.iters) +
                 " iterations (-n) for the -I statistics");
+  if (o.data == InputData::Normal) {
+    if (o.check) return fail("-D normal needs -c 0: random gradients have no reference result to check against");
+    for (ncclDataType_t type : o.types)
+      if (type != ncclFloat16 && type != ncclFloat32 && type != ncclFloat64 && type != ncclBfloat16)
+        return fail("-D normal needs a floating type (half, float, double, bfloat16)");
+  }
   if (o.perIterSkip && !o.perIterTiming) {
     result.warnings += "# -K ignored: it applies to -I 1's statistics\n";
     o.perIterSkip = 0;

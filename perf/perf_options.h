@@ -11,6 +11,13 @@
 
 namespace weft::perf {
 
+// -D: what the send buffers hold while the collective is timed.
+enum class InputData {
+  Check,   // nccl-tests' check pattern, written only for -c > 0 (small integers; zeros with -c 0)
+  Normal,  // N(0, 1) values, every rank its own, written once per size: gradients as a trainer's
+           // compressed all-reduce meets them (top-k on the pattern is a pathological run of ties)
+};
+
 struct PerfOptions {
   size_t minBytes = 32u << 20;                      // -b
   size_t maxBytes = 32u << 20;                      // -e
@@ -32,6 +39,7 @@ struct PerfOptions {
   std::string outputFile;                           // -J: nccl-tests' JSON document (rank 0 writes it)
   int perIterTiming = 0;                            // -I: per-iteration times and their statistics
   int perIterSkip = 0;                              // -K: leading iterations the -I statistics leave out
+  InputData data = InputData::Check;                // -D
 };
 
 struct PerfParse {

@@ -156,6 +156,47 @@ TEST(PerfArgs, RejectsBadValues) {
   EXPECT_NE(perfUsage("all_reduce_perf").find("[-b,--minbytes"), std::string::npos);
 }
 
+// -D normal: gradients for the compressed all-reduce; unchecked, floating types only.
+TEST(PerfArgs, NormalDataNeedsNoCheckAndAFloatingType) {
+  EXPECT_EQ(parse({}).options.data, InputData::Check);
+  PerfParse ok = parse({"-D", "normal", "-c", "0", "-d", "bfloat16"});
+  ASSERT_EQ(ok.kind, PerfParse::kRun) << ok.error;
+  EXPECT_EQ(ok.options.data, InputData::Normal);
+  EXPECT_EQ(parse({"--data", "check"}).options.data, InputData::Check);
+  PerfParse checked = parse({"-D", "normal"});
+  EXPECT_EQ(checked.kind, PerfParse::kError);
+  EXPECT_NE(checked.error.find("-c 0"), std::string::npos) << checked.error;
+  PerfParse integers = parse({"-D", "normal", "-c", "0", "-d", "int32"});
+  EXPECT_EQ(integers.kind, PerfParse::kError);
+  EXPECT_NE(integers.error.find("floating type"), std::string::npos) << integers.error;
+  PerfParse unknown = parse({"-D", "uniform", "-c", "0"});
+  EXPECT_EQ(unknown.kind, PerfParse::kError);
+  EXPECT_NE(unknown.error.find("check/normal"), std::string::npos) << unknown.error;
+}
+
+// fillNormal: N(0, 1) from the seed: mean near 0, variance near 1, another seed other values.
+TEST(PerfData, NormalGradientsHaveTheirMomentsAndFollowTheSeed) {
+  const size_t n = 1 << 16;
+  std::vector<float> a(n), b(n), again(n);
+  fillNormal(a.data(), n, ncclFloat32, 1);
+  fillNormal(b.data(), n, ncclFloat32, 2);
+  fillNormal(again.data(), n, ncclFloat32, 1);
+  double mean = 0, squares = 0;
+  for (float x : a) {
+    mean += x;
+    squares += static_cast<double>(x) * x;
+  }
+  mean /= n;
+  EXPECT_NEAR(mean, 0.0, 0.02);
+  EXPECT_NEAR(squares / n - mean * mean, 1.0, 0.03);
+  EXPECT_EQ(a, again);
+  EXPECT_NE(a, b);
+  std::vector<uint16_t> half(n);
+  fillNormal(half.data(), n, ncclFloat16, 1);
+  for (size_t i = 0; i < 64; ++i)
+    EXPECT_NEAR(loadElement(half.data(), i, ncclFloat16), a[i], 1e-3 * (1 + std::fabs(a[i])));
+}
+
 TEST(PerfArgs, SizeSteps) {
   PerfOptions o = parse({"-b", "8", "-e", "1M", "-f", "4"}).options;
   EXPECT_EQ(sizeSteps(o), (std::vector<size_t>{8, 32, 128, 512, 2048, 8192, 32768, 131072, 524288}));
