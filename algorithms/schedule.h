@@ -82,6 +82,10 @@ struct Schedule {
   // sliced at codecSliceElements * 4 bytes) and the encoded size of a full slice.
   size_t codecSliceElements = 0;
   size_t encodedSliceBytes = 0;
+  // Every element is encoded once, straight from what ToFloat made of it (the all-gather
+  // algorithm): error feedback then needs no pass of its own. ToFloat leaves that value in the
+  // residual, and EncodeSend takes off only what the encoding kept (for top-k, k elements).
+  bool encodesToFloatOnce = false;
 
   // Which buffers the steps read and write; same-buffer in-place calls make Send alias Recv.
   std::string toString() const;

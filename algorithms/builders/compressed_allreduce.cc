@@ -138,6 +138,7 @@ Schedule buildCompressedAllReduce(const CompressedAllReduceParams& p) {
     return BufferRange{BufferKind::Scratch, encodedBase + static_cast<size_t>(r) * pitch, total};
   };
   schedule.scratchBytes = encodedBase + static_cast<size_t>(n) * pitch;
+  schedule.encodesToFloatOnce = true;
   add(StepKind::ToFloat, -1, user(BufferKind::Send, whole), acc(whole));
   add(StepKind::EncodeSend, next, acc(whole), {}, encodedOf(p.rank));
   for (int s = 0; s < n - 1; ++s) {
@@ -145,9 +146,12 @@ Schedule buildCompressedAllReduce(const CompressedAllReduceParams& p) {
     add(StepKind::RecvEncoded, prev, {}, {}, encodedOf(origin));
     if (s < n - 2) add(StepKind::SendEncoded, next, {}, {}, encodedOf(origin));
   }
-  add(StepKind::Decode, -1, {}, acc(whole), encodedOf(0));
-  for (int r = 1; r < n; ++r) add(StepKind::DecodeAdd, -1, acc(whole), acc(whole), encodedOf(r));
-  add(StepKind::FromFloat, -1, acc(whole), user(BufferKind::Recv, whole));
+  // A float32 sum is decoded straight into the receive buffer: no final copy out of scratch.
+  const bool decodeIntoRecv = p.elementSize == sizeof(float) && !p.average;
+  const BufferRange sum = decodeIntoRecv ? user(BufferKind::Recv, whole) : acc(whole);
+  add(StepKind::Decode, -1, {}, sum, encodedOf(0));
+  for (int r = 1; r < n; ++r) add(StepKind::DecodeAdd, -1, sum, sum, encodedOf(r));
+  if (!decodeIntoRecv) add(StepKind::FromFloat, -1, acc(whole), user(BufferKind::Recv, whole));
   return schedule;
 }
 

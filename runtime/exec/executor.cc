@@ -164,7 +164,9 @@ ncclResult_t CollectiveRun::advance(size_t i, bool* progressed) {
       if (waiting) return ncclSuccess;
       ++k;
       *progressed = true;
-      continue;
+      // One slice per pass: the next step takes this slice while it is still in cache (a
+      // codec pipeline makes several passes over each slice; the whole buffer would not fit).
+      return ncclSuccess;
     }
     size_t offset = static_cast<size_t>(k) * sliceBytes;
     size_t rangeBytes = step.kind == StepKind::Recv ? step.dst.bytes : step.src.bytes;
@@ -341,14 +343,31 @@ ncclResult_t CollectiveRun::moveEncoded(size_t i, uint32_t k, bool* waiting) {
 void CollectiveRun::toFloat(const Step& step, const CodecSlice& slice) {
   const char* in = address(step.src) + slice.first * elementSize_;
   float* out = floatAt(step.dst, slice);
+  // The residual is cleared, or keeps the sum when the one EncodeSend of these elements will
+  // take the encoding off it (Schedule::encodesToFloatOnce).
+  const bool keep = plan_->schedule.encodesToFloatOnce;
+  float* __restrict residual = slice.residual;
+  if (reduction_.type == ncclFloat32 && residual) {  // one pass: the input plus the residual
+    const float* __restrict x = reinterpret_cast<const float*>(in);
+    float* __restrict sum = out;
+    if (keep) {
+      for (size_t j = 0; j < slice.n; ++j) residual[j] = sum[j] = x[j] + residual[j];
+    } else {
+      for (size_t j = 0; j < slice.n; ++j) {
+        sum[j] = x[j] + residual[j];
+        residual[j] = 0.0f;
+      }
+    }
+    return;
+  }
   if (reduction_.type == ncclFloat32)
     memcpy(out, in, slice.n * sizeof(float));
   else
     compression::halfToFloatArray(reinterpret_cast<const uint16_t*>(in), slice.n, out, reduction_.type == ncclBfloat16);
-  if (slice.residual)
+  if (residual)
     for (size_t j = 0; j < slice.n; ++j) {
-      out[j] += slice.residual[j];
-      slice.residual[j] = 0.0f;
+      out[j] += residual[j];
+      residual[j] = keep ? out[j] : 0.0f;
     }
 }
 
@@ -384,8 +403,9 @@ ncclResult_t CollectiveRun::encodeSend(size_t i, const CodecSlice& slice, bool* 
   const float* x = floatAt(step.src, slice);
   const compression::EncodeContext context{reduction_.codec.seed, slice.element};
   codec->encodeRange(x, 0, n, n, slot, context);
-  if (slice.residual) {  // residual += x - decode(encode(x))
-    for (size_t j = 0; j < n; ++j) slice.residual[j] += x[j];
+  if (slice.residual) {  // residual += x - decode(encode(x)); x is there already when ToFloat left it
+    if (!plan_->schedule.encodesToFloatOnce)
+      for (size_t j = 0; j < n; ++j) slice.residual[j] += x[j];
     codec->decodeRange(slot, 0, n, n, slice.residual, true, -1.0f);
   }
   if (step.dst.bytes) codec->decodeRange(slot, 0, n, n, floatAt(step.dst, slice), false, 1.0f);
