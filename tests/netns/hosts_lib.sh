@@ -84,7 +84,10 @@ hosts_run_ranks() {
     for ((l = 0; l < per; l++)); do
       local rank=$((i * per + l))
       # shellcheck disable=SC2086
-      ip netns exec "$(hosts_ns $i)" env RANK=$rank WORLD_SIZE=$world LOCAL_RANK=$l LOCAL_WORLD_SIZE=$per \
+      # HOSTS_PIN=1: host i's ranks run on CPU i mod the CPU count, as a host has cores of its own.
+      local pin=()
+      [ "${HOSTS_PIN:-0}" = 1 ] && pin=(taskset -c $((i % $(nproc))))
+      ip netns exec "$(hosts_ns $i)" "${pin[@]}" env RANK=$rank WORLD_SIZE=$world LOCAL_RANK=$l LOCAL_WORLD_SIZE=$per \
         MASTER_ADDR="$(hosts_addr 0)" MASTER_PORT=$port WEFT_SECRET="$secret" WEFT_HOSTNAME="host$i" \
         NCCL_SOCKET_IFNAME=eth0 $HOSTS_ENV timeout 300 "$@" >"$out/rank$rank.log" 2>&1 &
       HOSTS_PIDS[rank]=$!
