@@ -327,6 +327,9 @@ ncclResult_t runCollectives(const std::vector<CollectiveCall>& calls) {
         for (auto& q : queues)
           if (q.running) endRecord(q.comm, *q.running, result, failure);
       });
+    // Runs let go of their connections (~CollectiveRun abandons in-place messages) while the
+    // call still counts as active: ncclCommAbort waits for that before it frees them.
+    for (auto& q : queues) q.running.reset();
     for (auto* c : comms) c->state.activeCalls.fetch_sub(1);
     return result;
   };
