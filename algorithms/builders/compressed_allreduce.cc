@@ -86,6 +86,8 @@ Schedule buildCompressedAllReduce(const CompressedAllReduceParams& p) {
     schedule.steps.push_back(step);
   };
 
+  // A float32 sum is decoded straight into the receive buffer: no final copy out of scratch.
+  const bool decodeIntoRecv = p.elementSize == sizeof(float) && !p.average;
   if (compressedAlgorithmFor(p.codec) == CompressedAlgorithm::QuantizedRing) {
     // Chunks by ring position, cut on codec blocks so that slices start on block boundaries.
     const size_t g = granuleOf(p.codec);
@@ -115,14 +117,16 @@ Schedule buildCompressedAllReduce(const CompressedAllReduceParams& p) {
     }
     // All-gather: the owner encodes its reduced chunk once (keeping the decoded value itself),
     // and the bytes travel the ring unchanged.
+    auto result = [&](Span span) { return decodeIntoRecv ? user(BufferKind::Recv, span) : acc(span); };
     Span own = chunks[chunk(position + 1)];
-    add(StepKind::EncodeSend, next, acc(own), acc(own));
+    add(StepKind::EncodeSend, next, acc(own), result(own));
     for (int s = 0; s < n - 1; ++s) {
       int c = chunk(position - s);
       add(StepKind::RecvEncoded, prev, {}, {}, encoded[c]);
       if (s < n - 2) add(StepKind::SendEncoded, next, {}, {}, encoded[c]);
-      add(StepKind::Decode, -1, {}, acc(chunks[c]), encoded[c]);
+      add(StepKind::Decode, -1, {}, result(chunks[c]), encoded[c]);
     }
+    if (decodeIntoRecv) return schedule;
     for (int s = -1; s < n - 1; ++s) {
       Span span = chunks[chunk(position - s)];
       add(StepKind::FromFloat, -1, acc(span), user(BufferKind::Recv, span));
@@ -146,8 +150,6 @@ Schedule buildCompressedAllReduce(const CompressedAllReduceParams& p) {
     add(StepKind::RecvEncoded, prev, {}, {}, encodedOf(origin));
     if (s < n - 2) add(StepKind::SendEncoded, next, {}, {}, encodedOf(origin));
   }
-  // A float32 sum is decoded straight into the receive buffer: no final copy out of scratch.
-  const bool decodeIntoRecv = p.elementSize == sizeof(float) && !p.average;
   const BufferRange sum = decodeIntoRecv ? user(BufferKind::Recv, whole) : acc(whole);
   add(StepKind::Decode, -1, {}, sum, encodedOf(0));
   for (int r = 1; r < n; ++r) add(StepKind::DecodeAdd, -1, sum, sum, encodedOf(r));
