@@ -16,6 +16,16 @@
 namespace weft {
 namespace {
 
+// hwloc copies enum attributes (an OS device's type, a bridge's) from an XML file unchecked, and
+// loading an enum that holds none of its values is undefined behaviour (fuzz_topology_xml found
+// a bridge type 5 and an OS device type 8): such fields are read as their integers.
+template <typename Enum>
+std::underlying_type_t<Enum> enumAsInteger(const Enum& field) {
+  std::underlying_type_t<Enum> value;
+  std::memcpy(&value, &field, sizeof value);
+  return value;
+}
+
 std::string bitmapString(hwloc_const_bitmap_t set) {
   if (set == nullptr) return "";
   char* s = nullptr;
@@ -215,11 +225,7 @@ ncclResult_t Builder::walk(hwloc_obj_t obj, int modelParent) {
       std::snprintf(range, sizeof range, "%04x:[%02x-%02x]", static_cast<unsigned>(br.downstream.pci.domain),
                     static_cast<unsigned>(br.downstream.pci.secondary_bus),
                     static_cast<unsigned>(br.downstream.pci.subordinate_bus));
-      // Read as an integer: hwloc copies the value from an XML file unchecked, and loading an
-      // enum that holds none of its values is undefined (fuzz_topology_xml found 5).
-      std::underlying_type_t<hwloc_obj_bridge_type_t> upstreamType;
-      std::memcpy(&upstreamType, &br.upstream_type, sizeof upstreamType);
-      if (upstreamType == HWLOC_OBJ_BRIDGE_HOST) {
+      if (enumAsInteger(br.upstream_type) == HWLOC_OBJ_BRIDGE_HOST) {
         here = addNode(TopoNodeType::HostBridge, modelParent, obj, std::string("HostBridge ") + range);
         m_->nodes[here].busId = range;
       } else {
@@ -256,7 +262,7 @@ ncclResult_t Builder::pciDevice(hwloc_obj_t obj, int modelParent) {
   for (hwloc_obj_t c = obj->io_first_child; c; c = c->next_sibling) {
     if (c->type != HWLOC_OBJ_OS_DEVICE || c->name == nullptr) continue;
     const char* subtype = c->subtype ? c->subtype : "";
-    switch (c->attr->osdev.type) {
+    switch (enumAsInteger(c->attr->osdev.type)) {
       case HWLOC_OBJ_OSDEV_NETWORK:
         if (netdev.empty()) netdev = c->name;
         break;
@@ -345,8 +351,8 @@ ncclResult_t Builder::pciDevice(hwloc_obj_t obj, int modelParent) {
 // A network or verbs OS device that hwloc could not attach to a PCI device (virtual NICs).
 ncclResult_t Builder::osDeviceOutsidePci(hwloc_obj_t obj, int modelParent) {
   if (obj->name == nullptr) return ncclSuccess;
-  if (obj->attr->osdev.type != HWLOC_OBJ_OSDEV_NETWORK && obj->attr->osdev.type != HWLOC_OBJ_OSDEV_OPENFABRICS)
-    return ncclSuccess;
+  const auto osdevType = enumAsInteger(obj->attr->osdev.type);
+  if (osdevType != HWLOC_OBJ_OSDEV_NETWORK && osdevType != HWLOC_OBJ_OSDEV_OPENFABRICS) return ncclSuccess;
   if (std::strcmp(obj->name, "lo") == 0) return ncclSuccess;
   double speed = 0;
   bool present = false;
@@ -355,7 +361,7 @@ ncclResult_t Builder::osDeviceOutsidePci(hwloc_obj_t obj, int modelParent) {
   NicInfo nic;
   nic.node = id;
   nic.name = obj->name;
-  if (obj->attr->osdev.type == HWLOC_OBJ_OSDEV_NETWORK)
+  if (osdevType == HWLOC_OBJ_OSDEV_NETWORK)
     nic.netdev = obj->name;
   else
     nic.verbsDevice = obj->name;
