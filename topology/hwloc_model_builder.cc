@@ -16,9 +16,9 @@
 namespace weft {
 namespace {
 
-// hwloc copies enum attributes (an OS device's type, a bridge's) from an XML file unchecked, and
-// loading an enum that holds none of its values is undefined behaviour (fuzz_topology_xml found
-// a bridge type 5 and an OS device type 8): such fields are read as their integers.
+// hwloc copies enum attributes (an OS device's, a bridge's, a cache's type) from an XML file
+// unchecked, and loading an enum that holds none of its values is undefined behaviour
+// (fuzz_topology_xml found a bridge type 5 and an OS device type 8): read them as integers.
 template <typename Enum>
 std::underlying_type_t<Enum> enumAsInteger(const Enum& field) {
   std::underlying_type_t<Enum> value;
@@ -196,9 +196,8 @@ void Builder::cpuSummary() {
     hwloc_obj_t first = hwloc_get_obj_by_type(topo_, t, 0);
     CacheLevelInfo c;
     c.level = static_cast<int>(first->attr->cache.depth);
-    c.kind = first->attr->cache.type == HWLOC_OBJ_CACHE_INSTRUCTION ? 'i'
-             : first->attr->cache.type == HWLOC_OBJ_CACHE_DATA      ? 'd'
-                                                                    : 'u';
+    const auto cacheType = enumAsInteger(first->attr->cache.type);
+    c.kind = cacheType == HWLOC_OBJ_CACHE_INSTRUCTION ? 'i' : cacheType == HWLOC_OBJ_CACHE_DATA ? 'd' : 'u';
     c.sizeBytes = first->attr->cache.size;
     c.count = n;
     m_->caches.push_back(c);
