@@ -350,13 +350,9 @@ void CollectiveRun::toFloat(const Step& step, const CodecSlice& slice) {
   if (reduction_.type == ncclFloat32 && residual) {  // one pass: the input plus the residual
     const float* __restrict x = reinterpret_cast<const float*>(in);
     float* __restrict sum = out;
-    if (keep) {
-      for (size_t j = 0; j < slice.n; ++j) residual[j] = sum[j] = x[j] + residual[j];
-    } else {
-      for (size_t j = 0; j < slice.n; ++j) {
-        sum[j] = x[j] + residual[j];
-        residual[j] = 0.0f;
-      }
+    for (size_t j = 0; j < slice.n; ++j) {
+      sum[j] = x[j] + residual[j];
+      residual[j] = keep ? sum[j] : 0.0f;
     }
     return;
   }

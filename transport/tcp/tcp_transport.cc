@@ -3,6 +3,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -96,7 +97,7 @@ class TcpConnection : public Connection {
     if (recv_.empty()) {
       *data = nullptr;
       // A peer that closed after its last message is fine; one we still wait on is not.
-      if (peerClosed_) return failed_ = fail(ncclRemoteError, "tcp: rank %d closed the connection", peerRank_);
+      if (peerClosed_) return closedByPeer();
       return ncclSuccess;
     }
     *bytes = recv_.sizes[recv_.head % recv_.slots];
@@ -115,8 +116,7 @@ class TcpConnection : public Connection {
       WEFT_CHECK(pumpSends());
       if (!send_.empty()) return ncclSuccess;  // frames queued before it go first
       if (bytes > UINT32_MAX) return fail(ncclInvalidUsage, "tcp: a message of %zu bytes is too large", bytes);
-      sendInPlace_ = InPlaceSend{static_cast<const char*>(data), bytes, 0,
-                                 FrameHeader{kFrameMagic, static_cast<uint32_t>(bytes)}, false};
+      sendInPlace_ = InPlaceSend{static_cast<const char*>(data), bytes, 0, false};
     } else if (sendInPlace_.data != data || sendInPlace_.bytes != bytes) {
       return fail(ncclInternalError, "tcp: a message to rank %d is still being sent in place", peerRank_);
     }
@@ -150,7 +150,7 @@ class TcpConnection : public Connection {
     }
     // Its header named another size: the message went to the ring, for the caller to report.
     if (!recvInPlace_.data) return recvFromRing(data, bytes, got, done);
-    if (peerClosed_) return failed_ = fail(ncclRemoteError, "tcp: rank %d closed the connection", peerRank_);
+    if (peerClosed_) return closedByPeer();
     return ncclSuccess;
   }
 
@@ -198,6 +198,10 @@ class TcpConnection : public Connection {
     return failed_ = fail(ncclRemoteError, "tcp: %s rank %d failed: %s", what, peerRank_, strerror(errno));
   }
 
+  ncclResult_t closedByPeer() {
+    return failed_ = fail(ncclRemoteError, "tcp: rank %d closed the connection", peerRank_);
+  }
+
   // failed_, or the error of a connection left out of step by abandonInPlace().
   ncclResult_t usable() {
     if (brokenMidMessage_ && failed_ == ncclSuccess)
@@ -226,11 +230,11 @@ class TcpConnection : public Connection {
     WEFT_CHECK(usable());
     while (sendInPlace_.data && !sendInPlace_.complete) {
       InPlaceSend& m = sendInPlace_;
-      const size_t headerLeft = m.sent < sizeof(FrameHeader) ? sizeof(FrameHeader) - m.sent : 0;
-      const size_t bodySent = m.sent - (sizeof(FrameHeader) - headerLeft);
+      const FrameHeader header{kFrameMagic, static_cast<uint32_t>(m.bytes)};
+      const size_t headerSent = std::min(m.sent, sizeof(FrameHeader)), bodySent = m.sent - headerSent;
       size_t moved = 0;
-      switch (sendSomeOfTwo(fd_, reinterpret_cast<const char*>(&m.header) + (sizeof(FrameHeader) - headerLeft),
-                            headerLeft, m.data + bodySent, m.bytes - bodySent, &moved)) {
+      switch (sendSomeOfTwo(fd_, reinterpret_cast<const char*>(&header) + headerSent, sizeof(FrameHeader) - headerSent,
+                            m.data + bodySent, m.bytes - bodySent, &moved)) {
         case StreamIo::Moved: break;
         case StreamIo::WouldBlock: return ncclSuccess;
         case StreamIo::Closed:
@@ -323,8 +327,7 @@ class TcpConnection : public Connection {
   struct InPlaceSend {
     const char* data = nullptr;
     size_t bytes = 0;
-    size_t sent = 0;  // of header and bytes together
-    FrameHeader header{};
+    size_t sent = 0;        // of header and bytes together
     bool complete = false;  // until sendFrom has said so
   } sendInPlace_;
   // The message the caller waits for in its memory (recvInto): data null when none.
