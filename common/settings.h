@@ -56,6 +56,8 @@ enum class Setting {
   WeftShmSlots,
   WeftTcpSlotBytes,
   WeftTcpSlots,
+  NcclNsocksPerthread,
+  NcclSocketNthreads,
   WeftUcxSlotBytes,
   WeftUcxSlots,
   WeftUcxDisable,

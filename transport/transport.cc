@@ -44,4 +44,14 @@ ncclResult_t Connection::mailboxPeek(uint64_t, const void** data, size_t*) {
   return fail(ncclInvalidUsage, "mailboxPeek: %s has no mailbox", transportName());
 }
 
+ncclResult_t Connection::copyOutNextMessage(void* data, size_t bytes, size_t* got, bool* done) {
+  const void* message = nullptr;
+  WEFT_CHECK(recvPeek(&message, got));
+  if (!message || *got != bytes) return ncclSuccess;
+  memcpy(data, message, bytes);
+  recvRelease();
+  *done = true;
+  return ncclSuccess;
+}
+
 }  // namespace weft

@@ -120,6 +120,11 @@ class Connection {
   virtual ncclResult_t postRecvRange(MemoryHandle handle, size_t offset, size_t bytes, RangeRequest* request);
   // *done once the transfer completed (the request is then forgotten); an error if it failed.
   virtual ncclResult_t testRange(RangeRequest request, bool* done);
+
+ protected:
+  // recvInto's way through the staging ring: the next message (recvPeek), copied into `data` and
+  // released when it is `bytes` long; *got is its size once it has arrived.
+  ncclResult_t copyOutNextMessage(void* data, size_t bytes, size_t* got, bool* done);
 };
 
 // A word that a sleeping rank waits on and that peers ring when they deliver something

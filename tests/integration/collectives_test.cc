@@ -212,6 +212,23 @@ INSTANTIATE_TEST_SUITE_P(
                           "allgather:bruck;reducescatter:hier", "allgather:hier;reducescatter:hier", "channels"),
         ::testing::Values(2, 3, 4, 8)));
 
+// Every collective over TCP striped over four sockets per pair (NCCL_NSOCKS_PERTHREAD x
+// NCCL_SOCKET_NTHREADS), 3 ranks, up to 1 MiB: parts put back together on every path the
+// executor takes (slot messages, in-place slices, both placements).
+TEST(CollectivesOverStripedTcp, EveryCollectiveAtThreeRanks) {
+  const std::vector<size_t> counts = {0, 1, 7, (1 << 20) / 8 + 3};
+  auto outcomes = runRankProcesses(
+      3,
+      [&](int rank, const ncclUniqueId& id) {
+        setenv("WEFT_TRANSPORT", "tcp", 1);
+        setenv("NCCL_NSOCKS_PERTHREAD", "2", 1);
+        setenv("NCCL_SOCKET_NTHREADS", "2", 1);
+        return collectiveGrid(rank, 3, id, counts, false) == 0 ? 0 : 1;
+      },
+      300);
+  EXPECT_EQ(describeFailures(outcomes), "");
+}
+
 // One million + 3 elements (large, and uneven between 2 ranks), every collective at 2 ranks, float.
 TEST(CollectivesLarge, MillionPlusThreeAtTwoRanks) {
   auto outcomes = runRankProcesses(2, [&](int rank, const ncclUniqueId& id) {

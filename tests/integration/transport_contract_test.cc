@@ -3,7 +3,7 @@
 // and bytes, a slow receiver holds the sender back without losing anything, the largest
 // message passes and one byte more fails cleanly, and a peer that dies is an error, never a
 // hang. Connections are made only through the table, so a new transport is covered by adding
-// its row; TCP runs a second time with WEFT_ENCRYPTION=tls.
+// its row; TCP runs again with WEFT_ENCRYPTION=tls and striped over several sockets.
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -32,18 +32,28 @@ constexpr MacKey kKey = {{0x74, 0x65, 0x73, 0x74, 0x6b, 0x65, 0x79}};
 constexpr double kSetupTimeout = 20;
 constexpr auto kDeadline = std::chrono::seconds(20);  // for any one wait in a test
 
-// The variants under test: every row of the table (by index), then TCP once more with
-// WEFT_ENCRYPTION=tls (its I/O goes through TLS records, collected and flushed together).
-size_t tlsVariant() { return transportTable().size(); }
+// The variants under test: every row of the table (by index), then TCP again in two settings:
+// with WEFT_ENCRYPTION=tls (its I/O goes through TLS records, collected and flushed together)
+// and striped over four sockets (NCCL_NSOCKS_PERTHREAD=4: messages cut into parts that the
+// receiver puts back together).
+struct TcpVariant {
+  const char* name;
+  const char* variable;
+  const char* value;
+};
+constexpr TcpVariant kTcpVariants[] = {{"tcp_tls", "WEFT_ENCRYPTION", "tls"},
+                                       {"tcp_striped", "NCCL_NSOCKS_PERTHREAD", "4"}};
+size_t variantCount() { return transportTable().size() + std::size(kTcpVariants); }
+const TcpVariant* tcpVariantOf(size_t variant) {
+  return variant >= transportTable().size() ? &kTcpVariants[variant - transportTable().size()] : nullptr;
+}
 const TransportEntry& rowOf(size_t variant) {
-  return variant == tlsVariant() ? *findTransport("tcp") : transportTable()[variant];
+  return tcpVariantOf(variant) ? *findTransport("tcp") : transportTable()[variant];
 }
 // Set before the variant's transports are made (they read it when they listen).
-void useEncryptionOf(size_t variant) {
-  if (variant == tlsVariant())
-    setenv("WEFT_ENCRYPTION", "tls", 1);
-  else
-    unsetenv("WEFT_ENCRYPTION");
+void useSettingsOf(size_t variant) {
+  for (const TcpVariant& v : kTcpVariants) unsetenv(v.variable);
+  if (const TcpVariant* v = tcpVariantOf(variant)) setenv(v->variable, v->value, 1);
 }
 
 // One rank's side of a pair: its instance of the table row and what it published.
@@ -161,7 +171,7 @@ class ConnectionContract : public ::testing::TestWithParam<size_t> {
     std::string why;
     if (entry().offeredHere && !entry().offeredHere(&why))
       GTEST_SKIP() << "skipped: " << entry().name << " is not offered here: " << why;
-    useEncryptionOf(GetParam());
+    useSettingsOf(GetParam());
     ASSERT_OK(listenAs(entry(), 0, &a_));
     ASSERT_OK(listenAs(entry(), 1, &b_));
     ASSERT_TRUE(a_.transport->canConnect(a_.endpoint, b_.endpoint)) << entry().name;
@@ -506,7 +516,7 @@ class PeerProcessContract : public ::testing::TestWithParam<size_t> {
     std::string why;
     if (entry().offeredHere && !entry().offeredHere(&why))
       GTEST_SKIP() << "skipped: " << entry().name << " is not offered here: " << why;
-    useEncryptionOf(GetParam());  // before the fork: the peer process inherits it
+    useSettingsOf(GetParam());  // before the fork: the peer process inherits it
   }
 };
 
@@ -640,12 +650,13 @@ TEST_P(PeerProcessContract, PeerThatExitsAfterItsLastMessageIsNotAnErrorUntilDra
 }
 
 std::string transportName(const ::testing::TestParamInfo<size_t>& info) {
-  return info.param == tlsVariant() ? std::string("tcp_tls") : std::string(transportTable()[info.param].name);
+  const TcpVariant* variant = tcpVariantOf(info.param);
+  return variant ? std::string(variant->name) : std::string(transportTable()[info.param].name);
 }
 
-INSTANTIATE_TEST_SUITE_P(EveryTransport, ConnectionContract, ::testing::Range<size_t>(0, tlsVariant() + 1),
+INSTANTIATE_TEST_SUITE_P(EveryTransport, ConnectionContract, ::testing::Range<size_t>(0, variantCount()),
                          transportName);
-INSTANTIATE_TEST_SUITE_P(EveryTransport, PeerProcessContract, ::testing::Range<size_t>(0, tlsVariant() + 1),
+INSTANTIATE_TEST_SUITE_P(EveryTransport, PeerProcessContract, ::testing::Range<size_t>(0, variantCount()),
                          transportName);
 
 }  // namespace

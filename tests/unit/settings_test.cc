@@ -70,6 +70,8 @@ TEST(Settings, ScheduleShapingSettingsMustAgreeAcrossRanks) {
                                            "WEFT_SHM_SLOTS",
                                            "WEFT_TCP_SLOT_BYTES",
                                            "WEFT_TCP_SLOTS",
+                                           "NCCL_NSOCKS_PERTHREAD",  // both ends join as many sockets
+                                           "NCCL_SOCKET_NTHREADS",
                                            "NCCL_ALGO",
                                            "WEFT_ALGO",
                                            "NCCL_MIN_NCHANNELS",

@@ -4,3 +4,5 @@ weft_test(fd_broker_test SOURCES unit/fd_broker_test.cc LIBS weft_test_support)
 # pair, and NCCL_IB_HCA's syntax: both run without an RDMA device.
 weft_test(rdma_protocol_test SOURCES unit/rdma_protocol_test.cc)
 weft_test(ib_device_filter_test SOURCES unit/ib_device_filter_test.cc)
+# The striped TCP connection's wire format, against raw sockets.
+weft_test(striped_tcp_test SOURCES unit/striped_tcp_test.cc)

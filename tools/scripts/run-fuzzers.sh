@@ -17,7 +17,7 @@ build=${WEFT_FUZZ_BUILD_DIR:-$root/build-fuzz}
 total=${WEFT_FUZZ_SECONDS:-}
 # Inputs per target in CI: about 20 s each with ASan on this machine (2 vCPUs).
 declare -A ciRuns=([fuzz_topology_xml]=100000 [fuzz_shm_segment]=300000 [fuzz_bootstrap_reply]=400000
-  [fuzz_tcp_frames]=200000 [fuzz_bootstrap_root]=100000 [fuzz_status_reply]=100000)
+  [fuzz_tcp_frames]=200000 [fuzz_tcp_striped_parts]=200000 [fuzz_bootstrap_root]=100000 [fuzz_status_reply]=100000)
 bash "$root/tools/scripts/install-deps.sh"
 cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_C_COMPILER=clang \
   -DCMAKE_CXX_COMPILER=clang++ -DWEFT_FUZZ=ON -DWEFT_SANITIZE=address,undefined -DWEFT_WITH_CUDA=OFF \

@@ -14,6 +14,8 @@
 #include "common/status.h"
 #include "common/tls_session.h"
 #include "transport/send_reservation.h"
+#include "transport/tcp/striped_tcp_connection.h"
+#include "transport/tcp/tcp_connection_health.h"
 
 namespace weft {
 
@@ -54,7 +56,7 @@ class TcpConnection : public Connection {
  public:
   // `tls`, when set, carries every byte (WEFT_ENCRYPTION=tls).
   TcpConnection(int fd, int peerRank, size_t slotBytes, uint32_t slots, std::unique_ptr<TlsSession> tls)
-      : fd_(fd), peerRank_(peerRank), tls_(std::move(tls)) {
+      : fd_(fd), peerRank_(peerRank), tls_(std::move(tls)), health_(peerRank) {
     // No SO_SNDBUF/SO_RCVBUF: setting them turns off the kernel's buffer autotuning and is
     // clamped to net.core.[rw]mem_max (~200 KiB by default), which starves a fast link.
     setNonBlocking(fd_, true);
@@ -97,7 +99,7 @@ class TcpConnection : public Connection {
     if (recv_.empty()) {
       *data = nullptr;
       // A peer that closed after its last message is fine; one we still wait on is not.
-      if (peerClosed_) return closedByPeer();
+      if (peerClosed_) return health_.closedByPeer();
       return ncclSuccess;
     }
     *bytes = recv_.sizes[recv_.head % recv_.slots];
@@ -136,7 +138,7 @@ class TcpConnection : public Connection {
     *done = false;
     if (tls_) return Connection::recvInto(data, bytes, got, done);
     if (!recvInPlace_.data) {
-      if (!recv_.empty() || recvOffset_ != 0) return recvFromRing(data, bytes, got, done);
+      if (!recv_.empty() || recvOffset_ != 0) return copyOutNextMessage(data, bytes, got, done);
       recvInPlace_ = InPlaceRecv{static_cast<char*>(data), bytes, false};
     } else if (recvInPlace_.data != data || recvInPlace_.bytes != bytes) {
       return fail(ncclInternalError, "tcp: a message from rank %d is still being received in place", peerRank_);
@@ -149,8 +151,8 @@ class TcpConnection : public Connection {
       return ncclSuccess;
     }
     // Its header named another size: the message went to the ring, for the caller to report.
-    if (!recvInPlace_.data) return recvFromRing(data, bytes, got, done);
-    if (peerClosed_) return closedByPeer();
+    if (!recvInPlace_.data) return copyOutNextMessage(data, bytes, got, done);
+    if (peerClosed_) return health_.closedByPeer();
     return ncclSuccess;
   }
 
@@ -160,7 +162,7 @@ class TcpConnection : public Connection {
     const bool sendStarted = sendInPlace_.data && !sendInPlace_.complete && sendInPlace_.sent > 0;
     const bool recvStarted = recvInPlace_.data && recvToCaller_;
     if (sendStarted || recvStarted) {
-      brokenMidMessage_ = true;  // reported by the next use (the caller's error stands now)
+      health_.markOutOfStep();  // reported by the next use (the caller's error stands now)
       shutdown(fd_, SHUT_RDWR);
     }
     sendInPlace_ = InPlaceSend{};
@@ -173,7 +175,7 @@ class TcpConnection : public Connection {
     return pumpReceives();
   }
 
-  ncclResult_t checkPeer() override { return usable(); }
+  ncclResult_t checkPeer() override { return health_.usable(); }
   int pollFd() const override { return peerClosed_ && send_.empty() ? -1 : fd_; }
   // Records TLS has already read from the socket wake no poll(2): progress instead of sleeping.
   bool armPollFd() override { return !tls_ || !tls_->hasBufferedInput(); }
@@ -191,43 +193,18 @@ class TcpConnection : public Connection {
   }
   ncclResult_t streamFailed(const char* what) {
     if (tls_)
-      return failed_ = fail(ncclRemoteError,
-                            "tcp: TLS %s rank %d failed: %s (WEFT_ENCRYPTION=tls: do both ranks hold the same job "
-                            "secret, or certificates from the same WEFT_TLS_CA?)",
-                            what, peerRank_, tls_->lastError().c_str());
-    return failed_ = fail(ncclRemoteError, "tcp: %s rank %d failed: %s", what, peerRank_, strerror(errno));
-  }
-
-  ncclResult_t closedByPeer() {
-    return failed_ = fail(ncclRemoteError, "tcp: rank %d closed the connection", peerRank_);
-  }
-
-  // failed_, or the error of a connection left out of step by abandonInPlace().
-  ncclResult_t usable() {
-    if (brokenMidMessage_ && failed_ == ncclSuccess)
-      failed_ = fail(ncclRemoteError,
-                     "tcp: the connection to rank %d was closed: an earlier collective ended in "
-                     "the middle of a message",
-                     peerRank_);
-    return failed_;
-  }
-
-  // recvInto from the ring: the next message, copied out of its slot when it is `bytes` long.
-  ncclResult_t recvFromRing(void* data, size_t bytes, size_t* got, bool* done) {
-    const void* message = nullptr;
-    WEFT_CHECK(recvPeek(&message, got));
-    if (!message || *got != bytes) return ncclSuccess;
-    memcpy(data, message, bytes);
-    recvRelease();
-    *done = true;
-    return ncclSuccess;
+      return health_.keep(fail(ncclRemoteError,
+                               "tcp: TLS %s rank %d failed: %s (WEFT_ENCRYPTION=tls: do both ranks hold the same job "
+                               "secret, or certificates from the same WEFT_TLS_CA?)",
+                               what, peerRank_, tls_->lastError().c_str()));
+    return health_.keep(fail(ncclRemoteError, "tcp: %s rank %d failed: %s", what, peerRank_, strerror(errno)));
   }
 
   // Writes the message sent in place (started only when the ring was empty, so it goes first),
   // then queued frames (header and payload, one after the other in the ring), until the socket
   // would block.
   ncclResult_t pumpSends() {
-    WEFT_CHECK(usable());
+    WEFT_CHECK(health_.usable());
     while (sendInPlace_.data && !sendInPlace_.complete) {
       InPlaceSend& m = sendInPlace_;
       const FrameHeader header{kFrameMagic, static_cast<uint32_t>(m.bytes)};
@@ -265,7 +242,7 @@ class TcpConnection : public Connection {
 
   // Reads whole frames into free receive slots until the socket has no more data.
   ncclResult_t pumpReceives() {
-    WEFT_CHECK(usable());
+    WEFT_CHECK(health_.usable());
     while (!recv_.full() && !peerClosed_) {
       char* slot = recv_.slot(recv_.tail);
       size_t moved = 0;
@@ -286,8 +263,8 @@ class TcpConnection : public Connection {
       recvOffset_ += moved;
       if (recvOffset_ == sizeof(FrameHeader)) {
         if (recvHeader_.magic != kFrameMagic)
-          return failed_ = fail(ncclSystemError, "tcp: corrupt frame from rank %d (magic %08x, %u bytes)", peerRank_,
-                                recvHeader_.magic, recvHeader_.bytes);
+          return health_.keep(fail(ncclSystemError, "tcp: corrupt frame from rank %d (magic %08x, %u bytes)", peerRank_,
+                                   recvHeader_.magic, recvHeader_.bytes));
         // The message a caller waits for in place (recvInto registers it only while the ring is
         // empty, so this is it) lands in its memory; one of another size goes to the ring.
         if (recvInPlace_.data && !recvInPlace_.complete) {
@@ -296,10 +273,10 @@ class TcpConnection : public Connection {
         }
         // Never read a frame past the slot it lands in.
         if (!recvToCaller_ && recvHeader_.bytes > recv_.slotBytes)
-          return failed_ = fail(ncclInvalidUsage,
-                                "tcp: rank %d sent a message of %u bytes, above this rank's slot of %zu bytes "
-                                "(WEFT_TCP_SLOT_BYTES differs between the ranks?)",
-                                peerRank_, recvHeader_.bytes, recv_.slotBytes);
+          return health_.keep(fail(ncclInvalidUsage,
+                                   "tcp: rank %d sent a message of %u bytes, above this rank's slot of %zu bytes "
+                                   "(WEFT_TCP_SLOT_BYTES differs between the ranks?)",
+                                   peerRank_, recvHeader_.bytes, recv_.slotBytes));
       }
       if (recvOffset_ >= sizeof(FrameHeader) && recvOffset_ - sizeof(FrameHeader) == recvHeader_.bytes) {
         if (recvToCaller_) {
@@ -337,8 +314,7 @@ class TcpConnection : public Connection {
     bool complete = false;
   } recvInPlace_;
   bool recvToCaller_ = false;  // the frame being read goes to recvInPlace_.data
-  bool brokenMidMessage_ = false;
-  ncclResult_t failed_ = ncclSuccess;
+  TcpConnectionHealth health_;
   bool peerClosed_ = false;
   SendReservation reserved_;
 };
@@ -350,7 +326,12 @@ std::unique_ptr<Connection> makeTcpConnection(int fd, int peerRank, const TcpSet
 }
 
 TcpSettings TcpTransport::settingsFromEnv() {
-  return ringGeometryFromEnv(Setting::WeftTcpSlotBytes, Setting::WeftTcpSlots);
+  const RingGeometry ring = ringGeometryFromEnv(Setting::WeftTcpSlotBytes, Setting::WeftTcpSlots);
+  const int64_t sockets = settingInt(Setting::NcclNsocksPerthread) * settingInt(Setting::NcclSocketNthreads);
+  if (sockets > kMaxSocketsPerPeer)
+    WEFT_WARN("NCCL_NSOCKS_PERTHREAD x NCCL_SOCKET_NTHREADS = %lld: capped at %d sockets per peer",
+              static_cast<long long>(sockets), kMaxSocketsPerPeer);
+  return TcpSettings{ring.slotBytes, ring.slots, static_cast<uint32_t>(std::min<int64_t>(sockets, kMaxSocketsPerPeer))};
 }
 
 ncclResult_t TcpTransport::listen(const TransportSetup& setup, TransportEndpoint* /*mine*/) {
@@ -359,6 +340,13 @@ ncclResult_t TcpTransport::listen(const TransportSetup& setup, TransportEndpoint
   TlsSettings tls;
   WEFT_CHECK(tlsSettingsFromEnv(&tls));
   if (tls.enabled) WEFT_CHECK(TlsContext::create(tls, &tls_));
+  if (tls_ && settings_.socketsPerPeer > 1) {
+    WEFT_WARN(
+        "tcp: WEFT_ENCRYPTION=tls runs one socket per peer; NCCL_NSOCKS_PERTHREAD x NCCL_SOCKET_NTHREADS = %u is "
+        "not used",
+        settings_.socketsPerPeer);
+    settings_.socketsPerPeer = 1;
+  }
   return ncclSuccess;
 }
 
@@ -368,6 +356,7 @@ bool TcpTransport::canConnect(const TransportEndpoint& /*self*/, const Transport
 }
 
 ncclResult_t TcpTransport::connect(const TransportEndpoint& peer, std::unique_ptr<Connection>* out) {
+  if (settings_.socketsPerPeer > 1) return connectStriped(peer, out);
   int fd = -1;
   WEFT_CHECK(handshake_->join(peer.rank, peer.dataAddress, kTcpTransportTag, 0, &fd));
   std::unique_ptr<TlsSession> tls;
@@ -384,6 +373,24 @@ ncclResult_t TcpTransport::connect(const TransportEndpoint& peer, std::unique_pt
   *out = std::make_unique<TcpConnection>(fd, peer.rank, settings_.slotBytes, settings_.slots, std::move(tls));
   WEFT_INFO(kLogNet, "tcp: connected to rank %d at %s%s", peer.rank, peer.dataAddress.toString().c_str(),
             tls_ ? " (TLS 1.3)" : "");
+  return ncclSuccess;
+}
+
+// Stream i of the pair is the i-th socket at both ends; both ranks join them in the same order.
+ncclResult_t TcpTransport::connectStriped(const TransportEndpoint& peer, std::unique_ptr<Connection>* out) {
+  std::vector<int> fds;
+  for (uint32_t stream = 0; stream < settings_.socketsPerPeer; ++stream) {
+    int fd = -1;
+    ncclResult_t joined = handshake_->join(peer.rank, peer.dataAddress, kTcpTransportTag, stream, &fd);
+    if (joined != ncclSuccess) {
+      for (int& open : fds) closeSocket(open);
+      return joined;
+    }
+    fds.push_back(fd);
+  }
+  WEFT_CHECK(makeStripedTcpConnection(fds, peer.rank, RingGeometry{settings_.slotBytes, settings_.slots}, out));
+  WEFT_INFO(kLogNet, "tcp: connected to rank %d at %s over %u sockets", peer.rank, peer.dataAddress.toString().c_str(),
+            settings_.socketsPerPeer);
   return ncclSuccess;
 }
 

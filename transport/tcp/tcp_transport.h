@@ -5,6 +5,7 @@
 // (common/tls_session.h), keyed from the communicator's key or from certificates.
 #pragma once
 
+#include <cstdint>
 #include <memory>
 
 #include "common/socket.h"
@@ -13,15 +14,22 @@
 
 namespace weft {
 
-using TcpSettings = RingGeometry;
+struct TcpSettings {
+  size_t slotBytes;
+  uint32_t slots;
+  uint32_t socketsPerPeer = 1;  // above 1: a striped connection (transport/tcp/striped_tcp_connection.h)
+};
 
 // The connection over an already joined socket `fd` (owned from now on), without TLS: what
 // connect() makes, exposed for the frame parser's fuzz target (tests/fuzz/fuzz_tcp_frames.cc).
 std::unique_ptr<Connection> makeTcpConnection(int fd, int peerRank, const TcpSettings& settings);
 
+constexpr int kMaxSocketsPerPeer = 64;
+
 class TcpTransport : public Transport {
  public:
-  // WEFT_TCP_SLOT_BYTES (default 512 KiB) and WEFT_TCP_SLOTS (default 8).
+  // WEFT_TCP_SLOT_BYTES (default 512 KiB), WEFT_TCP_SLOTS (default 8), and the sockets per
+  // peer, NCCL_NSOCKS_PERTHREAD x NCCL_SOCKET_NTHREADS (default 1, at most 64, as NCCL caps it).
   static TcpSettings settingsFromEnv();
 
   explicit TcpTransport(const TcpSettings& settings) : settings_(settings) {}
@@ -29,11 +37,14 @@ class TcpTransport : public Transport {
   // Peers connect through setup.handshake; with WEFT_ENCRYPTION=tls, loads the TLS context.
   ncclResult_t listen(const TransportSetup& setup, TransportEndpoint* mine) override;
   bool canConnect(const TransportEndpoint& self, const TransportEndpoint& peer) const override;
-  // The socket the handshake joined becomes the connection.
+  // The sockets the handshake joined become the connection: one, or several striped (never
+  // under TLS).
   ncclResult_t connect(const TransportEndpoint& peer, std::unique_ptr<Connection>* out) override;
   size_t maxMessageBytes() const override { return settings_.slotBytes; }
 
  private:
+  ncclResult_t connectStriped(const TransportEndpoint& peer, std::unique_ptr<Connection>* out);
+
   TcpSettings settings_;
   PeerHandshake* handshake_ = nullptr;
   std::unique_ptr<TlsContext> tls_;  // WEFT_ENCRYPTION=tls
