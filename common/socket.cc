@@ -133,7 +133,8 @@ int familyFromEnv() {
 
 }  // namespace
 
-ncclResult_t findInterfaceAddress(SocketAddress* out, std::string* interfaceName) {
+ncclResult_t findInterfaceAddresses(std::vector<NamedAddress>* out) {
+  out->clear();
   ifaddrs* list = nullptr;
   if (getifaddrs(&list) != 0) return fail(ncclSystemError, "getifaddrs failed: %s", strerror(errno));
   const char* ifname = settingText(Setting::NcclSocketIfname);
@@ -156,9 +157,17 @@ ncclResult_t findInterfaceAddress(SocketAddress* out, std::string* interfaceName
         if (!filter.matches(entry->ifa_name)) continue;
         if (wanted == AF_INET6 && IN6_IS_ADDR_LINKLOCAL(&reinterpret_cast<sockaddr_in6*>(entry->ifa_addr)->sin6_addr))
           continue;
-        out->length = wanted == AF_INET ? sizeof(sockaddr_in) : sizeof(sockaddr_in6);
-        memcpy(&out->storage, entry->ifa_addr, out->length);
-        if (interfaceName) *interfaceName = entry->ifa_name;
+        // One address per interface: its first.
+        if (std::any_of(out->begin(), out->end(),
+                        [&](const NamedAddress& a) { return a.interfaceName == entry->ifa_name; }))
+          continue;
+        NamedAddress found;
+        found.address.length = wanted == AF_INET ? sizeof(sockaddr_in) : sizeof(sockaddr_in6);
+        memcpy(&found.address.storage, entry->ifa_addr, found.address.length);
+        found.interfaceName = entry->ifa_name;
+        out->push_back(found);
+      }
+      if (!out->empty()) {
         freeifaddrs(list);
         return ncclSuccess;
       }
@@ -167,6 +176,14 @@ ncclResult_t findInterfaceAddress(SocketAddress* out, std::string* interfaceName
   freeifaddrs(list);
   return fail(ncclSystemError, "no usable network interface matches NCCL_SOCKET_IFNAME=%s",
               ifname ? ifname : "(unset)");
+}
+
+ncclResult_t findInterfaceAddress(SocketAddress* out, std::string* interfaceName) {
+  std::vector<NamedAddress> all;
+  WEFT_CHECK(findInterfaceAddresses(&all));
+  *out = all.front().address;
+  if (interfaceName) *interfaceName = all.front().interfaceName;
+  return ncclSuccess;
 }
 
 ncclResult_t listenSocket(const SocketAddress& address, int* fd, SocketAddress* bound) {

@@ -9,6 +9,7 @@
 #include <cstddef>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "common/deadline.h"
 #include "nccl.h"
@@ -33,6 +34,14 @@ ncclResult_t parseSocketAddress(const std::string& text, const char* what, Socke
 // "^docker" exclusion, "=eth0" exact) or else the first non-loopback, non-docker interface,
 // then loopback. NCCL_SOCKET_FAMILY=AF_INET/AF_INET6 restricts the family.
 ncclResult_t findInterfaceAddress(SocketAddress* out, std::string* interfaceName);
+// Every interface that choice matches, one address each, in the system's order and of one
+// family (IPv4 first): the first is findInterfaceAddress's. NCCL_SOCKET_IFNAME naming several
+// interfaces gives weft's TCP rails (runtime/comm/network_rails.h).
+struct NamedAddress {
+  SocketAddress address;
+  std::string interfaceName;
+};
+ncclResult_t findInterfaceAddresses(std::vector<NamedAddress>* out);
 
 // A listening socket on `address` (port 0: any); `bound` receives the actual address.
 ncclResult_t listenSocket(const SocketAddress& address, int* fd, SocketAddress* bound);

@@ -62,17 +62,31 @@ Mac macOf(const MacKey& key, std::string_view label, const Nonce& first, const N
 }  // namespace
 
 PeerHandshake::~PeerHandshake() {
-  closeSocket(listenFd_);
+  for (int& fd : listenFds_) closeSocket(fd);
   for (auto& [key, fd] : accepted_) close(fd);
 }
 
 ncclResult_t PeerHandshake::listen(const SocketAddress& where, int rank, double timeoutSeconds, SocketAddress* bound) {
+  std::vector<SocketAddress> addresses;
+  WEFT_CHECK(listen(std::vector<SocketAddress>{where}, rank, timeoutSeconds, &addresses));
+  *bound = addresses.front();
+  return ncclSuccess;
+}
+
+ncclResult_t PeerHandshake::listen(const std::vector<SocketAddress>& where, int rank, double timeoutSeconds,
+                                   std::vector<SocketAddress>* bound) {
   rank_ = rank;
   timeoutSeconds_ = timeoutSeconds;
-  SocketAddress any = where;
-  any.setPort(0);
-  WEFT_CHECK(listenSocket(any, &listenFd_, bound));
-  setNonBlocking(listenFd_, true);  // accepted in bursts until the queue is empty
+  bound->clear();
+  for (const SocketAddress& address : where) {
+    SocketAddress any = address;
+    any.setPort(0);
+    int fd = -1;
+    bound->emplace_back();
+    WEFT_CHECK(listenSocket(any, &fd, &bound->back()));
+    setNonBlocking(fd, true);  // accepted in bursts until the queue is empty
+    listenFds_.push_back(fd);
+  }
   strangers_ = std::make_unique<StrangerQueue<Pending>>("rank " + std::to_string(rank), kLogNet, kMaxPending);
   return ncclSuccess;
 }
@@ -84,8 +98,8 @@ void PeerHandshake::setKey(const MacKey& key) {
 }
 
 // Accepts what is waiting and sends each its challenge.
-void PeerHandshake::acceptReady(const Deadline& deadline) {
-  strangers_->acceptReady(listenFd_, [&](Pending& p) {
+void PeerHandshake::acceptReady(int listenFd, const Deadline& deadline) {
+  strangers_->acceptReady(listenFd, [&](Pending& p) {
     // A stranger gets a short deadline for its hello, never past the caller's.
     const double helloSeconds = timeoutSeconds_ < 5 ? timeoutSeconds_ : 5;
     p.deadline = Deadline::after(helloSeconds);
@@ -144,13 +158,17 @@ ncclResult_t PeerHandshake::acceptFor(const Key& key, int* fd) {
     if (deadline.expired())
       return fail(ncclRemoteError, "rank %d never connected (waited %.0f s, WEFT_TIMEOUT)", std::get<0>(key),
                   timeoutSeconds_);
-    std::vector<pollfd> fds{{strangers_->pollFd(listenFd_), POLLIN, 0}};
+    // The listeners first, then the strangers that have yet to prove themselves.
+    std::vector<pollfd> fds;
+    for (int listenFd : listenFds_) fds.push_back({strangers_->pollFd(listenFd), POLLIN, 0});
+    const size_t listeners = fds.size();
     for (const auto& p : strangers_->pending) fds.push_back({p.fd, POLLIN, 0});
     if (poll(fds.data(), fds.size(), deadline.millisecondsLeft(100)) < 0 && errno != EINTR)
       return fail(ncclSystemError, "peer handshake: poll failed: %s", strerror(errno));
     for (size_t i = strangers_->pending.size(); i-- > 0;)
-      if (fds[i + 1].revents || strangers_->pending[i].deadline.expired()) readHello(i);
-    if (fds[0].fd >= 0 && (fds[0].revents & POLLIN)) acceptReady(deadline);
+      if (fds[listeners + i].revents || strangers_->pending[i].deadline.expired()) readHello(i);
+    for (size_t l = 0; l < listeners; ++l)
+      if (fds[l].fd >= 0 && (fds[l].revents & POLLIN)) acceptReady(fds[l].fd, deadline);
   }
 }
 
@@ -158,7 +176,7 @@ ncclResult_t PeerHandshake::join(int peerRank, const SocketAddress& peerAddress,
                                  int* fd) {
   *fd = -1;
   std::lock_guard<std::mutex> lock(mutex_);
-  if (listenFd_ < 0) return fail(ncclInternalError, "peer handshake: rank %d is not listening", rank_);
+  if (listenFds_.empty()) return fail(ncclInternalError, "peer handshake: rank %d is not listening", rank_);
   if (!keySet_) return fail(ncclInternalError, "peer handshake: rank %d has no communicator key yet", rank_);
   if (rank_ > peerRank) return acceptFor(Key{peerRank, transportTag, stream}, fd);
   const Deadline deadline = Deadline::after(timeoutSeconds_);

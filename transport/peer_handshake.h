@@ -36,6 +36,11 @@ class PeerHandshake {
 
   // Listens on `where` (any port); `bound` receives the address peers connect to.
   ncclResult_t listen(const SocketAddress& where, int rank, double timeoutSeconds, SocketAddress* bound);
+  // Listens on each of `where` (one socket each, any port: a host's NICs, runtime/comm/
+  // network_rails.h); bound[i] receives where[i]'s address with its port. Peers may join
+  // through any of them.
+  ncclResult_t listen(const std::vector<SocketAddress>& where, int rank, double timeoutSeconds,
+                      std::vector<SocketAddress>* bound);
   // The communicator's key (runtime/comm/bootstrap.h), known only after bootstrap: a joining
   // rank must prove it holds it, and the accepting rank proves it back.
   void setKey(const MacKey& key);
@@ -68,11 +73,11 @@ class PeerHandshake {
     Deadline deadline;
   };
   ncclResult_t acceptFor(const Key& key, int* fd);
-  void acceptReady(const Deadline& deadline);
+  void acceptReady(int listenFd, const Deadline& deadline);
   void readHello(size_t index);
 
   std::mutex mutex_;  // transports may join on several threads of one rank
-  int listenFd_ = -1;
+  std::vector<int> listenFds_;
   int rank_ = -1;
   double timeoutSeconds_ = 0;
   MacKey key_{};

@@ -33,7 +33,8 @@ constexpr uint64_t kTlsUpgradeMagic = 0x776566744254534cull;  // "weftBTSL"
 // 4: challenge-response (the secret never travels; every message is bound to both nonces).
 // 5: a rank may continue in TLS after the challenge.
 // 6: RankInfo carries the status server's port.
-constexpr uint32_t kProtocolVersion = 6;
+// 7: RankInfo carries the rails' addresses.
+constexpr uint32_t kProtocolVersion = 7;
 constexpr int kMaxRanks = 1 << 20;
 // Connections a listener holds before they said who they are; beyond it the oldest is dropped,
 // so that strangers cannot use up the root's descriptors (or starve the real ranks of them).

@@ -21,6 +21,8 @@
 
 namespace weft {
 
+constexpr uint32_t kMaxRails = 8;  // NICs a rank's TCP listens on (NCCL_SOCKET_IFNAME)
+
 // A rank's link table (algorithms/cost/cost_model.h: from its machine model, NICs and tuning
 // file) as plain numbers, so that all ranks can price schedules with the same terms.
 struct LinkTerms {
@@ -41,6 +43,12 @@ struct RankInfo {
   uint32_t dataAddressLength;
   sockaddr_storage dataAddress;  // the peer handshake's listener (transport/peer_handshake.h)
   uint32_t transportsOffered;    // TransportKind bits (transport/transport_table.h)
+  // NCCL_SOCKET_IFNAME naming several interfaces: the peer handshake also listens on each (the
+  // first is dataAddress), and ranks on other hosts join through the one of this rank's rail
+  // (runtime/comm/network_rails.h). 0: none, dataAddress only.
+  uint32_t railCount;
+  uint32_t railAddressLengths[kMaxRails];
+  sockaddr_storage railAddresses[kMaxRails];
   // The status server's TCP port for this communicator, on dataAddress's host (0: none):
   // `weft-info status` reaches ranks on other hosts through it (runtime/status/status_server.h).
   uint16_t statusPort;

@@ -18,6 +18,7 @@
 #include "common/tls_session.h"
 #include "runtime/api/api_call.h"
 #include "runtime/comm/init_barrier.h"
+#include "runtime/comm/network_rails.h"
 #include "runtime/device/stream_dispatch.h"
 #include "runtime/exec/collective_trace.h"
 #include "runtime/status/status_server.h"
@@ -124,7 +125,17 @@ TransportEndpoint endpointOf(const RankInfo& info) {
 ncclResult_t listenOnEveryTransport(ncclComm* comm, const SocketAddress& dataAddress, double timeout, RankInfo* mine) {
   TransportEndpoint endpoint = endpointOf(*mine);
   comm->net.handshake = std::make_unique<PeerHandshake>();
-  WEFT_CHECK(comm->net.handshake->listen(dataAddress, comm->rank, timeout, &endpoint.dataAddress));
+  if (comm->net.rails.empty()) {
+    WEFT_CHECK(comm->net.handshake->listen(dataAddress, comm->rank, timeout, &endpoint.dataAddress));
+  } else {
+    std::vector<SocketAddress> where, bound;
+    for (const NamedAddress& rail : comm->net.rails) where.push_back(rail.address);
+    WEFT_CHECK(comm->net.handshake->listen(where, comm->rank, timeout, &bound));
+    endpoint.dataAddress = bound.front();
+    publishRails(bound, mine);
+    WEFT_INFO(kLogInit | kLogNet, "NET/Socket: %zu rails (NCCL_SOCKET_IFNAME): %s", bound.size(),
+              describeRails(comm->net.rails).c_str());
+  }
   TransportSetup setup;
   setup.rank = comm->rank;
   setup.nranks = comm->nranks;
@@ -353,9 +364,14 @@ ncclResult_t bootstrapCommunicator(ncclComm* comm, const ncclUniqueId& id, const
   WEFT_CHECK(connectToRoot(contents, timeout, &rootFd, &local));
   CloseSocketOnExit closer{rootFd};
 
-  // Data listeners go where the root was reachable from, unless NCCL_SOCKET_IFNAME says otherwise.
+  // Data listeners go where the root was reachable from, unless NCCL_SOCKET_IFNAME says otherwise
+  // (several interfaces: one listener on each, network_rails.h).
   SocketAddress dataAddress = local;
-  if (settingText(Setting::NcclSocketIfname)) WEFT_CHECK(findInterfaceAddress(&dataAddress, nullptr));
+  WEFT_CHECK(findNetworkRails(&comm->net.rails));
+  if (!comm->net.rails.empty())
+    dataAddress = comm->net.rails.front().address;
+  else if (settingText(Setting::NcclSocketIfname))
+    WEFT_CHECK(findInterfaceAddress(&dataAddress, nullptr));
 
   RankInfo mine{};
   mine.rank = comm->rank;
@@ -368,6 +384,9 @@ ncclResult_t bootstrapCommunicator(ncclComm* comm, const ncclUniqueId& id, const
   WEFT_CHECK(statusServerListen(comm, dataAddress, &mine.statusPort));
   mine.settings = digestAgreedSettings();
   mine.links = linkTermsOf(links);
+  // The NICs TCP spreads over are the node's NICs for the channel count, unless measured.
+  if (comm->net.rails.size() > 1 && !(links.tunedMask & LinkTable::kNicsBit))
+    mine.links.nicsPerNode = static_cast<int32_t>(comm->net.rails.size());
 
   BootstrapResult result;
   WEFT_CHECK(exchangeRankInfo(rootFd, contents, comm->nranks, mine, timeout, &result));
@@ -443,6 +462,12 @@ static ncclResult_t initializeCommunicatorSteps(ncclComm* comm, const ncclUnique
 
   WEFT_INFO(kLogInit, "comm %p rank %d nranks %d localRank %d localSize %zu host %s pid %d", (void*)comm, rank, nranks,
             comm->layout.localRank, comm->layout.localRanks.size(), me.hostName, me.pid);
+  if (!comm->net.rails.empty()) {
+    const size_t rail = static_cast<size_t>(comm->layout.localRank) % comm->net.rails.size();
+    WEFT_INFO(kLogInit | kLogNet,
+              "NET/Socket: local rank %d: ranks on other hosts join this rank through %s (rail %zu of %zu)",
+              comm->layout.localRank, comm->net.rails[rail].interfaceName.c_str(), rail, comm->net.rails.size());
+  }
 
   // Ring neighbours are connected now, so that the first collective pays no set-up cost, and
   // the ranks pass the end of initialization together (runtime/comm/init_barrier.h).
@@ -504,6 +529,14 @@ void finishNonBlockingInit(ncclComm* comm) {
   if (comm->state.initThread.joinable()) comm->state.initThread.join();
 }
 
+// `rank`'s place among its host's ranks (-1 if the layout does not list it).
+static int localRankOf(const ncclComm* comm, int rank) {
+  for (const std::vector<int>& node : comm->layout.nodes)
+    if (auto it = std::find(node.begin(), node.end(), rank); it != node.end())
+      return static_cast<int>(it - node.begin());
+  return -1;
+}
+
 ncclResult_t connectPeers(ncclComm* comm, const std::vector<int>& peers) {
   CancelScope abortable(&comm->state.aborted);
   // Each set-up blocks until the peer takes part, so ranks must meet their peers in an order
@@ -515,7 +548,16 @@ ncclResult_t connectPeers(ncclComm* comm, const std::vector<int>& peers) {
   for (int peer : ascending) {
     if (peer == comm->rank || comm->net.connections[peer]) continue;
     const TransportEndpoint self = endpointOf(comm->layout.ranks[comm->rank]);
-    const TransportEndpoint other = endpointOf(comm->layout.ranks[peer]);
+    TransportEndpoint other = endpointOf(comm->layout.ranks[peer]);
+    // The lower rank of a pair joins the higher one's listener (transport/peer_handshake.h), on
+    // another host through the higher one's rail (network_rails.h): the pair's NICs.
+    int rail = -1;
+    SocketAddress railAddress;
+    if (other.hostHash != self.hostHash) {
+      const int listener = std::max(comm->rank, peer);
+      railAddress = joinAddressOf(comm->layout.ranks[listener], localRankOf(comm, listener), &rail);
+      if (listener == peer) other.dataAddress = railAddress;
+    }
     Transport* transport = nullptr;
     WEFT_CHECK(chooseTransport(comm, self, other, &transport));
     std::unique_ptr<Connection> connection;
@@ -523,8 +565,12 @@ ncclResult_t connectPeers(ncclComm* comm, const std::vector<int>& peers) {
     const std::string where = self.hostHash == other.hostHash
                                   ? std::string("same host")
                                   : std::string("host ") + comm->layout.ranks[peer].hostName;
-    WEFT_INFO(kLogInit | kLogP2p | kLogNet, "Channel 00 : %d[%d] -> %d[%d] via %s (%s)", comm->rank, comm->rank, peer,
-              peer, connection->transportName(), where.c_str());
+    // The rail carries the data for TCP; UCX and verbs only meet through it.
+    const bool railCarriesData = rail >= 0 && strcmp(connection->transportName(), "TCP") == 0;
+    const std::string through =
+        railCarriesData ? ", rail " + std::to_string(rail) + " at " + railAddress.toString() : std::string();
+    WEFT_INFO(kLogInit | kLogP2p | kLogNet, "Channel 00 : %d[%d] -> %d[%d] via %s (%s%s)", comm->rank, comm->rank, peer,
+              peer, connection->transportName(), where.c_str(), through.c_str());
     comm->net.connectionTable[peer] = connection.get();
     comm->net.connections[peer] = std::move(connection);
   }

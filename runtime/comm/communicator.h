@@ -66,6 +66,9 @@ struct CommAgreedSettings {
 struct CommConnections {
   // Where network transports meet their peers; outlives the transports, which point to it.
   std::unique_ptr<PeerHandshake> handshake;
+  // NCCL_SOCKET_IFNAME's interfaces when it names several: the handshake listens on each, and
+  // ranks on other hosts join this rank through its rail's (runtime/comm/network_rails.h).
+  std::vector<NamedAddress> rails;
   // One instance per row of transport/transport_table.h, in the table's order. A peer is
   // reached through the first row that both ranks offer and that can connect to it, or
   // through the row forced for its kind of peer: on this host WEFT_TRANSPORT (NCCL_SHM_DISABLE=1

@@ -1,17 +1,20 @@
 # Several "hosts" as network namespaces on one bridge: sourced by the netns tests (and by the
 # performance and characterization scripts). Host i (0-based) is namespace weft-h<i>-<tag> with
 # eth0 at 198.18.1.<i+1>/24; the bridge lives in its own namespace, so the machine's own
-# network is never touched. Each host's link can be shaped with tc tbf on both ends of its veth
-# (tbf shapes egress only; netem does not exist here). hosts_cleanup removes everything and is
-# installed as the EXIT trap by hosts_create.
+# network is never touched. HOSTS_NICS=N (default 1) gives every host N NICs, eth<k> at
+# 198.18.<k+1>.<i+1>/24 on bridge br<k>: one network per rail, as rail-optimized clusters
+# are built (NIC k of one host reaches NIC k of the others only). Each NIC's link can be
+# shaped with tc tbf on both ends of its veth (tbf shapes egress only; netem does not exist
+# here). hosts_cleanup removes everything and is installed as the EXIT trap by hosts_create.
 #   hosts_create H [RATE]       e.g. hosts_create 3 1gbit; exits 77 (skipped) when it cannot
 #   hosts_shape I RATE          reshapes host I's link (both ends) to RATE: one slow host
 #   hosts_ns I                  the namespace of host I
-#   hosts_addr I                its address
+#   hosts_addr I [K]            its address (on NIC K, default 0)
 #   hosts_run_ranks R OUTDIR CMD [ARGS...]
 #                               R ranks per host, rank = host*R + local, each with RANK,
 #                               WORLD_SIZE, LOCAL_RANK, MASTER_ADDR/PORT (host 0), WEFT_SECRET,
-#                               WEFT_HOSTNAME, NCCL_SOCKET_IFNAME=eth0 and $HOSTS_ENV; output in
+#                               WEFT_HOSTNAME, NCCL_SOCKET_IFNAME (eth0, or every NIC's
+#                               name with HOSTS_NICS) and $HOSTS_ENV; output in
 #                               OUTDIR/rank<N>.log; sets HOSTS_PIDS (index = rank)
 #   hosts_wait_ranks            waits for them all; returns how many failed
 
@@ -19,9 +22,19 @@ HOSTS_TAG=${HOSTS_TAG:-$$}
 HOSTS_COUNT=0
 HOSTS_PIDS=()
 HOSTS_ENV=${HOSTS_ENV:-}
+HOSTS_NICS=${HOSTS_NICS:-1}
 
 hosts_ns() { echo "weft-h$1-$HOSTS_TAG"; }
-hosts_addr() { echo "198.18.1.$(($1 + 1))"; }
+hosts_addr() { echo "198.18.$((${2:-0} + 1)).$(($1 + 1))"; }
+# The veth of host I's NIC K: its end in the bridge namespace, and its end in the host before
+# it is renamed eth<K> (NIC 0 keeps the names of the one-NIC harness).
+hosts_outer() { if [ "$2" = 0 ]; then echo "wv$1-$HOSTS_TAG"; else echo "wv$1n$2-$HOSTS_TAG"; fi; }
+hosts_inner() { if [ "$2" = 0 ]; then echo "wi$1-$HOSTS_TAG"; else echo "wi$1n$2-$HOSTS_TAG"; fi; }
+hosts_ifnames() {
+  local k names=eth0
+  for ((k = 1; k < HOSTS_NICS; k++)); do names="$names,eth$k"; done
+  echo "=$names"
+}
 hosts_bridge_ns() { echo "weft-br-$HOSTS_TAG"; }
 
 hosts_cleanup() {
@@ -42,33 +55,43 @@ hosts_create() {
   local br
   br=$(hosts_bridge_ns)
   ip netns add "$br" 2>/dev/null || { echo "skipped: cannot create network namespaces here"; exit 77; }
-  ip -n "$br" link add br0 type bridge || { echo "skipped: cannot create a bridge here"; exit 77; }
-  ip -n "$br" link set br0 up || exit 1
+  local k
+  for ((k = 0; k < HOSTS_NICS; k++)); do
+    ip -n "$br" link add "br$k" type bridge || { echo "skipped: cannot create a bridge here"; exit 77; }
+    ip -n "$br" link set "br$k" up || exit 1
+  done
   for ((i = 0; i < count; i++)); do
-    local ns outer=wv$i-$HOSTS_TAG
+    local ns
     ns=$(hosts_ns $i)
     ip netns add "$ns" || exit 1
     HOSTS_COUNT=$((i + 1))
-    ip link add "$outer" type veth peer name "wi$i-$HOSTS_TAG" || { echo "skipped: cannot create veth pairs here"; exit 77; }
-    ip link set "wi$i-$HOSTS_TAG" netns "$ns" && ip -n "$ns" link set "wi$i-$HOSTS_TAG" name eth0 || exit 1
-    ip link set "$outer" netns "$br" && ip -n "$br" link set "$outer" master br0 || exit 1
-    ip -n "$ns" addr add "$(hosts_addr $i)/24" dev eth0 || exit 1
-    ip -n "$ns" link set lo up && ip -n "$ns" link set eth0 up && ip -n "$br" link set "$outer" up || exit 1
-    if [ -n "$rate" ]; then
-      ip netns exec "$ns" tc qdisc add dev eth0 root tbf rate "$rate" burst 256kb latency 50ms || exit 1
-      ip netns exec "$br" tc qdisc add dev "$outer" root tbf rate "$rate" burst 256kb latency 50ms || exit 1
-    fi
+    ip -n "$ns" link set lo up || exit 1
+    for ((k = 0; k < HOSTS_NICS; k++)); do
+      local outer inner
+      outer=$(hosts_outer $i $k) inner=$(hosts_inner $i $k)
+      ip link add "$outer" type veth peer name "$inner" || { echo "skipped: cannot create veth pairs here"; exit 77; }
+      ip link set "$inner" netns "$ns" && ip -n "$ns" link set "$inner" name "eth$k" || exit 1
+      ip link set "$outer" netns "$br" && ip -n "$br" link set "$outer" master "br$k" || exit 1
+      ip -n "$ns" addr add "$(hosts_addr $i $k)/24" dev "eth$k" || exit 1
+      ip -n "$ns" link set "eth$k" up && ip -n "$br" link set "$outer" up || exit 1
+      if [ -n "$rate" ]; then
+        ip netns exec "$ns" tc qdisc add dev "eth$k" root tbf rate "$rate" burst 256kb latency 50ms || exit 1
+        ip netns exec "$br" tc qdisc add dev "$outer" root tbf rate "$rate" burst 256kb latency 50ms || exit 1
+      fi
+    done
   done
-  [ -n "$rate" ] && echo "# $count hosts on a bridge, each link shaped with tc tbf to $rate each way"
+  [ -n "$rate" ] && echo "# $count hosts with $HOSTS_NICS NIC(s) each, every link shaped with tc tbf to $rate each way"
   return 0
 }
 
 hosts_shape() {
-  local i=$1 rate=$2
-  ip netns exec "$(hosts_ns "$i")" tc qdisc replace dev eth0 root tbf rate "$rate" burst 256kb latency 50ms || return 1
-  ip netns exec "$(hosts_bridge_ns)" tc qdisc replace dev "wv$i-$HOSTS_TAG" root tbf rate "$rate" burst 256kb \
-    latency 50ms || return 1
-  echo "# host $i's link shaped to $rate each way"
+  local i=$1 rate=$2 k
+  for ((k = 0; k < HOSTS_NICS; k++)); do
+    ip netns exec "$(hosts_ns "$i")" tc qdisc replace dev "eth$k" root tbf rate "$rate" burst 256kb latency 50ms || return 1
+    ip netns exec "$(hosts_bridge_ns)" tc qdisc replace dev "$(hosts_outer "$i" $k)" root tbf rate "$rate" burst 256kb \
+      latency 50ms || return 1
+  done
+  echo "# host $i's links shaped to $rate each way"
 }
 
 hosts_run_ranks() {
@@ -89,7 +112,7 @@ hosts_run_ranks() {
       [ "${HOSTS_PIN:-0}" = 1 ] && pin=(taskset -c $((i % $(nproc))))
       ip netns exec "$(hosts_ns $i)" "${pin[@]}" env RANK=$rank WORLD_SIZE=$world LOCAL_RANK=$l LOCAL_WORLD_SIZE=$per \
         MASTER_ADDR="$(hosts_addr 0)" MASTER_PORT=$port WEFT_SECRET="$secret" WEFT_HOSTNAME="host$i" \
-        NCCL_SOCKET_IFNAME=eth0 $HOSTS_ENV timeout 300 "$@" >"$out/rank$rank.log" 2>&1 &
+        NCCL_SOCKET_IFNAME="$(hosts_ifnames)" $HOSTS_ENV timeout 300 "$@" >"$out/rank$rank.log" 2>&1 &
       HOSTS_PIDS[rank]=$!
     done
   done

@@ -72,3 +72,7 @@ add_test(NAME netns.hosts3.characterize_slow_host
          COMMAND ${CMAKE_CURRENT_LIST_DIR}/characterize_slow_host.sh ${CMAKE_BINARY_DIR})
 set_tests_properties(netns.hosts3.characterize_slow_host PROPERTIES LABELS netns TIMEOUT 240 SKIP_RETURN_CODE 77
                      RUN_SERIAL TRUE)
+# Two NICs per host on separate rail networks: the ring all-reduce over TCP spreads over both
+# (NCCL_SOCKET_IFNAME naming both) against eth0 alone on the same shaped links.
+add_test(NAME netns.hosts2x2.tcp.rails COMMAND ${CMAKE_CURRENT_LIST_DIR}/rails.sh ${CMAKE_BINARY_DIR})
+set_tests_properties(netns.hosts2x2.tcp.rails PROPERTIES LABELS netns TIMEOUT 120 SKIP_RETURN_CODE 77 RUN_SERIAL TRUE)

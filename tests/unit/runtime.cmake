@@ -6,3 +6,5 @@ weft_test(plan_cache_test SOURCES unit/plan_cache_test.cc)
 weft_test(collective_record_test SOURCES unit/collective_record_test.cc)
 # runtime/status: the status reply's text, the live progress snapshot, the culprit rule.
 weft_test(job_status_test SOURCES unit/job_status_test.cc)
+# runtime/comm: TCP rails (which NIC a peer is joined through).
+weft_test(network_rails_test SOURCES unit/network_rails_test.cc)
