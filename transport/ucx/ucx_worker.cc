@@ -35,6 +35,11 @@ class UcxContext {
     // in 1.13 they abort the process when a peer dies during the wire-up
     // (tests/integration/ucx_peer_loss_test.cc).
     if (!getenv("UCX_RNDV_THRESH")) (void)ucx().ucp_config_modify(config, "RNDV_THRESH", "inf");
+    // UCX's tcp transport cuts eager messages into 8 KiB segments by default; 64 KiB ones halved
+    // the time of 1-4 MiB all-reduces on an unshaped veth (docs/performance.md). A value the user
+    // set wins; ucp_config_modify passes names UCP does not know on to UCX's transports.
+    if (!getenv("UCX_TCP_TX_SEG_SIZE")) (void)ucx().ucp_config_modify(config, "TCP_TX_SEG_SIZE", "64K");
+    if (!getenv("UCX_TCP_RX_SEG_SIZE")) (void)ucx().ucp_config_modify(config, "TCP_RX_SEG_SIZE", "128K");
     ucp_params_t params{};
     params.field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_MT_WORKERS_SHARED;
     params.features = UCP_FEATURE_TAG | UCP_FEATURE_WAKEUP;
