@@ -83,7 +83,7 @@ constexpr std::array<SettingSpec, static_cast<size_t>(Setting::Count)> kSettings
     {Setting::NcclNsocksPerthread, "NCCL_NSOCKS_PERTHREAD", Int, "1", 1, 64, 0, nullptr, true, false,
      "TCP sockets per peer pair = this x NCCL_SOCKET_NTHREADS (at most 64); messages are striped over them"},
     {Setting::NcclSocketNthreads, "NCCL_SOCKET_NTHREADS", Int, "1", 1, 16, 0, nullptr, true, false,
-     "multiplies NCCL_NSOCKS_PERTHREAD; weft moves every socket from the collective's own thread"},
+     "helper threads per TCP peer pair moving its sockets (1: the collective's own thread)"},
     {Setting::WeftUcxSlotBytes, "WEFT_UCX_SLOT_BYTES", Size, "524288", 4096, kGiB, 0, nullptr, true, false,
      "bytes of one slot of a UCX staging ring (registered once with ucp_mem_map)"},
     {Setting::WeftUcxSlots, "WEFT_UCX_SLOTS", Int, "8", 1, 64, 0, nullptr, true, false, "slots of a UCX staging ring"},

@@ -40,7 +40,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   // 4 KiB slots, 2 of them: a message of 4097 bytes, a part numbered past the ring and a full
   // ring are all reachable.
   std::unique_ptr<weft::Connection> connection;
-  if (weft::makeStripedTcpConnection({near[0], near[1]}, 1, weft::RingGeometry{4096, 2}, &connection) != ncclSuccess) {
+  if (weft::makeStripedTcpConnection({near[0], near[1]}, 1, weft::RingGeometry{4096, 2}, 1, &connection) !=
+      ncclSuccess) {
     close(far[0]), close(far[1]);
     return 0;
   }

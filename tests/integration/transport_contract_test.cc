@@ -34,15 +34,17 @@ constexpr auto kDeadline = std::chrono::seconds(20);  // for any one wait in a t
 
 // The variants under test: every row of the table (by index), then TCP again in two settings:
 // with WEFT_ENCRYPTION=tls (its I/O goes through TLS records, collected and flushed together)
-// and striped over four sockets (NCCL_NSOCKS_PERTHREAD=4: messages cut into parts that the
-// receiver puts back together).
+// striped over four sockets (NCCL_NSOCKS_PERTHREAD=4: messages cut into parts that the receiver
+// puts back together), and over three sockets moved by three helper threads
+// (NCCL_SOCKET_NTHREADS=3).
 struct TcpVariant {
   const char* name;
   const char* variable;
   const char* value;
 };
 constexpr TcpVariant kTcpVariants[] = {{"tcp_tls", "WEFT_ENCRYPTION", "tls"},
-                                       {"tcp_striped", "NCCL_NSOCKS_PERTHREAD", "4"}};
+                                       {"tcp_striped", "NCCL_NSOCKS_PERTHREAD", "4"},
+                                       {"tcp_helper_threads", "NCCL_SOCKET_NTHREADS", "3"}};
 size_t variantCount() { return transportTable().size() + std::size(kTcpVariants); }
 const TcpVariant* tcpVariantOf(size_t variant) {
   return variant >= transportTable().size() ? &kTcpVariants[variant - transportTable().size()] : nullptr;

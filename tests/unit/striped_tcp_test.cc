@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cstring>
 #include <memory>
+#include <thread>
 #include <vector>
 
 #include "common/status.h"
@@ -34,8 +35,9 @@ constexpr int kPeer = 3;
 
 uint8_t byteOf(uint64_t message, size_t position) { return static_cast<uint8_t>(message * 29 + position * 13); }
 
-// A connection over the near ends of kSockets socketpairs; the test holds the far ends.
-class StripedTcp : public ::testing::Test {
+// A connection over the near ends of kSockets socketpairs; the test holds the far ends. Each
+// test runs with the caller's thread moving the sockets (1) and with two helper threads (2).
+class StripedTcp : public ::testing::TestWithParam<int> {
  protected:
   void SetUp() override {
     std::vector<int> near;
@@ -45,7 +47,8 @@ class StripedTcp : public ::testing::Test {
       near.push_back(pair[0]);
       far_.push_back(pair[1]);
     }
-    ASSERT_EQ(makeStripedTcpConnection(near, kPeer, kRing, &connection_), ncclSuccess) << lastErrorMessage();
+    ASSERT_EQ(makeStripedTcpConnection(near, kPeer, kRing, GetParam(), &connection_), ncclSuccess)
+        << lastErrorMessage();
   }
   void TearDown() override {
     connection_.reset();
@@ -86,11 +89,15 @@ class StripedTcp : public ::testing::Test {
     ASSERT_EQ(write(far_[socket], frame.data(), frame.size()), static_cast<ssize_t>(frame.size()));
   }
 
-  // The next whole message, or nullptr with the connection's error in *result.
+  // The next whole message, or nullptr with the connection's error in *result (or after 2 s).
   const uint8_t* receive(size_t* bytes, ncclResult_t* result) {
     const void* data = nullptr;
-    for (int i = 0; i < 1000 && !data; ++i)
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+    while (!data && std::chrono::steady_clock::now() < deadline) {
+      if ((*result = connection_->progress()) != ncclSuccess) return nullptr;
       if ((*result = connection_->recvPeek(&data, bytes)) != ncclSuccess) return nullptr;
+      if (!data) std::this_thread::yield();
+    }
     return static_cast<const uint8_t*>(data);
   }
 
@@ -98,7 +105,7 @@ class StripedTcp : public ::testing::Test {
   std::unique_ptr<Connection> connection_;
 };
 
-TEST_F(StripedTcp, PartsOfAtLeast64KiBGoOnConsecutiveSocketsStartingWhereTheMessageNumberPoints) {
+TEST_P(StripedTcp, PartsOfAtLeast64KiBGoOnConsecutiveSocketsStartingWhereTheMessageNumberPoints) {
   // 512 KiB: four parts of 128 KiB on sockets 0-3. 100 B: one part, on socket 1 (message 1).
   // 200 KiB: three parts (no part below 64 KiB), on sockets 2, 3, 0.
   send(0, 512 << 10);
@@ -130,7 +137,7 @@ TEST_F(StripedTcp, PartsOfAtLeast64KiBGoOnConsecutiveSocketsStartingWhereTheMess
   EXPECT_FALSE(connection_->hasPendingSends());
 }
 
-TEST_F(StripedTcp, ReceiverDeliversWholeMessagesInOrderWhateverOrderThePartsArriveIn) {
+TEST_P(StripedTcp, ReceiverDeliversWholeMessagesInOrderWhateverOrderThePartsArriveIn) {
   // Message 1 (one part) arrives first, then message 0's parts last to first, then message 2's
   // second part before its first: each socket still carries its own parts in order.
   writePart(1, Part{0x77667453, 1, 10, 0, 10}, 1);
@@ -151,7 +158,7 @@ TEST_F(StripedTcp, ReceiverDeliversWholeMessagesInOrderWhateverOrderThePartsArri
   }
 }
 
-TEST_F(StripedTcp, PartPastItsMessageIsAnErrorNamingThePeer) {
+TEST_P(StripedTcp, PartPastItsMessageIsAnErrorNamingThePeer) {
   writePart(0, Part{0x77667453, 0, 100, 60, 50}, 0);
   size_t bytes = 0;
   ncclResult_t result = ncclSuccess;
@@ -161,7 +168,7 @@ TEST_F(StripedTcp, PartPastItsMessageIsAnErrorNamingThePeer) {
       << lastErrorMessage();
 }
 
-TEST_F(StripedTcp, PartsOfOneMessageThatDisagreeOnItsSizeAreAnError) {
+TEST_P(StripedTcp, PartsOfOneMessageThatDisagreeOnItsSizeAreAnError) {
   writePart(0, Part{0x77667453, 0, 100, 0, 50}, 0);
   writePart(1, Part{0x77667453, 0, 200, 50, 50}, 0);
   size_t bytes = 0;
@@ -170,7 +177,7 @@ TEST_F(StripedTcp, PartsOfOneMessageThatDisagreeOnItsSizeAreAnError) {
   EXPECT_NE(lastErrorMessage().find("another size than its other parts"), std::string::npos) << lastErrorMessage();
 }
 
-TEST_F(StripedTcp, MessageLargerThanTheSlotIsRefusedBeforeItIsRead) {
+TEST_P(StripedTcp, MessageLargerThanTheSlotIsRefusedBeforeItIsRead) {
   writePart(0, Part{0x77667453, 0, (512 << 10) + 1, 0, 0}, 0);
   size_t bytes = 0;
   ncclResult_t result = ncclSuccess;
@@ -180,7 +187,7 @@ TEST_F(StripedTcp, MessageLargerThanTheSlotIsRefusedBeforeItIsRead) {
 }
 
 // Every socket closed with message 0 still missing a part: an error, not a wait.
-TEST_F(StripedTcp, PeerThatClosesBeforeAMessageIsWholeIsAnError) {
+TEST_P(StripedTcp, PeerThatClosesBeforeAMessageIsWholeIsAnError) {
   writePart(0, Part{0x77667453, 0, 2000, 0, 1000}, 0);
   for (int& fd : far_) {
     close(fd);
@@ -192,5 +199,9 @@ TEST_F(StripedTcp, PeerThatClosesBeforeAMessageIsWholeIsAnError) {
   EXPECT_EQ(result, ncclRemoteError);
   EXPECT_NE(lastErrorMessage().find("rank 3 closed the connection"), std::string::npos) << lastErrorMessage();
 }
+
+INSTANTIATE_TEST_SUITE_P(Threads, StripedTcp, ::testing::Values(1, 2), [](const ::testing::TestParamInfo<int>& info) {
+  return info.param == 1 ? std::string("CallersThread") : std::string("TwoHelpers");
+});
 
 }  // namespace

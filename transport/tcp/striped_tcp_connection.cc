@@ -1,13 +1,18 @@
 #include "transport/tcp/striped_tcp_connection.h"
 
+#include <poll.h>
 #include <sys/epoll.h>
+#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
+#include <condition_variable>
 #include <cstdint>
 #include <cstring>
+#include <mutex>
+#include <thread>
 
 #include "common/socket.h"
 #include "common/status.h"
@@ -37,6 +42,10 @@ uint32_t partsOf(size_t bytes, size_t sockets) {
 
 constexpr int64_t kInPlaceSlot = -1;
 
+// A helper's longest sleep: a safety net only, since everything that gives a helper work rings
+// its doorbell (a missed ring shows as stalls of this length: the contract tests take seconds).
+constexpr int kHelperPollMs = 1000;
+
 // A part waiting to leave on its socket.
 struct OutgoingPart {
   PartHeader header;
@@ -54,7 +63,8 @@ struct Stripe {
   size_t incomingGot = 0;        // of header and body together
   char* incomingInto = nullptr;  // where the body lands, once the header was accepted
   bool closed = false;           // the peer closed it: nothing more comes on it
-  uint32_t pollEvents = 0;       // what the epoll set watches for on it now
+  uint32_t pollEvents = 0;       // what the epoll set watches for on it now (no helper threads)
+  bool ioBusy = false;           // a system call on it is under way, without the lock
 
   bool hasOutgoing() const { return outHead != outTail; }
   OutgoingPart& front() { return outgoing[outHead % outgoing.size()]; }
@@ -74,7 +84,7 @@ class StripedTcpConnection : public Connection {
  public:
   StripedTcpConnection(int peerRank, const RingGeometry& ring) : peerRank_(peerRank), ring_(ring), health_(peerRank) {}
 
-  ncclResult_t init(const std::vector<int>& fds) {
+  ncclResult_t init(const std::vector<int>& fds, int helperThreads) {
     for (int fd : fds) {
       Stripe stripe;
       stripe.fd = fd;
@@ -88,15 +98,37 @@ class StripedTcpConnection : public Connection {
     incoming_.assign(ring_.slots, IncomingMessage{});
     epollFd_ = epoll_create1(EPOLL_CLOEXEC);
     if (epollFd_ < 0) return fail(ncclSystemError, "tcp: epoll_create1 failed: %s", strerror(errno));
-    for (size_t i = 0; i < stripes_.size(); ++i) {
-      setNonBlocking(stripes_[i].fd, true);
-      WEFT_CHECK(watch(i, EPOLLIN, EPOLL_CTL_ADD));
+    for (Stripe& stripe : stripes_) setNonBlocking(stripe.fd, true);
+    if (helperThreads <= 1) {
+      for (size_t i = 0; i < stripes_.size(); ++i) WEFT_CHECK(watch(i, EPOLLIN, EPOLL_CTL_ADD));
+      return ncclSuccess;
     }
+    // With helpers, the rank sleeps on the doorbell they ring whenever something moved.
+    callerBell_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    epoll_event event{};
+    event.events = EPOLLIN;
+    if (callerBell_ < 0 || epoll_ctl(epollFd_, EPOLL_CTL_ADD, callerBell_, &event) != 0)
+      return fail(ncclSystemError, "tcp: the doorbell of rank %d's helper threads failed: %s", peerRank_,
+                  strerror(errno));
+    const size_t helpers = std::min<size_t>(static_cast<size_t>(helperThreads), stripes_.size());
+    for (size_t t = 0; t < helpers; ++t) {
+      helperBells_.push_back(eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC));
+      if (helperBells_.back() < 0) return fail(ncclSystemError, "tcp: eventfd failed: %s", strerror(errno));
+    }
+    for (size_t t = 0; t < helpers; ++t) helpers_.emplace_back([this, t] { helperLoop(t); });
     return ncclSuccess;
   }
 
   ~StripedTcpConnection() override {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      stopping_ = true;
+    }
+    for (size_t t = 0; t < helpers_.size(); ++t) ring(helperBells_[t]);
+    for (std::thread& helper : helpers_) helper.join();
     for (Stripe& stripe : stripes_) closeSocket(stripe.fd);
+    for (int bell : helperBells_) close(bell);
+    if (callerBell_ >= 0) close(callerBell_);
     if (epollFd_ >= 0) close(epollFd_);
   }
 
@@ -108,6 +140,7 @@ class StripedTcpConnection : public Connection {
     *buffer = nullptr;
     reserved_.clear();
     WEFT_CHECK(reserved_.reserve(bytes, ring_.slotBytes, "TCP"));
+    std::lock_guard<std::mutex> lock(mutex_);
     if (sendTail_ - sendHead_ >= ring_.slots) {
       reserved_.clear();
       return ncclSuccess;
@@ -118,29 +151,32 @@ class StripedTcpConnection : public Connection {
 
   ncclResult_t sendCommit(size_t bytes) override {
     WEFT_CHECK(reserved_.commit(bytes, "TCP"));
+    std::unique_lock<std::mutex> lock(mutex_);
     sendPartsLeft_[sendTail_ % ring_.slots] = queueMessage(sendSlot(sendTail_), bytes, static_cast<int64_t>(sendTail_));
     ++sendTail_;
-    return pumpSends();
+    return moveSends(lock);
   }
 
   ncclResult_t recvPeek(const void** data, size_t* bytes) override {
     *data = nullptr;
-    if (!head().complete()) WEFT_CHECK(pumpReceives());
+    std::unique_lock<std::mutex> lock(mutex_);
+    if (!head().complete()) WEFT_CHECK(moveReceives(lock));
     const IncomingMessage& m = head();
     if (!m.complete() || m.toCaller)
-      return !m.complete() && headCannotComplete() ? health_.closedByPeer() : ncclSuccess;
+      return !m.complete() && headCannotComplete() ? health_.closedByPeer() : health_.usable();
     *bytes = m.bytes;
     *data = recvSlot(recvHead_);
     return ncclSuccess;
   }
 
   void recvRelease() override {
-    head() = IncomingMessage{};
-    ++recvHead_;
+    std::lock_guard<std::mutex> lock(mutex_);
+    releaseHead();
   }
 
   ncclResult_t sendFrom(const void* data, size_t bytes, bool* done) override {
     *done = false;
+    std::unique_lock<std::mutex> lock(mutex_);
     if (!sendInPlace_.data) {
       WEFT_CHECK(health_.usable());
       if (bytes > UINT32_MAX) return fail(ncclInvalidUsage, "tcp: a message of %zu bytes is too large", bytes);
@@ -152,7 +188,7 @@ class StripedTcpConnection : public Connection {
     } else if (sendInPlace_.data != data || sendInPlace_.bytes != bytes) {
       return fail(ncclInternalError, "tcp: a message to rank %d is still being sent in place", peerRank_);
     }
-    WEFT_CHECK(pumpSends());
+    WEFT_CHECK(moveSends(lock));
     if (sendInPlace_.partsLeft == 0) {
       sendInPlace_ = InPlaceSend{};
       *done = true;
@@ -165,17 +201,21 @@ class StripedTcpConnection : public Connection {
   ncclResult_t recvInto(void* data, size_t bytes, size_t* got, bool* done) override {
     *got = 0;
     *done = false;
+    std::unique_lock<std::mutex> lock(mutex_);
     if (!recvInPlace_.data) {
-      if (head().started) return copyOutNextMessage(data, bytes, got, done);
+      if (head().started) {
+        lock.unlock();
+        return copyOutNextMessage(data, bytes, got, done);
+      }
       recvInPlace_ = InPlaceRecv{static_cast<char*>(data), bytes};
     } else if (recvInPlace_.data != data || recvInPlace_.bytes != bytes) {
       return fail(ncclInternalError, "tcp: a message from rank %d is still being received in place", peerRank_);
     }
-    WEFT_CHECK(pumpReceives());
+    WEFT_CHECK(moveReceives(lock));
     IncomingMessage& m = head();
     if (m.started && m.toCaller) {
       if (!m.complete()) return headCannotComplete() ? health_.closedByPeer() : ncclSuccess;
-      recvRelease();
+      releaseHead();
       recvInPlace_ = InPlaceRecv{};
       *got = bytes;
       *done = true;
@@ -185,12 +225,19 @@ class StripedTcpConnection : public Connection {
     // report once it is whole.
     if (m.started) {
       recvInPlace_ = InPlaceRecv{};
+      lock.unlock();
       return copyOutNextMessage(data, bytes, got, done);
     }
     return headCannotComplete() ? health_.closedByPeer() : ncclSuccess;
   }
 
   void abandonInPlace() override {
+    std::unique_lock<std::mutex> lock(mutex_);
+    // No system call may still be reading or writing the caller's memory: none starts from now,
+    // and the ones under way finish first.
+    quiescing_ = true;
+    idle_.wait(
+        lock, [&] { return std::none_of(stripes_.begin(), stripes_.end(), [](const Stripe& s) { return s.ioBusy; }); });
     bool broken = false;
     if (sendInPlace_.data && sendInPlace_.partsLeft > 0) {
       // Untouched and the last message queued: taken back, as if never sent. Otherwise the
@@ -204,24 +251,50 @@ class StripedTcpConnection : public Connection {
     if (recvInPlace_.data && head().started && head().toCaller) broken = true;
     if (broken) {
       health_.markOutOfStep();  // reported by the next use (the caller's error stands now)
-      for (Stripe& stripe : stripes_) shutdown(stripe.fd, SHUT_RDWR);
+      // Nothing queued can leave any more (and some of it pointed at the caller's memory).
+      for (Stripe& stripe : stripes_) {
+        shutdown(stripe.fd, SHUT_RDWR);
+        stripe.outHead = stripe.outTail;
+      }
     }
     sendInPlace_ = InPlaceSend{};
     recvInPlace_ = InPlaceRecv{};
+    quiescing_ = false;
+    lock.unlock();
+    ringHelpers();
   }
 
+  // With helpers, what they moved is already in place: only their doorbell is cleared.
   ncclResult_t progress() override {
-    WEFT_CHECK(pumpSends());
-    return pumpReceives();
+    if (!helpers_.empty()) {
+      uint64_t rings = 0;
+      if (read(callerBell_, &rings, sizeof(rings)) < 0 && errno != EAGAIN) {
+        // Nothing to undo: the doorbell only wakes this rank.
+      }
+      std::lock_guard<std::mutex> lock(mutex_);
+      return health_.usable();
+    }
+    std::unique_lock<std::mutex> lock(mutex_);
+    WEFT_CHECK(moveSends(lock));
+    return moveReceives(lock);
   }
 
-  ncclResult_t checkPeer() override { return health_.usable(); }
-  int pollFd() const override { return allClosed() && !hasPendingSends() ? -1 : epollFd_; }
+  ncclResult_t checkPeer() override {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return health_.usable();
+  }
+  int pollFd() const override {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return allClosed() && !anyOutgoing() ? -1 : epollFd_;
+  }
 
-  // The epoll set watches each socket for what would let this end move: input, unless the peer
-  // closed it or its next part has no slot yet (either would wake the rank at once, forever),
-  // and room to write while it has parts queued.
+  // Without helpers, the epoll set watches each socket for what would let this end move:
+  // input, unless the peer closed it or its next part has no slot yet (either would wake the
+  // rank at once, forever), and room to write while it has parts queued. With helpers it
+  // holds their doorbell only.
   bool armPollFd() override {
+    if (!helpers_.empty()) return true;
+    std::lock_guard<std::mutex> lock(mutex_);
     for (size_t i = 0; i < stripes_.size(); ++i) {
       const Stripe& stripe = stripes_[i];
       const uint32_t events =
@@ -232,7 +305,8 @@ class StripedTcpConnection : public Connection {
   }
 
   bool hasPendingSends() const override {
-    return std::any_of(stripes_.begin(), stripes_.end(), [](const Stripe& s) { return s.hasOutgoing(); });
+    std::lock_guard<std::mutex> lock(mutex_);
+    return anyOutgoing();
   }
 
  private:
@@ -260,6 +334,31 @@ class StripedTcpConnection : public Connection {
       return health_.keep(fail(ncclSystemError, "tcp: epoll_ctl for rank %d failed: %s", peerRank_, strerror(errno)));
     stripes_[index].pollEvents = events;
     return ncclSuccess;
+  }
+
+  bool anyOutgoing() const {
+    return std::any_of(stripes_.begin(), stripes_.end(), [](const Stripe& s) { return s.hasOutgoing(); });
+  }
+
+  void releaseHead() {
+    head() = IncomingMessage{};
+    ++recvHead_;
+    // A helper whose socket waited for a slot (a header read, its message more than a ring
+    // ahead until now) reads on.
+    if (!helpers_.empty() && std::any_of(stripes_.begin(), stripes_.end(),
+                                         [](const Stripe& s) { return s.headerComplete() && !s.incomingInto; }))
+      ringHelpers();
+  }
+
+  static void ring(int bell) {
+    const uint64_t one = 1;
+    if (write(bell, &one, sizeof(one)) < 0) {
+      // A doorbell that is already ringing (its counter full) wakes its reader all the same.
+    }
+  }
+  // Wakes the helpers: parts were queued, a slot was freed, or they are to stop.
+  void ringHelpers() {
+    for (int bell : helperBells_) ring(bell);
   }
 
   bool allClosed() const {
@@ -290,6 +389,7 @@ class StripedTcpConnection : public Connection {
       stripe.outgoing[stripe.outTail++ % stripe.outgoing.size()] = OutgoingPart{header, body + begin, 0, slot};
     }
     ++sendSequence_;
+    queuedSinceRing_ = true;
     return parts;
   }
 
@@ -301,8 +401,8 @@ class StripedTcpConnection : public Connection {
     --sendSequence_;
   }
 
-  ncclResult_t streamFailed(const char* what) {
-    return health_.keep(fail(ncclRemoteError, "tcp: %s rank %d failed: %s", what, peerRank_, strerror(errno)));
+  ncclResult_t streamFailed(const char* what, int error) {
+    return health_.keep(fail(ncclRemoteError, "tcp: %s rank %d failed: %s", what, peerRank_, strerror(error)));
   }
   ncclResult_t corrupt(const Stripe& stripe, const char* why) {
     return health_.keep(fail(ncclSystemError,
@@ -312,28 +412,50 @@ class StripedTcpConnection : public Connection {
                              stripe.incoming.messageBytes, stripe.incoming.bytes, stripe.incoming.offset));
   }
 
-  // Writes every socket's queued parts, header and body in one call each, until each would block.
-  ncclResult_t pumpSends() {
+  // Without helpers, writes every socket's queued parts until each would block; with helpers,
+  // wakes them to do it.
+  ncclResult_t moveSends(std::unique_lock<std::mutex>& lock) {
     WEFT_CHECK(health_.usable());
-    for (Stripe& stripe : stripes_) {
-      while (stripe.hasOutgoing()) {
-        OutgoingPart& part = stripe.front();
-        const size_t headerSent = std::min(part.sent, sizeof(PartHeader)), bodySent = part.sent - headerSent;
-        size_t moved = 0;
-        const StreamIo io =
-            sendSomeOfTwo(stripe.fd, reinterpret_cast<const char*>(&part.header) + headerSent,
-                          sizeof(PartHeader) - headerSent, part.body + bodySent, part.header.bytes - bodySent, &moved);
-        if (io == StreamIo::WouldBlock) break;
-        if (io != StreamIo::Moved) return streamFailed("send to");
-        if (part.slot == kInPlaceSlot && moved > 0) sendInPlace_.started = true;
-        part.sent += moved;
-        if (part.sent < sizeof(PartHeader) + part.header.bytes) continue;
-        if (part.slot == kInPlaceSlot)
-          --sendInPlace_.partsLeft;
-        else
-          --sendPartsLeft_[part.slot % ring_.slots];
-        ++stripe.outHead;
-      }
+    if (!helpers_.empty()) {
+      if (queuedSinceRing_) ringHelpers();
+      queuedSinceRing_ = false;
+      return ncclSuccess;
+    }
+    bool moved = false;
+    for (Stripe& stripe : stripes_) WEFT_CHECK(sendOn(stripe, lock, &moved));
+    return ncclSuccess;
+  }
+
+  // Writes `stripe`'s queued parts, header and body in one call each, until it would block. The
+  // lock is let go around each system call, the stripe marked busy meanwhile (abandonInPlace
+  // waits for it); only one thread moves a stripe.
+  ncclResult_t sendOn(Stripe& stripe, std::unique_lock<std::mutex>& lock, bool* moved) {
+    while (stripe.hasOutgoing() && !quiescing_) {
+      WEFT_CHECK(health_.usable());
+      const OutgoingPart part = stripe.front();  // a copy: the queue may grow while unlocked
+      const size_t headerSent = std::min(part.sent, sizeof(PartHeader)), bodySent = part.sent - headerSent;
+      size_t written = 0;
+      stripe.ioBusy = true;
+      lock.unlock();
+      const StreamIo io =
+          sendSomeOfTwo(stripe.fd, reinterpret_cast<const char*>(&part.header) + headerSent,
+                        sizeof(PartHeader) - headerSent, part.body + bodySent, part.header.bytes - bodySent, &written);
+      const int error = errno;
+      lock.lock();
+      stripe.ioBusy = false;
+      idle_.notify_all();
+      if (io == StreamIo::WouldBlock) break;
+      if (io != StreamIo::Moved) return streamFailed("send to", error);
+      OutgoingPart& live = stripe.front();
+      if (live.slot == kInPlaceSlot && written > 0) sendInPlace_.started = true;
+      live.sent += written;
+      if (live.sent < sizeof(PartHeader) + live.header.bytes) continue;
+      if (live.slot == kInPlaceSlot)
+        --sendInPlace_.partsLeft;
+      else
+        --sendPartsLeft_[live.slot % ring_.slots];
+      ++stripe.outHead;
+      *moved = true;
     }
     while (sendHead_ != sendTail_ && sendPartsLeft_[sendHead_ % ring_.slots] == 0) ++sendHead_;
     return ncclSuccess;
@@ -368,44 +490,106 @@ class StripedTcpConnection : public Connection {
     return ncclSuccess;
   }
 
-  // Reads every socket's parts into place until each would block, is parked or was closed.
-  ncclResult_t pumpReceives() {
+  // Without helpers, reads every socket's parts into place until each would block, is parked or
+  // was closed; with helpers, they do it on their own.
+  ncclResult_t moveReceives(std::unique_lock<std::mutex>& lock) {
     WEFT_CHECK(health_.usable());
-    for (Stripe& stripe : stripes_) {
-      while (!stripe.closed) {
-        if (stripe.headerComplete() && !stripe.incomingInto) {
-          WEFT_CHECK(acceptHeader(stripe));
-          if (!stripe.incomingInto) break;  // parked
-        }
-        const size_t bodyGot = stripe.headerComplete() ? stripe.incomingGot - sizeof(PartHeader) : 0;
-        if (stripe.headerComplete() && bodyGot == stripe.incoming.bytes) {
-          IncomingMessage& m = incoming_[(recvHead_ + distanceOf(stripe.incoming)) % ring_.slots];
-          m.got += stripe.incoming.bytes;
-          stripe.incomingGot = 0;
-          stripe.incomingInto = nullptr;
-          continue;
-        }
-        size_t moved = 0;
-        StreamIo io = stripe.headerComplete()
-                          ? recvSome(stripe.fd, stripe.incomingInto + bodyGot, stripe.incoming.bytes - bodyGot, &moved)
-                          : recvSome(stripe.fd, reinterpret_cast<char*>(&stripe.incoming) + stripe.incomingGot,
-                                     sizeof(PartHeader) - stripe.incomingGot, &moved);
-        if (io == StreamIo::WouldBlock) break;
-        if (io == StreamIo::Failed) return streamFailed("receive from");
-        if (io == StreamIo::Closed) {
-          stripe.closed = true;  // an error only once a message waits for what never came
-          break;
-        }
-        stripe.incomingGot += moved;
+    if (!helpers_.empty()) return ncclSuccess;
+    bool moved = false;
+    for (Stripe& stripe : stripes_) WEFT_CHECK(receiveOn(stripe, lock, &moved));
+    return ncclSuccess;
+  }
+
+  // Reads `stripe`'s parts into place until it would block, is parked or was closed; the lock is
+  // let go around each system call, as in sendOn.
+  ncclResult_t receiveOn(Stripe& stripe, std::unique_lock<std::mutex>& lock, bool* moved) {
+    while (!stripe.closed && !quiescing_) {
+      WEFT_CHECK(health_.usable());
+      if (stripe.headerComplete() && !stripe.incomingInto) {
+        WEFT_CHECK(acceptHeader(stripe));
+        if (!stripe.incomingInto) break;  // parked
       }
+      const size_t bodyGot = stripe.headerComplete() ? stripe.incomingGot - sizeof(PartHeader) : 0;
+      if (stripe.headerComplete() && bodyGot == stripe.incoming.bytes) {
+        IncomingMessage& m = incoming_[(recvHead_ + distanceOf(stripe.incoming)) % ring_.slots];
+        m.got += stripe.incoming.bytes;
+        stripe.incomingGot = 0;
+        stripe.incomingInto = nullptr;
+        *moved = true;
+        continue;
+      }
+      // Into the part's place, or the rest of its header (which nobody else reads until whole).
+      char* into = stripe.headerComplete() ? stripe.incomingInto + bodyGot
+                                           : reinterpret_cast<char*>(&stripe.incoming) + stripe.incomingGot;
+      const size_t wanted =
+          stripe.headerComplete() ? stripe.incoming.bytes - bodyGot : sizeof(PartHeader) - stripe.incomingGot;
+      size_t got = 0;
+      stripe.ioBusy = true;
+      lock.unlock();
+      const StreamIo io = recvSome(stripe.fd, into, wanted, &got);
+      const int error = errno;
+      lock.lock();
+      stripe.ioBusy = false;
+      idle_.notify_all();
+      if (io == StreamIo::WouldBlock) break;
+      if (io == StreamIo::Failed) return streamFailed("receive from", error);
+      if (io == StreamIo::Closed) {
+        stripe.closed = true;  // an error only once a message waits for what never came
+        *moved = true;
+        break;
+      }
+      stripe.incomingGot += got;
     }
     return ncclSuccess;
+  }
+
+  // Helper thread `t`: moves stripes t, t + T, ... both ways, and sleeps in poll() on them and on
+  // its doorbell; rings the caller's whenever something moved or failed.
+  void helperLoop(size_t t) {
+    const size_t helpers = helperBells_.size();
+    std::unique_lock<std::mutex> lock(mutex_);
+    std::vector<pollfd> fds;
+    while (!stopping_) {
+      bool moved = false;
+      bool failed = health_.usable() != ncclSuccess;
+      for (size_t i = t; i < stripes_.size() && !failed; i += helpers)
+        failed =
+            sendOn(stripes_[i], lock, &moved) != ncclSuccess || receiveOn(stripes_[i], lock, &moved) != ncclSuccess;
+      if (moved || failed) ring(callerBell_);
+      fds.clear();
+      for (size_t i = t; i < stripes_.size() && !failed && !quiescing_; i += helpers) {
+        const Stripe& stripe = stripes_[i];
+        const short events =
+            static_cast<short>((stripe.closed || parked(stripe) ? 0 : POLLIN) | (stripe.hasOutgoing() ? POLLOUT : 0));
+        if (events) fds.push_back({stripe.fd, events, 0});
+      }
+      fds.push_back({helperBells_[t], POLLIN, 0});
+      lock.unlock();
+      if (poll(fds.data(), fds.size(), kHelperPollMs) > 0 && (fds.back().revents & POLLIN)) {
+        uint64_t rings = 0;
+        if (read(helperBells_[t], &rings, sizeof(rings)) < 0) {
+          // Drained by an earlier read: nothing to do.
+        }
+      }
+      lock.lock();
+    }
   }
 
   int peerRank_;
   RingGeometry ring_;
   std::vector<Stripe> stripes_;
   int epollFd_ = -1;
+
+  // Everything below, and the stripes' queues and states, under mutex_ (helpers and the caller
+  // share them); system calls run without it, their stripe marked busy.
+  mutable std::mutex mutex_;
+  std::condition_variable idle_;  // a stripe stopped being busy
+  bool quiescing_ = false;        // abandonInPlace waits for the busy stripes: none starts
+  bool stopping_ = false;
+  std::vector<std::thread> helpers_;  // NCCL_SOCKET_NTHREADS above 1
+  std::vector<int> helperBells_;      // eventfds: one per helper
+  int callerBell_ = -1;               // eventfd the helpers ring; in the epoll set
+  bool queuedSinceRing_ = false;      // parts queued that the helpers were not yet woken for
 
   std::vector<char> sendStorage_;
   std::vector<uint32_t> sendPartsLeft_;   // per send slot: its parts not yet written whole
@@ -425,9 +609,9 @@ class StripedTcpConnection : public Connection {
 }  // namespace
 
 ncclResult_t makeStripedTcpConnection(const std::vector<int>& fds, int peerRank, const RingGeometry& ring,
-                                      std::unique_ptr<Connection>* out) {
+                                      int helperThreads, std::unique_ptr<Connection>* out) {
   auto connection = std::make_unique<StripedTcpConnection>(peerRank, ring);
-  WEFT_CHECK(connection->init(fds));  // owns the sockets from here, also when it fails
+  WEFT_CHECK(connection->init(fds, helperThreads));  // owns the sockets from here, also when it fails
   *out = std::move(connection);
   return ncclSuccess;
 }

@@ -327,11 +327,13 @@ std::unique_ptr<Connection> makeTcpConnection(int fd, int peerRank, const TcpSet
 
 TcpSettings TcpTransport::settingsFromEnv() {
   const RingGeometry ring = ringGeometryFromEnv(Setting::WeftTcpSlotBytes, Setting::WeftTcpSlots);
-  const int64_t sockets = settingInt(Setting::NcclNsocksPerthread) * settingInt(Setting::NcclSocketNthreads);
+  const int64_t threads = settingInt(Setting::NcclSocketNthreads);
+  const int64_t sockets = settingInt(Setting::NcclNsocksPerthread) * threads;
   if (sockets > kMaxSocketsPerPeer)
     WEFT_WARN("NCCL_NSOCKS_PERTHREAD x NCCL_SOCKET_NTHREADS = %lld: capped at %d sockets per peer",
               static_cast<long long>(sockets), kMaxSocketsPerPeer);
-  return TcpSettings{ring.slotBytes, ring.slots, static_cast<uint32_t>(std::min<int64_t>(sockets, kMaxSocketsPerPeer))};
+  return TcpSettings{ring.slotBytes, ring.slots, static_cast<uint32_t>(std::min<int64_t>(sockets, kMaxSocketsPerPeer)),
+                     static_cast<uint32_t>(threads)};
 }
 
 ncclResult_t TcpTransport::listen(const TransportSetup& setup, TransportEndpoint* /*mine*/) {
@@ -388,9 +390,12 @@ ncclResult_t TcpTransport::connectStriped(const TransportEndpoint& peer, std::un
     }
     fds.push_back(fd);
   }
-  WEFT_CHECK(makeStripedTcpConnection(fds, peer.rank, RingGeometry{settings_.slotBytes, settings_.slots}, out));
-  WEFT_INFO(kLogNet, "tcp: connected to rank %d at %s over %u sockets", peer.rank, peer.dataAddress.toString().c_str(),
-            settings_.socketsPerPeer);
+  WEFT_CHECK(makeStripedTcpConnection(fds, peer.rank, RingGeometry{settings_.slotBytes, settings_.slots},
+                                      static_cast<int>(settings_.helperThreads), out));
+  WEFT_INFO(kLogNet, "tcp: connected to rank %d at %s over %u sockets, moved by %s", peer.rank,
+            peer.dataAddress.toString().c_str(), settings_.socketsPerPeer,
+            settings_.helperThreads > 1 ? (std::to_string(settings_.helperThreads) + " helper threads").c_str()
+                                        : "the collective's thread");
   return ncclSuccess;
 }
 

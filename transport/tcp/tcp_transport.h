@@ -18,6 +18,7 @@ struct TcpSettings {
   size_t slotBytes;
   uint32_t slots;
   uint32_t socketsPerPeer = 1;  // above 1: a striped connection (transport/tcp/striped_tcp_connection.h)
+  uint32_t helperThreads = 1;   // above 1: that many threads move a striped connection's sockets
 };
 
 // The connection over an already joined socket `fd` (owned from now on), without TLS: what
@@ -28,8 +29,9 @@ constexpr int kMaxSocketsPerPeer = 64;
 
 class TcpTransport : public Transport {
  public:
-  // WEFT_TCP_SLOT_BYTES (default 512 KiB), WEFT_TCP_SLOTS (default 8), and the sockets per
-  // peer, NCCL_NSOCKS_PERTHREAD x NCCL_SOCKET_NTHREADS (default 1, at most 64, as NCCL caps it).
+  // WEFT_TCP_SLOT_BYTES (default 512 KiB), WEFT_TCP_SLOTS (default 8), the sockets per peer,
+  // NCCL_NSOCKS_PERTHREAD x NCCL_SOCKET_NTHREADS (default 1, at most 64, as NCCL caps it), and
+  // the helper threads that move them, NCCL_SOCKET_NTHREADS (1: the caller's thread does).
   static TcpSettings settingsFromEnv();
 
   explicit TcpTransport(const TcpSettings& settings) : settings_(settings) {}
