@@ -26,6 +26,9 @@ struct TransportEndpoint {
   FdTicket shmSegment;        // shared-memory segment, handed over by the fd broker
   SocketAddress dataAddress;  // the peer handshake's listener (length 0: none)
   uint32_t offered = 0;       // TransportKind bits of the transports this rank listens with
+  // For a peer on another host: the local rank of the pair's higher rank, whose rail the pair
+  // uses where a host has several NICs (set by the communicator when it connects; -1: none).
+  int32_t railLocalRank = -1;
 };
 
 // What a transport needs to listen for one communicator.

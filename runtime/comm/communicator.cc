@@ -555,7 +555,8 @@ ncclResult_t connectPeers(ncclComm* comm, const std::vector<int>& peers) {
     SocketAddress railAddress;
     if (other.hostHash != self.hostHash) {
       const int listener = std::max(comm->rank, peer);
-      railAddress = joinAddressOf(comm->layout.ranks[listener], localRankOf(comm, listener), &rail);
+      other.railLocalRank = localRankOf(comm, listener);
+      railAddress = joinAddressOf(comm->layout.ranks[listener], other.railLocalRank, &rail);
       if (listener == peer) other.dataAddress = railAddress;
     }
     Transport* transport = nullptr;
@@ -565,7 +566,8 @@ ncclResult_t connectPeers(ncclComm* comm, const std::vector<int>& peers) {
     const std::string where = self.hostHash == other.hostHash
                                   ? std::string("same host")
                                   : std::string("host ") + comm->layout.ranks[peer].hostName;
-    // The rail carries the data for TCP; UCX and verbs only meet through it.
+    // The rail's address carries the data for TCP; UCX and verbs only meet through it (verbs
+    // picks its port by the same rail).
     const bool railCarriesData = rail >= 0 && strcmp(connection->transportName(), "TCP") == 0;
     const std::string through =
         railCarriesData ? ", rail " + std::to_string(rail) + " at " + railAddress.toString() : std::string();

@@ -10,7 +10,8 @@
 
 namespace weft {
 
-bool chooseIbPort(IbPortChoice* out, std::string* why) {
+bool chooseIbPorts(std::vector<IbPortChoice>* out, std::string* why) {
+  out->clear();
   IbDeviceFilter filter;
   const std::string hca = settingString(Setting::NcclIbHca).value_or("");
   if (IbDeviceFilter::parse(hca, &filter) != ncclSuccess) {
@@ -24,26 +25,23 @@ bool chooseIbPort(IbPortChoice* out, std::string* why) {
     return false;
   }
   *why = count == 0 ? "no RDMA device" : "no active port that NCCL_IB_HCA=" + hca + " allows";
-  bool found = false;
-  for (int d = 0; d < count && !found; ++d) {
+  for (int d = 0; d < count; ++d) {
     const std::string name = ibv_get_device_name(devices[d]);
     ibv_context* context = ibv_open_device(devices[d]);
     if (!context) continue;
     ibv_device_attr attributes{};
     if (ibv_query_device(context, &attributes) == 0) {
-      for (int port = 1; port <= attributes.phys_port_cnt && !found; ++port) {
+      for (int port = 1; port <= attributes.phys_port_cnt; ++port) {
         ibv_port_attr portAttributes{};
         if (ibv_query_port(context, static_cast<uint8_t>(port), &portAttributes) != 0) continue;
         if (portAttributes.state != IBV_PORT_ACTIVE || !filter.allows(name, port)) continue;
-        out->device = name;
-        out->port = port;
-        found = true;
+        out->push_back(IbPortChoice{name, port});
       }
     }
     ibv_close_device(context);
   }
   ibv_free_device_list(devices);
-  return found;
+  return !out->empty();
 }
 
 ncclResult_t IbDevice::open(const IbPortChoice& choice, std::shared_ptr<IbDevice>* out) {

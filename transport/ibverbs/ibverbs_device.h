@@ -7,6 +7,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "nccl.h"
 
@@ -17,9 +18,10 @@ struct IbPortChoice {
   int port = 0;
 };
 
-// The first device:port that NCCL_IB_HCA allows and whose port is active; false when there is
-// none (no RDMA device, or none allowed). `why` says what was found, for the INFO log.
-bool chooseIbPort(IbPortChoice* out, std::string* why);
+// Every device:port that NCCL_IB_HCA allows and whose port is active, in the order
+// ibv_get_device_list gives them; false when there is none (no RDMA device, or none allowed).
+// `why` says what was found, for the INFO log.
+bool chooseIbPorts(std::vector<IbPortChoice>* out, std::string* why);
 
 class IbDevice {
  public:

@@ -22,28 +22,30 @@ IbverbsSettings IbverbsTransport::settingsFromEnv() {
 IbverbsTransport::IbverbsTransport(const IbverbsSettings& settings) : settings_(settings) {}
 
 namespace {
-// The port this rank would offer verbs on, unless NCCL_IB_DISABLE=1 or none is found (*why).
-bool portToOffer(IbPortChoice* port, std::string* why) {
+// The ports this rank would offer verbs on, unless NCCL_IB_DISABLE=1 or none is found (*why).
+bool portsToOffer(std::vector<IbPortChoice>* ports, std::string* why) {
   if (settingBool(Setting::NcclIbDisable)) {
     *why = "NCCL_IB_DISABLE=1";
     return false;
   }
-  return chooseIbPort(port, why);
+  return chooseIbPorts(ports, why);
 }
 }  // namespace
 
 bool IbverbsTransport::offeredHere(std::string* why) {
-  IbPortChoice port;
-  return portToOffer(&port, why);
+  std::vector<IbPortChoice> ports;
+  return portsToOffer(&ports, why);
 }
 
 ncclResult_t IbverbsTransport::listen(const TransportSetup& setup, TransportEndpoint* /*mine*/) {
   if (!setup.handshake) return fail(ncclInternalError, "ibverbs: no peer handshake to meet peers through");
   handshake_ = setup.handshake;
   std::string why;
-  offered_ = portToOffer(&port_, &why);
+  offered_ = portsToOffer(&ports_, &why);
+  devices_.assign(ports_.size(), nullptr);
   if (offered_)
-    WEFT_INFO(kLogNet, "ibverbs: offering %s port %d", port_.device.c_str(), port_.port);
+    for (const IbPortChoice& port : ports_)
+      WEFT_INFO(kLogNet, "ibverbs: offering %s port %d", port.device.c_str(), port.port);
   else
     WEFT_INFO(kLogNet, "ibverbs: not offered (%s)", why.c_str());
   return ncclSuccess;
@@ -54,9 +56,13 @@ bool IbverbsTransport::canConnect(const TransportEndpoint& /*self*/, const Trans
 }
 
 ncclResult_t IbverbsTransport::connect(const TransportEndpoint& peer, std::unique_ptr<Connection>* out) {
-  if (!device_) WEFT_CHECK(IbDevice::open(port_, &device_));
+  // Several ports: the pair's rail (the higher rank's local rank) picks one at each end, as the
+  // TCP rails pick NICs (runtime/comm/network_rails.h); each device is opened when first used.
+  const size_t rail = peer.railLocalRank >= 0 ? static_cast<size_t>(peer.railLocalRank) % ports_.size() : 0;
+  std::shared_ptr<IbDevice>& device = devices_[rail];
+  if (!device) WEFT_CHECK(IbDevice::open(ports_[rail], &device));
   std::unique_ptr<VerbsQueuePair> queuePair;
-  WEFT_CHECK(VerbsQueuePair::create(device_, settings_, &queuePair));
+  WEFT_CHECK(VerbsQueuePair::create(device, settings_, &queuePair));
   int fd = -1;
   WEFT_CHECK(handshake_->join(peer.rank, peer.dataAddress, kIbverbsTransportTag, 0, &fd));
   CloseSocketOnExit closer{fd};
@@ -78,9 +84,9 @@ ncclResult_t IbverbsTransport::connect(const TransportEndpoint& peer, std::uniqu
   WEFT_CHECK(sendAll(fd, &ready, 1, Deadline::after(timeout)));
   WEFT_CHECK(recvAll(fd, &peerReady, 1, Deadline::after(timeout)));
   if (peerReady != ready) return fail(ncclRemoteError, "ibverbs: rank %d did not get ready", peer.rank);
-  WEFT_INFO(kLogNet, "ibverbs: connected to rank %d over %s port %d (QP %u -> %u, %s)", peer.rank,
-            device_->name().c_str(), device_->port(), mine.queuePairNumber, peerInfo.queuePairNumber,
-            device_->ethernet() ? "RoCE" : "InfiniBand");
+  WEFT_INFO(kLogNet, "ibverbs: connected to rank %d over %s port %d, rail %zu of %zu (QP %u -> %u, %s)", peer.rank,
+            device->name().c_str(), device->port(), rail, ports_.size(), mine.queuePairNumber, peerInfo.queuePairNumber,
+            device->ethernet() ? "RoCE" : "InfiniBand");
   *out = std::move(connection);
   return ncclSuccess;
 }

@@ -7,6 +7,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "transport/ibverbs/ibverbs_device.h"
 #include "transport/transport.h"
@@ -23,7 +24,7 @@ class IbverbsTransport : public Transport {
   // Whether this rank may offer verbs: NCCL_IB_DISABLE unset and an active port NCCL_IB_HCA allows.
   static bool offeredHere(std::string* why);
 
-  // Chooses the device and port (not opened until a peer needs it).
+  // Finds the allowed active ports (not opened until a peer needs one).
   ncclResult_t listen(const TransportSetup& setup, TransportEndpoint* mine) override;
   bool offered() const override { return offered_; }
   bool canConnect(const TransportEndpoint& self, const TransportEndpoint& peer) const override;
@@ -33,9 +34,9 @@ class IbverbsTransport : public Transport {
  private:
   IbverbsSettings settings_;
   bool offered_ = false;
-  IbPortChoice port_;
+  std::vector<IbPortChoice> ports_;  // every allowed active port; a pair uses its rail's
   PeerHandshake* handshake_ = nullptr;
-  std::shared_ptr<IbDevice> device_;
+  std::vector<std::shared_ptr<IbDevice>> devices_;  // by port, opened when a pair first needs it
 };
 
 }  // namespace weft
