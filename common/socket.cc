@@ -28,18 +28,20 @@ namespace {
 constexpr int kKeepAliveIdleSeconds = 30;  // idle time before the first keepalive probe
 }  // namespace
 
-std::string SocketAddress::toString() const {
+std::string SocketAddress::hostString() const {
   char host[INET6_ADDRSTRLEN] = "?";
-  if (storage.ss_family == AF_INET) {
-    auto* in = reinterpret_cast<const sockaddr_in*>(&storage);
-    inet_ntop(AF_INET, &in->sin_addr, host, sizeof(host));
-    return std::string(host) + ":" + std::to_string(ntohs(in->sin_port));
-  }
-  if (storage.ss_family == AF_INET6) {
-    auto* in6 = reinterpret_cast<const sockaddr_in6*>(&storage);
-    inet_ntop(AF_INET6, &in6->sin6_addr, host, sizeof(host));
-    return "[" + std::string(host) + "]:" + std::to_string(ntohs(in6->sin6_port));
-  }
+  if (storage.ss_family == AF_INET)
+    inet_ntop(AF_INET, &reinterpret_cast<const sockaddr_in*>(&storage)->sin_addr, host, sizeof(host));
+  else if (storage.ss_family == AF_INET6)
+    inet_ntop(AF_INET6, &reinterpret_cast<const sockaddr_in6*>(&storage)->sin6_addr, host, sizeof(host));
+  else
+    return "<no address>";
+  return host;
+}
+
+std::string SocketAddress::toString() const {
+  if (storage.ss_family == AF_INET) return hostString() + ":" + std::to_string(port());
+  if (storage.ss_family == AF_INET6) return "[" + hostString() + "]:" + std::to_string(port());
   return "<no address>";
 }
 

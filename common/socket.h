@@ -20,7 +20,8 @@ struct SocketAddress {
   sockaddr_storage storage{};
   socklen_t length = 0;
 
-  std::string toString() const;  // "1.2.3.4:5" or "[::1]:5"
+  std::string toString() const;    // "1.2.3.4:5" or "[::1]:5"
+  std::string hostString() const;  // "1.2.3.4" or "::1"
   int port() const;
   void setPort(int port);
   bool isLoopback() const;

@@ -337,6 +337,7 @@ ncclResult_t applyRankLayout(ncclComm* comm) {
   comm->layout.nodes = layout.nodes;
   comm->layout.localRanks = layout.nodes[node];
   comm->layout.localRank = layout.localRank[comm->rank];
+  comm->layout.localRankOf = layout.localRank;
   comm->layout.ringOrder = layout.ringOrder;
   WEFT_INFO(kLogInit | kLogGraph, "rank layout: %s", describeRankLayout(layout).c_str());
   return ncclSuccess;
@@ -367,11 +368,13 @@ ncclResult_t bootstrapCommunicator(ncclComm* comm, const ncclUniqueId& id, const
   // Data listeners go where the root was reachable from, unless NCCL_SOCKET_IFNAME says otherwise
   // (several interfaces: one listener on each, network_rails.h).
   SocketAddress dataAddress = local;
-  WEFT_CHECK(findNetworkRails(&comm->net.rails));
-  if (!comm->net.rails.empty())
-    dataAddress = comm->net.rails.front().address;
-  else if (settingText(Setting::NcclSocketIfname))
-    WEFT_CHECK(findInterfaceAddress(&dataAddress, nullptr));
+  if (settingText(Setting::NcclSocketIfname)) {
+    std::vector<NamedAddress> interfaces;
+    WEFT_CHECK(findInterfaceAddresses(&interfaces));
+    dataAddress = interfaces.front().address;
+    comm->net.rails = railsAmong(std::move(interfaces));
+    if (!comm->net.rails.empty()) dataAddress = comm->net.rails.front().address;
+  }
 
   RankInfo mine{};
   mine.rank = comm->rank;
@@ -529,14 +532,6 @@ void finishNonBlockingInit(ncclComm* comm) {
   if (comm->state.initThread.joinable()) comm->state.initThread.join();
 }
 
-// `rank`'s place among its host's ranks (-1 if the layout does not list it).
-static int localRankOf(const ncclComm* comm, int rank) {
-  for (const std::vector<int>& node : comm->layout.nodes)
-    if (auto it = std::find(node.begin(), node.end(), rank); it != node.end())
-      return static_cast<int>(it - node.begin());
-  return -1;
-}
-
 ncclResult_t connectPeers(ncclComm* comm, const std::vector<int>& peers) {
   CancelScope abortable(&comm->state.aborted);
   // Each set-up blocks until the peer takes part, so ranks must meet their peers in an order
@@ -555,7 +550,7 @@ ncclResult_t connectPeers(ncclComm* comm, const std::vector<int>& peers) {
     SocketAddress railAddress;
     if (other.hostHash != self.hostHash) {
       const int listener = std::max(comm->rank, peer);
-      other.railLocalRank = localRankOf(comm, listener);
+      other.railLocalRank = comm->layout.localRankOf[listener];
       railAddress = joinAddressOf(comm->layout.ranks[listener], other.railLocalRank, &rail);
       if (listener == peer) other.dataAddress = railAddress;
     }

@@ -44,6 +44,7 @@ struct CommLayout {
   std::vector<RankInfo> ranks;
   std::vector<int> localRanks;  // ranks on this host, ascending (from topology's RankLayout)
   int localRank = 0;
+  std::vector<int> localRankOf;         // per rank: its place among its host's ranks
   std::vector<int> ringOrder;           // node-major: a node's ranks adjacent, each boundary crossed once
   std::vector<std::vector<int>> nodes;  // ranks of each host, from topology's RankLayout
   CostModel costModel;                  // alpha-beta terms of this communicator's links

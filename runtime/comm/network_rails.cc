@@ -4,9 +4,6 @@
 #include <cctype>
 #include <cstring>
 
-#include "common/settings.h"
-#include "common/status.h"
-
 namespace weft {
 
 bool railNameBefore(const std::string& a, const std::string& b) {
@@ -28,21 +25,15 @@ bool railNameBefore(const std::string& a, const std::string& b) {
   return a.size() - i < b.size() - j;
 }
 
-ncclResult_t findNetworkRails(std::vector<NamedAddress>* rails) {
-  rails->clear();
-  const char* ifname = settingText(Setting::NcclSocketIfname);
-  if (!ifname || !*ifname) return ncclSuccess;
-  std::vector<NamedAddress> found;
-  WEFT_CHECK(findInterfaceAddresses(&found));
-  if (found.size() < 2) return ncclSuccess;
+std::vector<NamedAddress> railsAmong(std::vector<NamedAddress> interfaces) {
+  if (interfaces.size() < 2) return {};
   // Rail k must be the same NIC on every host: name order, numbers by value (eth2 < eth10), not
   // the order the system lists them in.
-  std::sort(found.begin(), found.end(), [](const NamedAddress& a, const NamedAddress& b) {
+  std::sort(interfaces.begin(), interfaces.end(), [](const NamedAddress& a, const NamedAddress& b) {
     return railNameBefore(a.interfaceName, b.interfaceName);
   });
-  if (found.size() > kMaxRails) found.resize(kMaxRails);
-  *rails = std::move(found);
-  return ncclSuccess;
+  if (interfaces.size() > kMaxRails) interfaces.resize(kMaxRails);
+  return interfaces;
 }
 
 void publishRails(const std::vector<SocketAddress>& bound, RankInfo* info) {
@@ -70,13 +61,8 @@ SocketAddress joinAddressOf(const RankInfo& peer, int peerLocalRank, int* rail) 
 
 std::string describeRails(const std::vector<NamedAddress>& rails) {
   std::string text;
-  for (const NamedAddress& rail : rails) {
-    SocketAddress host = rail.address;
-    host.setPort(0);
-    std::string where = host.toString();
-    if (where.size() > 2 && where.compare(where.size() - 2, 2, ":0") == 0) where.resize(where.size() - 2);
-    text += (text.empty() ? "" : ", ") + rail.interfaceName + " " + where;
-  }
+  for (const NamedAddress& rail : rails)
+    text += (text.empty() ? "" : ", ") + rail.interfaceName + " " + rail.address.hostString();
   return text;
 }
 

@@ -16,9 +16,10 @@
 
 namespace weft {
 
-// The interfaces NCCL_SOCKET_IFNAME names, when it names two or more (the first kMaxRails in
-// name order, so that rail k is the same NIC on every host); otherwise none (one data address).
-ncclResult_t findNetworkRails(std::vector<NamedAddress>* rails);
+// The rails among the interfaces NCCL_SOCKET_IFNAME matched (findInterfaceAddresses): the
+// first kMaxRails in name order, so that rail k is the same NIC on every host, when there are
+// two or more; otherwise none (one data address).
+std::vector<NamedAddress> railsAmong(std::vector<NamedAddress> interfaces);
 
 // The order rails are taken in: by name, runs of digits by value ("eth2" before "eth10").
 bool railNameBefore(const std::string& a, const std::string& b);

@@ -50,6 +50,20 @@ TEST(NetworkRails, PeerIsJoinedThroughTheRailOfItsLocalRank) {
   EXPECT_EQ(rail, -1);
 }
 
+TEST(NetworkRails, TwoOrMoreInterfacesBecomeRailsInNameOrderAtMostEight) {
+  EXPECT_TRUE(railsAmong({}).empty());
+  EXPECT_TRUE(railsAmong({{addressOf("198.18.1.1"), "eth0"}}).empty()) << "one interface is no rails";
+  std::vector<NamedAddress> interfaces;
+  for (int k = 9; k >= 0; --k)
+    interfaces.push_back({addressOf(("198.18." + std::to_string(k + 1) + ".1").c_str()), "eth" + std::to_string(k)});
+  const std::vector<NamedAddress> rails = railsAmong(interfaces);
+  ASSERT_EQ(rails.size(), 8u);
+  for (size_t k = 0; k < rails.size(); ++k) {
+    EXPECT_EQ(rails[k].interfaceName, "eth" + std::to_string(k));
+    EXPECT_EQ(rails[k].address.hostString(), "198.18." + std::to_string(k + 1) + ".1");
+  }
+}
+
 TEST(NetworkRails, DescribedWithoutPorts) {
   std::vector<NamedAddress> rails = {{addressOf("198.18.1.1:5000"), "eth0"}, {addressOf("198.18.2.1"), "eth1"}};
   EXPECT_EQ(describeRails(rails), "eth0 198.18.1.1, eth1 198.18.2.1");
