@@ -267,10 +267,7 @@ class StripedTcpConnection : public Connection {
   // With helpers, what they moved is already in place: only their doorbell is cleared.
   ncclResult_t progress() override {
     if (!helpers_.empty()) {
-      uint64_t rings = 0;
-      if (read(callerBell_, &rings, sizeof(rings)) < 0 && errno != EAGAIN) {
-        // Nothing to undo: the doorbell only wakes this rank.
-      }
+      clear(callerBell_);
       std::lock_guard<std::mutex> lock(mutex_);
       return health_.usable();
     }
@@ -350,11 +347,15 @@ class StripedTcpConnection : public Connection {
       ringHelpers();
   }
 
+  // Doorbells are eventfds: a write that fails finds the counter full, which wakes the reader
+  // all the same; a read that fails finds it already cleared.
   static void ring(int bell) {
     const uint64_t one = 1;
-    if (write(bell, &one, sizeof(one)) < 0) {
-      // A doorbell that is already ringing (its counter full) wakes its reader all the same.
-    }
+    (void)!write(bell, &one, sizeof(one));
+  }
+  static void clear(int bell) {
+    uint64_t rings = 0;
+    (void)!read(bell, &rings, sizeof(rings));
   }
   // Wakes the helpers: parts were queued, a slot was freed, or they are to stop.
   void ringHelpers() {
@@ -412,6 +413,20 @@ class StripedTcpConnection : public Connection {
                              stripe.incoming.messageBytes, stripe.incoming.bytes, stripe.incoming.offset));
   }
 
+  // One system call on `stripe` without the lock, the stripe marked busy meanwhile (only one
+  // thread moves a stripe, and abandonInPlace waits for busy ones); *error is its errno.
+  template <class Call>
+  StreamIo unlockedIo(Stripe& stripe, std::unique_lock<std::mutex>& lock, int* error, Call&& call) {
+    stripe.ioBusy = true;
+    lock.unlock();
+    const StreamIo io = call();
+    *error = errno;
+    lock.lock();
+    stripe.ioBusy = false;
+    idle_.notify_all();
+    return io;
+  }
+
   // Without helpers, writes every socket's queued parts until each would block; with helpers,
   // wakes them to do it.
   ncclResult_t moveSends(std::unique_lock<std::mutex>& lock) {
@@ -426,24 +441,20 @@ class StripedTcpConnection : public Connection {
     return ncclSuccess;
   }
 
-  // Writes `stripe`'s queued parts, header and body in one call each, until it would block. The
-  // lock is let go around each system call, the stripe marked busy meanwhile (abandonInPlace
-  // waits for it); only one thread moves a stripe.
+  // Writes `stripe`'s queued parts, header and body in one call each, until it would block
+  // (each call through unlockedIo).
   ncclResult_t sendOn(Stripe& stripe, std::unique_lock<std::mutex>& lock, bool* moved) {
     while (stripe.hasOutgoing() && !quiescing_) {
       WEFT_CHECK(health_.usable());
       const OutgoingPart part = stripe.front();  // a copy: the queue may grow while unlocked
       const size_t headerSent = std::min(part.sent, sizeof(PartHeader)), bodySent = part.sent - headerSent;
       size_t written = 0;
-      stripe.ioBusy = true;
-      lock.unlock();
-      const StreamIo io =
-          sendSomeOfTwo(stripe.fd, reinterpret_cast<const char*>(&part.header) + headerSent,
-                        sizeof(PartHeader) - headerSent, part.body + bodySent, part.header.bytes - bodySent, &written);
-      const int error = errno;
-      lock.lock();
-      stripe.ioBusy = false;
-      idle_.notify_all();
+      int error = 0;
+      const StreamIo io = unlockedIo(stripe, lock, &error, [&] {
+        return sendSomeOfTwo(stripe.fd, reinterpret_cast<const char*>(&part.header) + headerSent,
+                             sizeof(PartHeader) - headerSent, part.body + bodySent, part.header.bytes - bodySent,
+                             &written);
+      });
       if (io == StreamIo::WouldBlock) break;
       if (io != StreamIo::Moved) return streamFailed("send to", error);
       OutgoingPart& live = stripe.front();
@@ -500,8 +511,8 @@ class StripedTcpConnection : public Connection {
     return ncclSuccess;
   }
 
-  // Reads `stripe`'s parts into place until it would block, is parked or was closed; the lock is
-  // let go around each system call, as in sendOn.
+  // Reads `stripe`'s parts into place until it would block, is parked or was closed (each call
+  // through unlockedIo).
   ncclResult_t receiveOn(Stripe& stripe, std::unique_lock<std::mutex>& lock, bool* moved) {
     while (!stripe.closed && !quiescing_) {
       WEFT_CHECK(health_.usable());
@@ -524,13 +535,8 @@ class StripedTcpConnection : public Connection {
       const size_t wanted =
           stripe.headerComplete() ? stripe.incoming.bytes - bodyGot : sizeof(PartHeader) - stripe.incomingGot;
       size_t got = 0;
-      stripe.ioBusy = true;
-      lock.unlock();
-      const StreamIo io = recvSome(stripe.fd, into, wanted, &got);
-      const int error = errno;
-      lock.lock();
-      stripe.ioBusy = false;
-      idle_.notify_all();
+      int error = 0;
+      const StreamIo io = unlockedIo(stripe, lock, &error, [&] { return recvSome(stripe.fd, into, wanted, &got); });
       if (io == StreamIo::WouldBlock) break;
       if (io == StreamIo::Failed) return streamFailed("receive from", error);
       if (io == StreamIo::Closed) {
@@ -565,12 +571,7 @@ class StripedTcpConnection : public Connection {
       }
       fds.push_back({helperBells_[t], POLLIN, 0});
       lock.unlock();
-      if (poll(fds.data(), fds.size(), kHelperPollMs) > 0 && (fds.back().revents & POLLIN)) {
-        uint64_t rings = 0;
-        if (read(helperBells_[t], &rings, sizeof(rings)) < 0) {
-          // Drained by an earlier read: nothing to do.
-        }
-      }
+      if (poll(fds.data(), fds.size(), kHelperPollMs) > 0 && (fds.back().revents & POLLIN)) clear(helperBells_[t]);
       lock.lock();
     }
   }
