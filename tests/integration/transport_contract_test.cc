@@ -295,6 +295,50 @@ TEST_P(ConnectionContract, KeepsOrderAndBytesAcrossManyMessagesOfVaryingSize) {
   EXPECT_EQ(errorB, "");
 }
 
+// A ping-pong several rings long, each end waiting with sendBuffer and recvPeek, and calling
+// progress() only while it has sends pending (as the executor does): whatever a transport
+// learns from a message (UCX: the peer's credits, in its trailer) it must learn when the
+// message is read, or the ends stall once a ring's worth has gone each way.
+TEST_P(ConnectionContract, PingPongDrivenBySendAndReceiveCallsAloneGoesPastTheRing) {
+  constexpr uint64_t kRounds = 100;
+  auto end = [](Connection* c, bool servesFirst, uint64_t sendSalt, uint64_t receiveSalt) -> std::string {
+    const auto deadline = Clock::now() + kDeadline;
+    for (uint64_t round = 0; round < kRounds; ++round) {
+      for (int turn = 0; turn < 2; ++turn) {
+        const bool sending = (turn == 0) == servesFirst;
+        const std::string at = "round " + std::to_string(round) + (sending ? ", sending" : ", receiving");
+        if (sending) {
+          void* buffer = nullptr;
+          while (!buffer) {
+            if (c->sendBuffer(8, &buffer) != ncclSuccess) return at + ": " + lastErrorMessage();
+            if (Clock::now() > deadline) return at + ": no send buffer within the deadline";
+            if (!buffer && c->hasPendingSends() && c->progress() != ncclSuccess) return at + ": " + lastErrorMessage();
+          }
+          fillMessage(buffer, sendSalt + round, 8);
+          if (c->sendCommit(8) != ncclSuccess) return at + ": " + lastErrorMessage();
+        } else {
+          const void* data = nullptr;
+          size_t bytes = 0;
+          while (!data) {
+            if (c->recvPeek(&data, &bytes) != ncclSuccess) return at + ": " + lastErrorMessage();
+            if (Clock::now() > deadline) return at + ": no message within the deadline";
+            if (!data && c->hasPendingSends() && c->progress() != ncclSuccess) return at + ": " + lastErrorMessage();
+          }
+          if (bytes != 8 || firstMismatch(data, receiveSalt + round, 8) >= 0) return at + ": wrong message";
+          c->recvRelease();
+        }
+      }
+    }
+    return "";
+  };
+  std::string errorB;
+  std::thread b([&] { errorB = end(fromB_.get(), false, 1000000, 0); });
+  std::string errorA = end(fromA_.get(), true, 0, 1000000);
+  b.join();
+  EXPECT_EQ(errorA, "");
+  EXPECT_EQ(errorB, "");
+}
+
 TEST_P(ConnectionContract, SlowReceiverHoldsTheSenderBackWithoutLosingAnything) {
   const size_t bytes = fromA_->maxMessageBytes();
   // Fill until the sender gets no buffer even after driving the connection for 100 ms (a

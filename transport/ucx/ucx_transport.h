@@ -4,8 +4,9 @@
 // tagged sends between staging rings registered with ucp_mem_map once: UCX sends small ones
 // eagerly and large ones by rendezvous (zero-copy where its transport can). Each message's
 // receive is posted before it is sent: the receiver posts its whole ring up front, re-posts a
-// slot when it is released and tells the sender with a credit update, and the sender never
-// runs ahead of the receives posted for it, so UCX never buffers an unexpected message.
+// slot when it is released and tells the sender (in a trailer on each message it sends back,
+// or in a credit update when it has none to send), and the sender never runs ahead of the
+// receives posted for it, so UCX never buffers an unexpected message.
 #pragma once
 
 #include <memory>
