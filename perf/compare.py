@@ -3,6 +3,7 @@
 
 Usage: compare.py BUILD_DIR [--collective all_reduce] [--ranks 2] [--transports shm,tcp] [-b 8]
                   [-e 64M] [-f 8] [-n 20] [-w 5] [--rounds 3] [--load 0]
+                  [--hosts H [--rate RATE] [--pin]]
 
 --collective: all_reduce (the default), all_gather, reduce_scatter, broadcast, reduce or alltoall.
 For every round (the order of the systems alternates from round to round, so a drift of the
@@ -28,14 +29,27 @@ CPU time per call (us) beside the wall time. A competitor is left out, with a no
 benchmark was not built (libopenmpi-dev and openmpi-bin; libgloo-dev).
 --load N keeps N busy processes (one core each) running through every sweep: ranks that share
 their cores with a trainer's compute, as it looks to the scheduler.
+
+--hosts H (root) spreads the ranks over H hosts made of network namespaces
+(tests/netns/hosts_lib.sh, perf/compare_hosts.py; --ranks a multiple of H, rank 0 and the ranks
+after it on host 0), their links shaped to --rate (a tc tbf rate: 1gbit, 10gbit) or not. Every
+system then uses its network path between hosts and its shared memory inside one:
+  tcp  weft WEFT_NET=tcp; Open MPI btl self,vader,tcp on eth0; Gloo's TCP transport on eth0
+  ucx  weft WEFT_NET=ucx; Open MPI --mca pml ucx (both with UCX's own choice of transports)
+--transports then names these (default tcp). iperf3's goodput between two hosts, both ways at
+once, is measured beside the memcpy ceiling. --pin runs host i's processes on CPU i mod the
+CPU count, for every system (hosts_lib.sh's HOSTS_PIN).
 """
 import argparse
+import contextlib
 import os
 import re
 import shutil
 import subprocess
 import sys
 import tempfile
+
+from compare_hosts import NamespaceHosts
 
 # --collective: (weft's tool, the table's name, reduces, rooted, busbw factor in words)
 COLLECTIVES = {
@@ -57,19 +71,22 @@ def run(cmd, env=None, timeout=600):
     return p.stdout
 
 
-def weft_sweep(build, collective, ranks, transport, sizes, cputime):
+def weft_sweep(build, collective, ranks, transport, sizes, cputime, hosts):
     """{size: (time_us, busbw)} from <collective>_perf's out-of-place columns (the same columns
     for every collective: size count type redop root time algbw busbw #wrong ...)."""
-    env = dict(os.environ, NCCL_SOCKET_IFNAME="lo")
-    for name in ("WEFT_ALGO", "NCCL_ALGO", "WEFT_TUNING_FILE"):
-        env.pop(name, None)
-    if transport == "tcp":
-        env["WEFT_TRANSPORT"] = "tcp"
-    cmd = [f"{build}/tools/weftrun", "-n", str(ranks), "--no-prefix", f"{build}/perf/{COLLECTIVES[collective][0]}",
-           "-b", sizes.b, "-e", sizes.e, "-f", sizes.f, "-n", sizes.n, "-w", sizes.w, "-c", "0",
-           "-C", "1" if cputime else "0"]
+    tool = [f"{build}/perf/{COLLECTIVES[collective][0]}", "-b", sizes.b, "-e", sizes.e, "-f", sizes.f,
+            "-n", sizes.n, "-w", sizes.w, "-c", "0", "-C", "1" if cputime else "0"]
+    if hosts:
+        output = hosts.run_ranks(ranks // hosts.count, tool, {"WEFT_NET": transport, "WEFT_TIMEOUT": "120"})
+    else:
+        env = dict(os.environ, NCCL_SOCKET_IFNAME="lo")
+        for name in ("WEFT_ALGO", "NCCL_ALGO", "WEFT_TUNING_FILE"):
+            env.pop(name, None)
+        if transport == "tcp":
+            env["WEFT_TRANSPORT"] = "tcp"
+        output = run([f"{build}/tools/weftrun", "-n", str(ranks), "--no-prefix", *tool], env)
     rows = {}
-    for line in run(cmd, env).splitlines():
+    for line in output.splitlines():
         m = ROW.match(line)
         if m and int(m.group(2)) > 0:
             rows[int(m.group(1))] = (float(m.group(3)), float(m.group(5)))
@@ -87,22 +104,36 @@ def bench_rows(output):
     return rows
 
 
-def mpi_sweep(build, collective, ranks, transport, sizes):
+def mpi_sweep(build, collective, ranks, transport, sizes, hosts):
     """{size: (time_us, busbw, cpu_us)} from mpi_collective_bench --collective COLLECTIVE."""
+    bench = [f"{build}/perf/mpi_collective_bench", "--collective", collective, "-b", sizes.b, "-e", sizes.e,
+             "-f", sizes.f, "-n", sizes.n, "-w", sizes.w]
+    if hosts:
+        path = ["--mca", "pml", "ucx", "--mca", "pml_ucx_tls", "any", "--mca", "pml_ucx_devices", "any"] \
+            if transport == "ucx" else \
+            ["--mca", "pml", "ob1", "--mca", "btl", "self,vader,tcp", "--mca", "btl_tcp_if_include", "eth0"]
+        return bench_rows(hosts.mpirun(ranks // hosts.count, [*path, *bench]))
     btl = ["--mca", "btl", "self,vader"] if transport == "shm" else \
         ["--mca", "btl", "self,tcp", "--mca", "btl_tcp_if_include", "lo"]
-    cmd = ["mpirun", "--allow-run-as-root", "--oversubscribe", "-np", str(ranks), "--mca", "pml", "ob1", *btl,
-           f"{build}/perf/mpi_collective_bench", "--collective", collective, "-b", sizes.b, "-e", sizes.e,
-           "-f", sizes.f, "-n", sizes.n, "-w", sizes.w]
+    cmd = ["mpirun", "--allow-run-as-root", "--oversubscribe", "-np", str(ranks), "--mca", "pml", "ob1", *btl, *bench]
     return bench_rows(run(cmd))
 
 
-def gloo_sweep(build, ranks, sizes):
-    """{size: (time_us, busbw, cpu_us)} from gloo_allreduce_bench (its rendezvous in files)."""
+def gloo_sweep(build, ranks, sizes, hosts):
+    """{size: (time_us, busbw, cpu_us)} from gloo_allreduce_bench (its rendezvous in files, which
+    every namespace host sees)."""
     with tempfile.TemporaryDirectory(prefix="weft-compare-gloo.") as store:
-        cmd = [f"{build}/tools/weftrun", "-n", str(ranks), "--no-prefix", f"{build}/perf/gloo_allreduce_bench",
-               "--store", store, "-b", sizes.b, "-e", sizes.e, "-f", sizes.f, "-n", sizes.n, "-w", sizes.w]
-        return bench_rows(run(cmd))
+        bench = [f"{build}/perf/gloo_allreduce_bench", "--store", store, "-b", sizes.b, "-e", sizes.e,
+                 "-f", sizes.f, "-n", sizes.n, "-w", sizes.w]
+        if hosts:
+            return bench_rows(hosts.run_ranks(ranks // hosts.count, [*bench, "--iface", "eth0"], {}))
+        return bench_rows(run([f"{build}/tools/weftrun", "-n", str(ranks), "--no-prefix", *bench]))
+
+
+def mpi_has_ucx():
+    """Whether Open MPI has its UCX point-to-point layer (Debian's is built with it)."""
+    p = subprocess.run(["ompi_info"], capture_output=True, text=True)
+    return p.returncode == 0 and re.search(r"MCA pml: ucx\b", p.stdout) is not None
 
 
 class BusyLoad:
@@ -136,34 +167,9 @@ def human(size):
     return f"{size} B"
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("build")
-    parser.add_argument("--collective", default="all_reduce", choices=list(COLLECTIVES),
-                        help="the collective compared (default all_reduce)")
-    parser.add_argument("--ranks", type=int, default=2)
-    parser.add_argument("--transports", default="shm,tcp")
-    parser.add_argument("-b", default="8")
-    parser.add_argument("-e", default="64M")
-    parser.add_argument("-f", default="8")
-    parser.add_argument("-n", default="20")
-    parser.add_argument("-w", default="5")
-    parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--load", type=int, default=0, help="busy processes running beside the ranks")
-    args = parser.parse_args()
-    build = os.path.abspath(args.build)
-    transports = [t for t in args.transports.split(",") if t]
-    for t in transports:
-        if t not in ("shm", "tcp"):
-            sys.exit(f"compare.py: --transports: unknown transport '{t}' (shm, tcp)")
-    tool, label, reduces, rooted, factor = COLLECTIVES[args.collective]
-    if not os.access(f"{build}/perf/{tool}", os.X_OK):
-        sys.exit(f"compare.py: {build}/perf/{tool} is missing (build it: ninja -C BUILD_DIR {tool})")
-    have_mpi = shutil.which("mpirun") and os.access(f"{build}/perf/mpi_collective_bench", os.X_OK)
-    have_gloo = os.access(f"{build}/perf/gloo_allreduce_bench", os.X_OK)
-    gloo_measures = args.collective == "all_reduce"  # Gloo's side is its all-reduce only
-
-    ceiling = run([f"{build}/perf/memcpy_bandwidth"]).strip()
+def measure(args, build, transports, hosts, have_mpi, have_mpi_ucx, have_gloo):
+    """Every round's sweeps, the systems alternated; ({transport: {size: best}} for weft's time,
+    weft's CPU time, and {system: {transport: {size: best}}} for the others)."""
     weft = {t: {} for t in transports}
     weft_cpu = {t: {} for t in transports}
     others = {"MPI": {t: {} for t in transports}, "Gloo": {t: {} for t in transports}}
@@ -174,21 +180,80 @@ def main():
                 order = order[r % 3:] + order[:r % 3]  # each system goes first in turn
                 for system in order:
                     if system == "weft":
-                        keep_best(weft[t], weft_sweep(build, args.collective, args.ranks, t, args, False))
-                        keep_best(weft_cpu[t], weft_sweep(build, args.collective, args.ranks, t, args, True))
-                    elif system == "MPI" and have_mpi:
-                        keep_best(others["MPI"][t], mpi_sweep(build, args.collective, args.ranks, t, args))
-                    elif system == "Gloo" and have_gloo and gloo_measures and t == "tcp":
-                        keep_best(others["Gloo"][t], gloo_sweep(build, args.ranks, args))
+                        keep_best(weft[t], weft_sweep(build, args.collective, args.ranks, t, args, False, hosts))
+                        keep_best(weft_cpu[t], weft_sweep(build, args.collective, args.ranks, t, args, True, hosts))
+                    elif system == "MPI" and (have_mpi_ucx if t == "ucx" else have_mpi):
+                        keep_best(others["MPI"][t], mpi_sweep(build, args.collective, args.ranks, t, args, hosts))
+                    elif system == "Gloo" and have_gloo and t == "tcp":
+                        keep_best(others["Gloo"][t], gloo_sweep(build, args.ranks, args, hosts))
+    return weft, weft_cpu, others
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("build")
+    parser.add_argument("--collective", default="all_reduce", choices=list(COLLECTIVES),
+                        help="the collective compared (default all_reduce)")
+    parser.add_argument("--ranks", type=int, default=2)
+    parser.add_argument("--transports", help="shm,tcp on one host (the default); tcp,ucx across --hosts "
+                        "(default tcp)")
+    parser.add_argument("-b", default="8")
+    parser.add_argument("-e", default="64M")
+    parser.add_argument("-f", default="8")
+    parser.add_argument("-n", default="20")
+    parser.add_argument("-w", default="5")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--load", type=int, default=0, help="busy processes running beside the ranks")
+    parser.add_argument("--hosts", type=int, default=0, help="namespace hosts the ranks spread over (root)")
+    parser.add_argument("--rate", default="", help="with --hosts: every link shaped to this tc tbf rate")
+    parser.add_argument("--pin", action="store_true", help="with --hosts: host i's processes on CPU i")
+    args = parser.parse_args()
+    build = os.path.abspath(args.build)
+    known = ("tcp", "ucx") if args.hosts else ("shm", "tcp")
+    transports = [t for t in (args.transports or ("tcp" if args.hosts else "shm,tcp")).split(",") if t]
+    for t in transports:
+        if t not in known:
+            sys.exit(f"compare.py: --transports: unknown transport '{t}' ({', '.join(known)}"
+                     f"{' across --hosts' if args.hosts else ' on one host'})")
+    if args.hosts < 0 or (args.hosts and args.ranks % args.hosts):
+        sys.exit(f"compare.py: --ranks {args.ranks} is not a multiple of --hosts {args.hosts}")
+    if (args.rate or args.pin) and not args.hosts:
+        sys.exit("compare.py: --rate and --pin shape and place namespace hosts: they need --hosts")
+    tool, label, reduces, rooted, factor = COLLECTIVES[args.collective]
+    if not os.access(f"{build}/perf/{tool}", os.X_OK):
+        sys.exit(f"compare.py: {build}/perf/{tool} is missing (build it: ninja -C BUILD_DIR {tool})")
+    have_mpi = shutil.which("mpirun") and os.access(f"{build}/perf/mpi_collective_bench", os.X_OK)
+    have_gloo = os.access(f"{build}/perf/gloo_allreduce_bench", os.X_OK)
+    if have_mpi and "ucx" in transports and not mpi_has_ucx():
+        print("# Open MPI over UCX: not measured (this Open MPI has no pml ucx)")
+        have_mpi_ucx = False
+    else:
+        have_mpi_ucx = have_mpi
+    gloo_measures = args.collective == "all_reduce"  # Gloo's side is its all-reduce only
+
+    ceiling = run([f"{build}/perf/memcpy_bandwidth"]).strip()
+    goodput = None
+    with (NamespaceHosts(args.hosts, args.rate, args.pin) if args.hosts else contextlib.nullcontext()) as hosts:
+        if hosts and args.hosts >= 2:
+            goodput = hosts.goodput()
+        weft, weft_cpu, others = measure(args, build, transports, hosts, have_mpi, have_mpi_ucx,
+                                         have_gloo and gloo_measures)
 
     kind = "float sum" if reduces else "float"
     if rooted:
         kind += ", root 0"
     place = "out of place" + (" (MPI_Bcast in place)" if args.collective == "broadcast" else "") + \
         (" (Gloo in place)" if gloo_measures and have_gloo and "tcp" in transports else "")
-    print(f"# {label}, {args.ranks} ranks, {kind}, {place}, busbw = algbw * {factor}; best of {args.rounds} "
+    where = ""
+    if args.hosts:
+        where = f" on {args.hosts} namespace hosts ({args.ranks // args.hosts} a host; links " + \
+            (f"shaped to {args.rate}" if args.rate else "unshaped veth") + ("; host i on CPU i" if args.pin else "") + ")"
+    print(f"# {label}, {args.ranks} ranks{where}, {kind}, {place}, busbw = algbw * {factor}; best of {args.rounds} "
           "alternated rounds" + (f"; {args.load} busy processes beside the ranks" if args.load else ""))
     print("\n".join(ceiling.splitlines()))
+    if args.hosts >= 2:
+        print(f"# iperf3 --bidir goodput between two hosts (slower direction): {goodput:.3f} GB/s" if goodput
+              else "# iperf3: not measured (not installed)")
     if not have_mpi:
         print("# Open MPI: not measured (mpirun or build/perf/mpi_collective_bench missing: openmpi-bin, "
               "libopenmpi-dev)")
@@ -197,7 +262,9 @@ def main():
     elif not have_gloo:
         print("# Gloo: not measured (build/perf/gloo_allreduce_bench missing: libgloo-dev)")
     for t in transports:
-        print(f"\n## {t}{' (loopback)' if t == 'tcp' else ''}\n")
+        title = {"shm": "shm", "tcp": "tcp (loopback)"}[t] if not args.hosts else \
+            f"{t} between hosts (shared memory inside one)"
+        print(f"\n## {title}\n")
         shown = [name for name, rows in others.items() if rows[t]]
         header = ["size", "weft us", "weft busbw", "weft CPU us/call"]
         for name in shown:

@@ -3,9 +3,11 @@
 // place (Gloo's API has no out-of-place form), buffers allocated once, -w warm-up and -n timed
 // calls per size; the result is checked once per size. Rank 0's time (a ring keeps the ranks
 // in step), busbw = algbw * 2(n-1)/n; cpu_us is the process's CPU time per call. Ranks from
-// RANK and WORLD_SIZE (weftrun, torchrun), rendezvous through files in --store DIR.
+// RANK and WORLD_SIZE (weftrun, torchrun), rendezvous through files in --store DIR. Gloo's
+// device binds to --host's address, or to --iface's (the same name on every namespace host).
 //   size count time_us algbw_GBps busbw_GBps cpu_us
-// usage: gloo_allreduce_bench --store DIR [--host 127.0.0.1] [-b 8] [-e 64M] [-f 2] [-n 20] [-w 5]
+// usage: gloo_allreduce_bench --store DIR [--host 127.0.0.1 | --iface NAME] [-b 8] [-e 64M] [-f 2]
+//                             [-n 20] [-w 5]
 #include <gloo/allreduce_ring_chunked.h>
 #include <gloo/rendezvous/context.h>
 #include <gloo/rendezvous/file_store.h>
@@ -41,7 +43,7 @@ int envInt(const char* name) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string store, host = "127.0.0.1";
+  std::string store, host = "127.0.0.1", iface;
   size_t minBytes = 8, maxBytes = 64u << 20, factor = 2;
   int iters = 20, warmup = 5;
   for (int i = 1; i + 1 < argc; i += 2) {
@@ -50,6 +52,8 @@ int main(int argc, char** argv) {
       store = value;
     } else if (flag == "--host") {
       host = value;
+    } else if (flag == "--iface") {
+      iface = value;
     } else if (flag == "-b" || flag == "-e") {
       std::optional<size_t> bytes = weft::perf::parseSize(value);
       if (!bytes || *bytes == 0) {
@@ -74,7 +78,10 @@ int main(int argc, char** argv) {
     return 2;
   }
   gloo::transport::tcp::attr attr;
-  attr.hostname = host;
+  if (iface.empty())
+    attr.hostname = host;
+  else
+    attr.iface = iface;
   auto device = gloo::transport::tcp::CreateDevice(attr);
   auto context = std::make_shared<gloo::rendezvous::Context>(rank, nranks);
   gloo::rendezvous::FileStore files(store);

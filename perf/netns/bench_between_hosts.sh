@@ -16,18 +16,7 @@ hosts_create 2 "$rate"
 ns0=$(hosts_ns 0) ns1=$(hosts_ns 1) addr1=$(hosts_addr 1)
 echo "# link: ${rate:-unshaped veth}"
 
-# iperf3, both directions at once (an all-reduce of 2 ranks sends both ways), 5 s.
-ip netns exec "$ns1" iperf3 -s -1 >/dev/null 2>&1 &
-server=$!
-sleep 0.5
-ip netns exec "$ns0" iperf3 -c "$addr1" -t 5 --bidir -J >/tmp/weft-iperf.$$ 2>&1
-wait $server
-goodput=$(/usr/bin/python3 -c '
-import json, sys
-d = json.load(open(sys.argv[1]))["end"]
-rates = [d["sum_sent"]["bits_per_second"], d["sum_sent_bidir_reverse"]["bits_per_second"]]
-print("%.3f" % (min(rates) / 8e9))' /tmp/weft-iperf.$$)
-rm -f /tmp/weft-iperf.$$
+goodput=$(hosts_goodput 0 1) || { echo "iperf3 failed"; exit 1; }
 echo "iperf3 --bidir goodput (slower direction): $goodput GB/s"
 
 # ucx_perftest tag-matching ping-pong, 8 bytes, over UCX's tcp transport.

@@ -17,6 +17,9 @@
 #                               name with HOSTS_NICS) and $HOSTS_ENV; output in
 #                               OUTDIR/rank<N>.log; sets HOSTS_PIDS (index = rank)
 #   hosts_wait_ranks            waits for them all; returns how many failed
+#   hosts_goodput I J           iperf3's goodput between hosts I and J, both directions at once
+#                               (as an all-reduce of 2 ranks sends), 5 s: the slower
+#                               direction in GB/s, on stdout; returns 77 without iperf3
 
 HOSTS_TAG=${HOSTS_TAG:-$$}
 HOSTS_COUNT=0
@@ -123,4 +126,23 @@ hosts_wait_ranks() {
   for pid in "${HOSTS_PIDS[@]}"; do wait "$pid" || failed=$((failed + 1)); done
   HOSTS_PIDS=()
   return $failed
+}
+
+hosts_goodput() {
+  command -v iperf3 >/dev/null || return 77
+  local report server
+  report=$(mktemp)
+  ip netns exec "$(hosts_ns "$2")" iperf3 -s -1 >/dev/null 2>&1 &
+  server=$!
+  sleep 0.5
+  ip netns exec "$(hosts_ns "$1")" iperf3 -c "$(hosts_addr "$2")" -t 5 --bidir -J >"$report" 2>&1
+  wait $server
+  /usr/bin/python3 -c '
+import json, sys
+d = json.load(open(sys.argv[1]))["end"]
+rates = [d["sum_sent"]["bits_per_second"], d["sum_sent_bidir_reverse"]["bits_per_second"]]
+print("%.3f" % (min(rates) / 8e9))' "$report"
+  local rc=$?
+  rm -f "$report"
+  return $rc
 }

@@ -76,3 +76,26 @@ set_tests_properties(netns.hosts3.characterize_slow_host PROPERTIES LABELS netns
 # (NCCL_SOCKET_IFNAME naming both) against eth0 alone on the same shaped links.
 add_test(NAME netns.hosts2x2.tcp.rails COMMAND ${CMAKE_CURRENT_LIST_DIR}/rails.sh ${CMAKE_BINARY_DIR})
 set_tests_properties(netns.hosts2x2.tcp.rails PROPERTIES LABELS netns TIMEOUT 120 SKIP_RETURN_CODE 77 RUN_SERIAL TRUE)
+
+# perf/compare.py --hosts (issue 14): weft beside Open MPI (and Gloo) across 2 namespace hosts x 2
+# ranks, one short round; every table must have its rows, and MPI's columns where it was built.
+if(TARGET all_reduce_perf AND TARGET memcpy_bandwidth)
+  set(weft_compare_hosts_nets tcp)
+  if(WEFT_HAVE_UCX)
+    list(APPEND weft_compare_hosts_nets ucx)
+  endif()
+  set(weft_compare_hosts_row "\\| 32 KiB \\| [0-9.]+ \\| [0-9.]+ \\| [0-9.]+ \\|")
+  if(TARGET mpi_collective_bench)
+    set(weft_compare_hosts_row "MPI time / weft time.*${weft_compare_hosts_row} [0-9.]+ \\| [0-9.]+ \\| [0-9.]+ \\| [0-9.]+ \\|")
+  endif()
+  string(REPLACE ";" "," weft_compare_hosts_list "${weft_compare_hosts_nets}")
+  set(weft_compare_hosts_expect "# all-reduce, 4 ranks on 2 namespace hosts")
+  foreach(net IN LISTS weft_compare_hosts_nets)
+    string(APPEND weft_compare_hosts_expect ".*## ${net} between hosts.*${weft_compare_hosts_row}")
+  endforeach()
+  add_test(NAME netns.hosts2x2.compare_with_open_mpi
+           COMMAND /usr/bin/python3 ${PROJECT_SOURCE_DIR}/perf/compare.py ${CMAKE_BINARY_DIR} --hosts 2 --ranks 4
+                   --transports ${weft_compare_hosts_list} --rounds 1 -b 8 -e 32K -f 64 -n 3 -w 1)
+  set_tests_properties(netns.hosts2x2.compare_with_open_mpi PROPERTIES LABELS netns TIMEOUT 300 SKIP_RETURN_CODE 77
+                       RUN_SERIAL TRUE PASS_REGULAR_EXPRESSION "${weft_compare_hosts_expect}")
+endif()
