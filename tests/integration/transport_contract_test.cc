@@ -297,7 +297,7 @@ TEST_P(ConnectionContract, KeepsOrderAndBytesAcrossManyMessagesOfVaryingSize) {
 
 // A ping-pong several rings long, each end waiting with sendBuffer and recvPeek, and calling
 // progress() only while it has sends pending (as the executor does): whatever a transport
-// learns from a message (UCX: the peer's credits, in its trailer) it must learn when the
+// learns from a message (UCX: the peer's credits, in its tag) it must learn when the
 // message is read, or the ends stall once a ring's worth has gone each way.
 TEST_P(ConnectionContract, PingPongDrivenBySendAndReceiveCallsAloneGoesPastTheRing) {
   constexpr uint64_t kRounds = 100;

@@ -26,32 +26,32 @@ constexpr size_t kMaxWorkerAddressBytes = 64 * 1024;
 constexpr double kCloseSeconds = 1;          // how long closing waits for UCX to let go of our buffers
 constexpr double kCloseGraceSeconds = 0.05;  // and for the peer to acknowledge the close
 
-// Sender rank in bits 32-62, the message's sequence number in the low half: each posted
-// receive matches exactly one message of one peer, so slots fill in order. Bit 63 marks the
-// receiver's credit updates (how many slots it has released, so re-posted).
+// A message's tag: the sender's rank in bits 32-62, the sender's release count (how many of the
+// receiver's messages it has released, so re-posted: its credits) mod 2^16 in bits 16-31, and
+// the message's sequence number mod 2^16 in the low bits. A posted receive matches the rank and
+// the sequence number (a ring has at most 64 slots) and takes any release count, so slots fill
+// in order and traffic both ways needs no separate credit updates: with 8 slots they were one
+// message in four, and an 8-byte all-reduce between two namespace hosts took 13.2-14.0 us
+// instead of 10.9-11.2 (docs/performance.md). Bit 63 marks the separate updates, sent when
+// there is no traffic back.
 constexpr ucp_tag_t kCreditTagBit = ucp_tag_t{1} << 63;
+constexpr int kCountBits = 16;
+constexpr uint64_t kCountMask = (uint64_t{1} << kCountBits) - 1;
+constexpr ucp_tag_t kReleasedField = kCountMask << kCountBits;
 
-// Every message ends with the sender's release count (its credits, as in a credit update), so
-// traffic both ways needs no separate updates: with 8 slots they were one message in four, and
-// an 8-byte all-reduce took 13.7-14.2 us instead of 11.1-11.2 with 64 (docs/performance.md).
-constexpr size_t kCreditTrailerBytes = sizeof(uint64_t);
-// A slot's stride: its payload, the trailer, and padding that keeps every payload 64-byte aligned.
-constexpr size_t kSlotAlignment = 64;
-size_t slotStride(size_t slotBytes) {
-  return (slotBytes + kCreditTrailerBytes + kSlotAlignment - 1) / kSlotAlignment * kSlotAlignment;
+ucp_tag_t messageTag(int senderRank, uint64_t sequence, uint64_t released) {
+  return (static_cast<uint64_t>(static_cast<uint32_t>(senderRank)) << 32) | ((released & kCountMask) << kCountBits) |
+         (sequence & kCountMask);
 }
-
-ucp_tag_t messageTag(int senderRank, uint64_t sequence) {
-  return (static_cast<uint64_t>(static_cast<uint32_t>(senderRank)) << 32) | (sequence & 0xffffffffull);
-}
-ucp_tag_t creditTag(int senderRank) { return kCreditTagBit | messageTag(senderRank, 0); }
+ucp_tag_t creditTag(int senderRank) { return kCreditTagBit | messageTag(senderRank, 0, 0); }
 
 // One message's staging slot and the UCX request moving it; UCX's callbacks fill the rest.
 struct UcxSlot {
   void* request = nullptr;
   std::atomic<bool> done{false};
   ucs_status_t status = UCS_OK;
-  size_t bytes = 0;  // received length
+  size_t bytes = 0;         // received length
+  ucp_tag_t senderTag = 0;  // received tag
 
   // Hands the request back to UCX (once: the slot forgets it).
   void releaseRequest() {
@@ -60,15 +60,13 @@ struct UcxSlot {
   }
 };
 
-// A ring of slots in one registered region, allocated and faulted in once. A slot holds up to
-// slotBytes of payload and the credit trailer after it.
+// A ring of slots in one registered region, allocated and faulted in once.
 class RegisteredRing {
  public:
   ncclResult_t init(ucp_context_h context, size_t slotBytes, uint32_t slots) {
     context_ = context;
     slotBytes_ = slotBytes;
-    stride_ = slotStride(slotBytes);
-    bytes_ = stride_ * slots;
+    bytes_ = slotBytes * slots;
     slots_ = std::vector<UcxSlot>(slots);
     void* memory = mmap(nullptr, bytes_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
     if (memory == MAP_FAILED)
@@ -89,11 +87,10 @@ class RegisteredRing {
     if (memh_) ucx().ucp_mem_unmap(context_, memh_);
     if (memory_) munmap(memory_, bytes_);
   }
-  char* data(uint64_t index) { return memory_ + (index % slots_.size()) * stride_; }
+  char* data(uint64_t index) { return memory_ + (index % slots_.size()) * slotBytes_; }
   UcxSlot& slot(uint64_t index) { return slots_[index % slots_.size()]; }
   uint32_t size() const { return static_cast<uint32_t>(slots_.size()); }
   size_t slotBytes() const { return slotBytes_; }
-  size_t messageBytes() const { return slotBytes_ + kCreditTrailerBytes; }  // the most a message moves
   ucp_mem_h memh() const { return memh_; }
 
  private:
@@ -101,7 +98,6 @@ class RegisteredRing {
   char* memory_ = nullptr;
   size_t bytes_ = 0;
   size_t slotBytes_ = 0;
-  size_t stride_ = 0;
   std::vector<UcxSlot> slots_;
   ucp_mem_h memh_ = nullptr;
 };
@@ -125,6 +121,7 @@ void receiveCompleted(void* /*request*/, ucs_status_t status, const ucp_tag_recv
   auto* slot = static_cast<UcxSlot*>(userData);
   slot->status = status;
   slot->bytes = status == UCS_OK ? info->length : 0;
+  slot->senderTag = status == UCS_OK ? info->sender_tag : 0;
   slot->done.store(true, std::memory_order_release);
 }
 
@@ -228,10 +225,9 @@ class UcxConnection : public Connection {
     WEFT_CHECK(reserved_.commit(bytes, "UCX"));
     WEFT_CHECK(peerError());
     UcxSlot& slot = io_->send.slot(sendTail_);
-    char* data = io_->send.data(sendTail_);
-    std::memcpy(data + bytes, &recvHead_, kCreditTrailerBytes);  // the peer learns our releases
-    WEFT_CHECK(post(&slot, data, bytes + kCreditTrailerBytes, messageTag(rank_, sendTail_), io_->send.memh()));
-    creditsSent_ = recvHead_;
+    WEFT_CHECK(
+        post(&slot, io_->send.data(sendTail_), bytes, messageTag(rank_, sendTail_, recvHead_), io_->send.memh()));
+    creditsSent_ = recvHead_;  // the peer learns our releases from this message's tag
     ++sendTail_;
     worker_->progress();  // starts the eager send or the rendezvous now
     return ncclSuccess;
@@ -249,12 +245,9 @@ class UcxConnection : public Connection {
     if (slot->status != UCS_OK)
       return failed_ = fail(ncclRemoteError, "ucx: receive from rank %d failed: %s", peerRank_,
                             ucx().ucs_status_string(slot->status));
-    if (slot->bytes < kCreditTrailerBytes)
-      return failed_ = fail(ncclRemoteError, "ucx: rank %d sent a message of %zu bytes, shorter than its trailer",
-                            peerRank_, slot->bytes);
-    takeTrailer(recvHead_);  // takeCredits may not have seen this message yet
+    if (tagsRead_ <= recvHead_) takeTagCredit(recvHead_);  // takeCredits has not seen it yet
     *data = io_->receive.data(recvHead_);
-    *bytes = slot->bytes - kCreditTrailerBytes;
+    *bytes = slot->bytes;
     return ncclSuccess;
   }
 
@@ -329,11 +322,11 @@ class UcxConnection : public Connection {
     return ncclSuccess;
   }
 
-  // A receive of at most `bytes` for exactly `tag`, reported through `slot`.
-  ncclResult_t postReceiveInto(UcxSlot* slot, void* data, size_t bytes, ucp_tag_t tag, ucp_mem_h memh) {
+  // A receive of at most `bytes` for `tag` (the bits of `mask`), reported through `slot`.
+  ncclResult_t postReceiveInto(UcxSlot* slot, void* data, size_t bytes, ucp_tag_t tag, ucp_tag_t mask, ucp_mem_h memh) {
     ucp_request_param_t param = requestParams(slot, memh);
     param.cb.recv = receiveCompleted;
-    void* request = ucx().ucp_tag_recv_nbx(worker_->worker(), data, bytes, tag, ~ucp_tag_t{0}, &param);
+    void* request = ucx().ucp_tag_recv_nbx(worker_->worker(), data, bytes, tag, mask, &param);
     if (UCS_PTR_IS_ERR(request)) {
       slot->request = nullptr;
       return failed_ = fail(ncclRemoteError, "ucx: posting a receive from rank %d failed: %s", peerRank_,
@@ -344,12 +337,12 @@ class UcxConnection : public Connection {
   }
 
   ncclResult_t postReceive(uint64_t sequence) {
-    return postReceiveInto(&io_->receive.slot(sequence), io_->receive.data(sequence), io_->receive.messageBytes(),
-                           messageTag(peerRank_, sequence), io_->receive.memh());
+    return postReceiveInto(&io_->receive.slot(sequence), io_->receive.data(sequence), io_->receive.slotBytes(),
+                           messageTag(peerRank_, sequence, 0), ~kReleasedField, io_->receive.memh());
   }
   ncclResult_t postCreditReceive() {
     return postReceiveInto(&io_->creditIn, &io_->creditInValue, sizeof(io_->creditInValue), creditTag(peerRank_),
-                           nullptr);
+                           ~ucp_tag_t{0}, nullptr);
   }
 
   // Frees the slots of sends UCX is done with, oldest first.
@@ -367,17 +360,15 @@ class UcxConnection : public Connection {
     return ncclSuccess;
   }
 
-  // Reads the peer's latest release count: from the trailers of messages that have arrived
-  // (read or not: a sender waiting for credits must not depend on this side's reading order)
-  // and from its separate credit updates.
+  // Reads the peer's latest release count: from the tags of the messages that have arrived (read
+  // or not: a sender waiting for credits must not depend on this side's reading order) and from
+  // its separate credit updates.
   ncclResult_t takeCredits() {
     WEFT_CHECK(failed_);  // a failed update is not re-posted: nothing more to take
-    for (trailersRead_ = std::max(trailersRead_, recvHead_); trailersRead_ < recvHead_ + io_->receive.size();
-         ++trailersRead_) {
-      const UcxSlot& slot = io_->receive.slot(trailersRead_);
-      if (!slot.done.load(std::memory_order_acquire)) break;
-      if (slot.status != UCS_OK || slot.bytes < kCreditTrailerBytes) break;  // recvPeek reports it
-      takeTrailer(trailersRead_);
+    for (tagsRead_ = std::max(tagsRead_, recvHead_); tagsRead_ < recvHead_ + io_->receive.size(); ++tagsRead_) {
+      const UcxSlot& slot = io_->receive.slot(tagsRead_);
+      if (!slot.done.load(std::memory_order_acquire) || slot.status != UCS_OK) break;  // recvPeek reports errors
+      takeTagCredit(tagsRead_);
     }
     while (io_->creditIn.done.load(std::memory_order_acquire)) {
       io_->creditIn.releaseRequest();
@@ -390,12 +381,14 @@ class UcxConnection : public Connection {
     return ncclSuccess;
   }
 
-  // The release count in the trailer of message `sequence`, which has arrived whole.
-  void takeTrailer(uint64_t sequence) {
-    const UcxSlot& slot = io_->receive.slot(sequence);
-    uint64_t released = 0;
-    std::memcpy(&released, io_->receive.data(sequence) + slot.bytes - kCreditTrailerBytes, sizeof(released));
-    peerReleased_ = std::max(peerReleased_, released);
+  // The release count in the tag of message `sequence` (arrived), widened next to the latest one
+  // known: they are never 2^15 apart, since each message's tag is read once, when it arrives or
+  // at the latest when it is read, and the peer cannot run more than a ring ahead meanwhile.
+  void takeTagCredit(uint64_t sequence) {
+    const uint64_t carried = (io_->receive.slot(sequence).senderTag & kReleasedField) >> kCountBits;
+    const auto ahead = static_cast<int16_t>(static_cast<uint16_t>(carried - (peerReleased_ & kCountMask)));
+    if (ahead > 0) peerReleased_ += static_cast<uint64_t>(ahead);
+    tagsRead_ = std::max(tagsRead_, sequence + 1);
   }
 
   // Tells the peer how many slots this side has released: once half a ring has been released
@@ -483,7 +476,7 @@ class UcxConnection : public Connection {
   uint64_t recvHead_ = 0;      // next message to deliver; also the slots released so far
   uint64_t peerReleased_ = 0;  // slots the peer has released: it has posted up to this + ring
   uint64_t creditsSent_ = 0;   // the release count the peer was last told
-  uint64_t trailersRead_ = 0;  // messages whose credit trailer has been read
+  uint64_t tagsRead_ = 0;      // messages whose tag's release count has been taken
   ncclResult_t failed_ = ncclSuccess;
   SendReservation reserved_;
 };

@@ -4,7 +4,7 @@
 // tagged sends between staging rings registered with ucp_mem_map once: UCX sends small ones
 // eagerly and large ones by rendezvous (zero-copy where its transport can). Each message's
 // receive is posted before it is sent: the receiver posts its whole ring up front, re-posts a
-// slot when it is released and tells the sender (in a trailer on each message it sends back,
+// slot when it is released and tells the sender (in the tag of each message it sends back,
 // or in a credit update when it has none to send), and the sender never runs ahead of the
 // receives posted for it, so UCX never buffers an unexpected message.
 #pragma once
