@@ -181,3 +181,14 @@ if(TARGET all_gather_perf AND TARGET weftrun AND TARGET memcpy_bandwidth AND TAR
                PASS_REGULAR_EXPRESSION
                "# all-gather, .*# Gloo: not measured for all_gather.*MPI time / weft time.*\\| 64 KiB \\| [0-9.]+ \\| [0-9.]+ \\| [0-9.]+ \\| [0-9.]+ \\| [0-9.]+ \\| [0-9.]+ \\| [0-9.]+ \\|")
 endif()
+
+# perf/sweep_vs_alone.py (issue 14): one round of a short sweep and its sizes alone; the table
+# must have every size with both medians and the ratio.
+if(TARGET all_reduce_perf AND TARGET weftrun)
+  add_test(NAME perf.sweep_vs_alone
+           COMMAND /usr/bin/python3 ${PROJECT_SOURCE_DIR}/perf/sweep_vs_alone.py ${CMAKE_BINARY_DIR} --rounds 1 -b 8
+                   -e 4K -f 8 -n 5 -w 1)
+  set_tests_properties(
+    perf.sweep_vs_alone PROPERTIES LABELS integration TIMEOUT 120 RUN_SERIAL TRUE
+                                   PASS_REGULAR_EXPRESSION "\\| 8 \\| [0-9.]+ \\|.*\\| 4096 \\| [0-9.]+ \\| [0-9.]+-[0-9.]+ \\| [0-9.]+ \\| [0-9.]+-[0-9.]+ \\| [0-9.]+ \\|.*# [0-9]+ size\\(s\\) slower")
+endif()
