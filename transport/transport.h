@@ -8,6 +8,8 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <string>
+#include <vector>
 
 #include "common/settings.h"
 #include "common/socket.h"
@@ -29,6 +31,9 @@ struct TransportEndpoint {
   // For a peer on another host: the local rank of the pair's higher rank, whose rail the pair
   // uses where a host has several NICs (set by the communicator when it connects; -1: none).
   int32_t railLocalRank = -1;
+  // That rail's index among the higher rank's NICs (runtime/comm/network_rails.h), the same on
+  // both sides of the pair (-1: none, the hosts have one NIC each).
+  int32_t rail = -1;
 };
 
 // What a transport needs to listen for one communicator.
@@ -39,6 +44,8 @@ struct TransportSetup {
   // The communicator's listener, through which network transports meet their peers; it
   // outlives the transports and knows the communicator's token.
   PeerHandshake* handshake = nullptr;
+  // This host's NICs by rail (rail k's interface name at index k; empty: one NIC).
+  std::vector<std::string> railInterfaces;
 };
 
 // The shape of a transport's staging ring, from its WEFT_<NAME>_SLOT_BYTES and _SLOTS.
@@ -98,6 +105,9 @@ class Connection {
   virtual bool armPollFd() { return true; }
   // True when sends are still queued locally (the rank must keep calling progress()).
   virtual bool hasPendingSends() const { return false; }
+  // The rail (TransportEndpoint::rail) whose NICs this connection's data crosses, where the
+  // transport chose its NICs by rail; -1 otherwise.
+  virtual int dataRail() const { return -1; }
 
   // In-place messages: sent straight from the caller's memory and received straight into it,
   // without the staging slot's copy (sockets, where the kernel copies every byte anyway). Only

@@ -141,6 +141,7 @@ ncclResult_t listenOnEveryTransport(ncclComm* comm, const SocketAddress& dataAdd
   setup.nranks = comm->nranks;
   setup.timeoutSeconds = timeout;
   setup.handshake = comm->net.handshake.get();
+  for (const NamedAddress& rail : comm->net.rails) setup.railInterfaces.push_back(rail.interfaceName);
   comm->net.transports.clear();
   for (const TransportEntry& entry : transportTable()) {
     comm->net.transports.push_back(entry.create());
@@ -552,6 +553,7 @@ ncclResult_t connectPeers(ncclComm* comm, const std::vector<int>& peers) {
       const int listener = std::max(comm->rank, peer);
       other.railLocalRank = comm->layout.localRankOf[listener];
       railAddress = joinAddressOf(comm->layout.ranks[listener], other.railLocalRank, &rail);
+      other.rail = rail;
       if (listener == peer) other.dataAddress = railAddress;
     }
     Transport* transport = nullptr;
@@ -561,9 +563,10 @@ ncclResult_t connectPeers(ncclComm* comm, const std::vector<int>& peers) {
     const std::string where = self.hostHash == other.hostHash
                                   ? std::string("same host")
                                   : std::string("host ") + comm->layout.ranks[peer].hostName;
-    // The rail's address carries the data for TCP; UCX and verbs only meet through it (verbs
-    // picks its port by the same rail).
-    const bool railCarriesData = rail >= 0 && strcmp(connection->transportName(), "TCP") == 0;
+    // The rail's address carries the data for TCP; UCX moves it through its worker on that
+    // rail's NIC (dataRail), verbs through the port of the same rail.
+    const bool railCarriesData =
+        rail >= 0 && (strcmp(connection->transportName(), "TCP") == 0 || connection->dataRail() == rail);
     const std::string through =
         railCarriesData ? ", rail " + std::to_string(rail) + " at " + railAddress.toString() : std::string();
     WEFT_INFO(kLogInit | kLogP2p | kLogNet, "Channel 00 : %d[%d] -> %d[%d] via %s (%s%s)", comm->rank, comm->rank, peer,

@@ -55,7 +55,7 @@ enum class Loss {
   SocketAddress mine, parent;
   if (listenOnLoopback(&handshake, 1, &mine) != ncclSuccess) _exit(2);
   std::shared_ptr<UcxWorker> worker;
-  if (UcxWorker::create(&worker) != ncclSuccess) _exit(3);
+  if (UcxWorker::create("", &worker) != ncclSuccess) _exit(3);
   const std::vector<uint8_t> address = worker->address();
   if (loss == Loss::kWorkerGoneFirst) worker.reset();  // and with it the process's UCX context
   if (write(toParent, &mine, sizeof(mine)) != sizeof(mine)) _exit(4);

@@ -74,8 +74,12 @@ set_tests_properties(netns.hosts3.characterize_slow_host PROPERTIES LABELS netns
                      RUN_SERIAL TRUE)
 # Two NICs per host on separate rail networks: the ring all-reduce over TCP spreads over both
 # (NCCL_SOCKET_IFNAME naming both) against eth0 alone on the same shaped links.
-add_test(NAME netns.hosts2x2.tcp.rails COMMAND ${CMAKE_CURRENT_LIST_DIR}/rails.sh ${CMAKE_BINARY_DIR})
-set_tests_properties(netns.hosts2x2.tcp.rails PROPERTIES LABELS netns TIMEOUT 120 SKIP_RETURN_CODE 77 RUN_SERIAL TRUE)
+# UCX the same way: a worker per rail on that rail's NIC (UCX_NET_DEVICES=eth0 for one NIC).
+foreach(net IN LISTS weft_netns_nets)
+  add_test(NAME netns.hosts2x2.${net}.rails COMMAND ${CMAKE_CURRENT_LIST_DIR}/rails.sh ${CMAKE_BINARY_DIR} 200mbit ${net})
+  set_tests_properties(netns.hosts2x2.${net}.rails PROPERTIES LABELS netns TIMEOUT 120 SKIP_RETURN_CODE 77
+                                                              RUN_SERIAL TRUE)
+endforeach()
 
 # perf/compare.py --hosts (issue 14): weft beside Open MPI (and Gloo) across 2 namespace hosts x 2
 # ranks, one short round; every table must have its rows, and MPI's columns where it was built.

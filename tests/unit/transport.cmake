@@ -6,3 +6,8 @@ weft_test(rdma_protocol_test SOURCES unit/rdma_protocol_test.cc)
 weft_test(ib_device_filter_test SOURCES unit/ib_device_filter_test.cc)
 # The striped TCP connection's wire format, against raw sockets.
 weft_test(striped_tcp_test SOURCES unit/striped_tcp_test.cc)
+# Which UCX devices a rail's NIC stands for (its netdev and its adapter's verbs ports), read
+# from a sysfs tree the test builds.
+if(WEFT_HAVE_UCX)
+  weft_test(ucx_rail_devices_test SOURCES unit/ucx_rail_devices_test.cc)
+endif()

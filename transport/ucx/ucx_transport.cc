@@ -16,6 +16,7 @@
 #include "common/status.h"
 #include "transport/send_reservation.h"
 #include "transport/ucx/ucx_library.h"
+#include "transport/ucx/ucx_rail_devices.h"
 #include "transport/ucx/ucx_worker.h"
 
 namespace weft {
@@ -127,8 +128,8 @@ void receiveCompleted(void* /*request*/, ucs_status_t status, const ucp_tag_recv
 
 class UcxConnection : public Connection {
  public:
-  UcxConnection(std::shared_ptr<UcxWorker> worker, int rank, int peerRank)
-      : worker_(std::move(worker)), rank_(rank), peerRank_(peerRank) {}
+  UcxConnection(std::shared_ptr<UcxWorker> worker, int rank, int peerRank, int rail)
+      : worker_(std::move(worker)), rank_(rank), peerRank_(peerRank), rail_(rail) {}
 
   ncclResult_t open(const std::vector<uint8_t>& peerAddress, size_t slotBytes, uint32_t slots) {
     WEFT_CHECK(io_->send.init(worker_->context(), slotBytes, slots));
@@ -274,6 +275,7 @@ class UcxConnection : public Connection {
   // Messages UCX still holds. Credits owed are not pending sends: a collective must not wait on
   // them (its peer may already have left), and they go out whenever this side next receives.
   bool hasPendingSends() const override { return sendHead_ != sendTail_; }
+  int dataRail() const override { return rail_; }
 
  private:
   static void endpointFailed(void* arg, ucp_ep_h /*endpoint*/, ucs_status_t status) {
@@ -467,6 +469,7 @@ class UcxConnection : public Connection {
   std::shared_ptr<UcxWorker> worker_;
   int rank_;
   int peerRank_;
+  int rail_;  // -1: UCX chose the devices
   ucp_ep_h endpoint_ = nullptr;
   // Everything UCX's callbacks write to: it outlives this connection when a close leaves
   // requests or the endpoint's close unfinished (the worker then keeps it until it is destroyed).
@@ -494,6 +497,7 @@ UcxTransport::~UcxTransport() = default;
 ncclResult_t UcxTransport::listen(const TransportSetup& setup, TransportEndpoint* /*mine*/) {
   if (!setup.handshake) return fail(ncclInternalError, "ucx: no peer handshake to meet peers through");
   handshake_ = setup.handshake;
+  railInterfaces_ = setup.railInterfaces;
   return ncclSuccess;
 }
 
@@ -502,19 +506,28 @@ bool UcxTransport::canConnect(const TransportEndpoint& /*self*/, const Transport
 }
 
 ncclResult_t UcxTransport::connect(const TransportEndpoint& peer, std::unique_ptr<Connection>* out) {
-  if (!worker_) WEFT_CHECK(UcxWorker::create(&worker_));
+  // Both sides know the pair's rail (the higher rank's); each goes through its own NIC of that
+  // rail, which on a rail-optimized cluster is the network the peer's NIC is on.
+  const bool userDevices = getenv("UCX_NET_DEVICES") != nullptr;
+  const int rail =
+      !userDevices && peer.rail >= 0 && static_cast<size_t>(peer.rail) < railInterfaces_.size() ? peer.rail : -1;
+  const std::string railDevices = rail >= 0 ? ucxDevicesOfNic(railInterfaces_[rail]) : std::string();
+  std::shared_ptr<UcxWorker>& worker = workers_[rail];
+  if (!worker) WEFT_CHECK(UcxWorker::create(railDevices, &worker));
   int fd = -1;
   WEFT_CHECK(handshake_->join(peer.rank, peer.dataAddress, UcxTransport::kHandshakeTag, 0, &fd));
   std::vector<uint8_t> peerAddress;
-  const std::vector<uint8_t>& mine = worker_->address();
+  const std::vector<uint8_t>& mine = worker->address();
   CloseSocketOnExit closer{fd};
   WEFT_CHECK(PeerHandshake::swap(fd, peer.rank, mine.data(), mine.size(), kMaxWorkerAddressBytes,
                                  handshake_->timeoutSeconds(), &peerAddress));
-  auto connection = std::make_unique<UcxConnection>(worker_, handshake_->rank(), peer.rank);
+  auto connection = std::make_unique<UcxConnection>(worker, handshake_->rank(), peer.rank, rail);
   WEFT_CHECK(connection->open(peerAddress, settings_.slotBytes, settings_.slots));
   WEFT_CHECK(connection->wireUp(fd, handshake_->timeoutSeconds()));
-  WEFT_INFO(kLogNet, "ucx: connected to rank %d (worker address of %zu bytes, via %s)", peer.rank, peerAddress.size(),
-            peer.dataAddress.toString().c_str());
+  const std::string devices = rail >= 0 ? "rail " + std::to_string(rail) + " (" + railDevices + ")"
+                                        : std::string(userDevices ? "UCX_NET_DEVICES" : "UCX's choice of devices");
+  WEFT_INFO(kLogNet, "ucx: connected to rank %d through %s (worker address of %zu bytes, met via %s)", peer.rank,
+            devices.c_str(), peerAddress.size(), peer.dataAddress.toString().c_str());
   *out = std::move(connection);
   return ncclSuccess;
 }

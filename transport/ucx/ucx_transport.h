@@ -9,7 +9,10 @@
 // receives posted for it, so UCX never buffers an unexpected message.
 #pragma once
 
+#include <map>
 #include <memory>
+#include <string>
+#include <vector>
 
 #include "transport/transport.h"
 
@@ -30,8 +33,10 @@ class UcxTransport : public Transport {
   explicit UcxTransport(const UcxSettings& settings);
   ~UcxTransport() override;
 
-  // Peers meet through setup.handshake; the worker is made on the first connection (UCX costs
-  // milliseconds and a thread, which communicators with every peer on one host never need).
+  // Peers meet through setup.handshake; a worker is made on the first connection that needs it
+  // (UCX costs milliseconds and a thread, which communicators with every peer on one host never
+  // need). With several NICs (setup.railInterfaces) a pair's data goes through its rail's NIC:
+  // one worker per rail, on a context that sees that NIC only, unless UCX_NET_DEVICES is set.
   ncclResult_t listen(const TransportSetup& setup, TransportEndpoint* mine) override;
   // Not when WEFT_UCX_DISABLE=1 (read when the transport is made).
   bool offered() const override { return !disabled_; }
@@ -43,7 +48,8 @@ class UcxTransport : public Transport {
   UcxSettings settings_;
   bool disabled_;
   PeerHandshake* handshake_ = nullptr;
-  std::shared_ptr<UcxWorker> worker_;
+  std::vector<std::string> railInterfaces_;
+  std::map<int, std::shared_ptr<UcxWorker>> workers_;  // by rail (-1: UCX's choice of devices)
 };
 
 }  // namespace weft

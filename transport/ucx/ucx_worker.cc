@@ -1,6 +1,7 @@
 #include "transport/ucx/ucx_worker.h"
 
 #include <cstdlib>
+#include <map>
 #include <mutex>
 #include <string>
 
@@ -14,12 +15,13 @@ class UcxContext {
   ~UcxContext() {
     if (context_) ucx().ucp_cleanup(context_);
   }
-  // The process's context, made on first use and cleaned up with its last user.
-  static ncclResult_t acquire(std::shared_ptr<UcxContext>* out) {
+  // The process's context for `netDevices` (empty: every device UCX finds), made on first use
+  // and cleaned up with its last user.
+  static ncclResult_t acquire(const std::string& netDevices, std::shared_ptr<UcxContext>* out) {
     static std::mutex mutex;
-    static std::weak_ptr<UcxContext> shared;
+    static std::map<std::string, std::weak_ptr<UcxContext>> shared;
     std::lock_guard<std::mutex> lock(mutex);
-    if ((*out = shared.lock())) return ncclSuccess;
+    if ((*out = shared[netDevices].lock())) return ncclSuccess;
     std::string why;
     if (!loadUcxLibrary(&why)) return fail(ncclSystemError, "ucx: %s", why.c_str());
     auto made = std::shared_ptr<UcxContext>(new UcxContext);
@@ -40,6 +42,15 @@ class UcxContext {
     // set wins; ucp_config_modify passes names UCP does not know on to UCX's transports.
     if (!getenv("UCX_TCP_TX_SEG_SIZE")) (void)ucx().ucp_config_modify(config, "TCP_TX_SEG_SIZE", "64K");
     if (!getenv("UCX_TCP_RX_SEG_SIZE")) (void)ucx().ucp_config_modify(config, "TCP_RX_SEG_SIZE", "128K");
+    // A rail's context sees that rail's NIC only (the caller leaves a user's UCX_NET_DEVICES be).
+    if (!netDevices.empty()) {
+      status = ucx().ucp_config_modify(config, "NET_DEVICES", netDevices.c_str());
+      if (status != UCS_OK) {
+        ucx().ucp_config_release(config);
+        return fail(ncclSystemError, "ucx: cannot restrict UCX to the device %s: %s", netDevices.c_str(),
+                    ucx().ucs_status_string(status));
+      }
+    }
     ucp_params_t params{};
     params.field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_MT_WORKERS_SHARED;
     params.features = UCP_FEATURE_TAG | UCP_FEATURE_WAKEUP;
@@ -50,7 +61,7 @@ class UcxContext {
       made->context_ = nullptr;
       return fail(ncclSystemError, "ucx: ucp_init failed: %s", ucx().ucs_status_string(status));
     }
-    shared = made;
+    shared[netDevices] = made;
     *out = made;
     return ncclSuccess;
   }
@@ -61,9 +72,9 @@ class UcxContext {
   ucp_context_h context_ = nullptr;
 };
 
-ncclResult_t UcxWorker::create(std::shared_ptr<UcxWorker>* out) {
+ncclResult_t UcxWorker::create(const std::string& netDevices, std::shared_ptr<UcxWorker>* out) {
   std::shared_ptr<UcxWorker> made(new UcxWorker);
-  WEFT_CHECK(UcxContext::acquire(&made->context_));
+  WEFT_CHECK(UcxContext::acquire(netDevices, &made->context_));
   ucp_worker_params_t params{};
   params.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
   // A communicator is driven by one thread at a time, but not always the same one (the

@@ -1,13 +1,14 @@
-// UCX's shared state for the UCX transport: one UCP context per process (UCX reads its UCX_*
-// settings and opens its transports once; the context also starts UCX's async thread, so it
-// lives only while some communicator uses it) and one UCP worker per communicator, which all of
-// that communicator's UCX connections send and receive through.
+// UCX's shared state for the UCX transport: one UCP context per process and set of network
+// devices (UCX reads its UCX_* settings and opens its transports once; a context also starts
+// UCX's async thread, so it lives only while some communicator uses it) and one UCP worker per
+// communicator and rail, which that communicator's UCX connections on the rail go through.
 #pragma once
 
 #include <ucp/api/ucp.h>
 
 #include <memory>
 #include <mutex>
+#include <string>
 #include <vector>
 
 #include "nccl.h"
@@ -18,8 +19,9 @@ class UcxContext;
 
 class UcxWorker {
  public:
-  // A worker on the process's context (made now if no communicator holds one).
-  static ncclResult_t create(std::shared_ptr<UcxWorker>* out);
+  // A worker on the process's context for `netDevices` (UCX_NET_DEVICES' syntax: a rail's NIC;
+  // empty: UCX's own choice), made now if no communicator holds one.
+  static ncclResult_t create(const std::string& netDevices, std::shared_ptr<UcxWorker>* out);
   ~UcxWorker();
   UcxWorker(const UcxWorker&) = delete;
   UcxWorker& operator=(const UcxWorker&) = delete;
