@@ -367,10 +367,11 @@ class UcxConnection : public Connection {
   // its separate credit updates.
   ncclResult_t takeCredits() {
     WEFT_CHECK(failed_);  // a failed update is not re-posted: nothing more to take
-    for (tagsRead_ = std::max(tagsRead_, recvHead_); tagsRead_ < recvHead_ + io_->receive.size(); ++tagsRead_) {
+    tagsRead_ = std::max(tagsRead_, recvHead_);
+    while (tagsRead_ < recvHead_ + io_->receive.size()) {
       const UcxSlot& slot = io_->receive.slot(tagsRead_);
       if (!slot.done.load(std::memory_order_acquire) || slot.status != UCS_OK) break;  // recvPeek reports errors
-      takeTagCredit(tagsRead_);
+      takeTagCredit(tagsRead_);                                                        // moves tagsRead_ past it
     }
     while (io_->creditIn.done.load(std::memory_order_acquire)) {
       io_->creditIn.releaseRequest();
