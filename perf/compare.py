@@ -71,26 +71,38 @@ def run(cmd, env=None, timeout=600):
     return p.stdout
 
 
-def weft_sweep(build, collective, ranks, transport, sizes, cputime, hosts):
-    """{size: (time_us, busbw)} from <collective>_perf's out-of-place columns (the same columns
-    for every collective: size count type redop root time algbw busbw #wrong ...)."""
-    tool = [f"{build}/perf/{COLLECTIVES[collective][0]}", "-b", sizes.b, "-e", sizes.e, "-f", sizes.f,
-            "-n", sizes.n, "-w", sizes.w, "-c", "0", "-C", "1" if cputime else "0"]
-    if hosts:
-        output = hosts.run_ranks(ranks // hosts.count, tool, {"WEFT_NET": transport, "WEFT_TIMEOUT": "120"})
-    else:
-        env = dict(os.environ, NCCL_SOCKET_IFNAME="lo")
-        for name in ("WEFT_ALGO", "NCCL_ALGO", "WEFT_TUNING_FILE"):
-            env.pop(name, None)
-        if transport == "tcp":
-            env["WEFT_TRANSPORT"] = "tcp"
-        output = run([f"{build}/tools/weftrun", "-n", str(ranks), "--no-prefix", *tool], env)
+def weft_env(transport):
+    """The environment weft's perf tools run in on one host: weft's own choices (no forced
+    algorithm or tuning file), loopback for TCP, and WEFT_TRANSPORT=tcp for transport tcp."""
+    env = dict(os.environ, NCCL_SOCKET_IFNAME="lo")
+    for name in ("WEFT_ALGO", "NCCL_ALGO", "WEFT_TUNING_FILE"):
+        env.pop(name, None)
+    if transport == "tcp":
+        env["WEFT_TRANSPORT"] = "tcp"
+    return env
+
+
+def perf_rows(output):
+    """{size: (time_us, busbw)} from a perf tool's out-of-place columns (the same columns for
+    every collective: size count type redop root time algbw busbw #wrong ...); sizes whose count
+    is 0 are left out."""
     rows = {}
     for line in output.splitlines():
         m = ROW.match(line)
         if m and int(m.group(2)) > 0:
             rows[int(m.group(1))] = (float(m.group(3)), float(m.group(5)))
     return rows
+
+
+def weft_sweep(build, collective, ranks, transport, sizes, cputime, hosts):
+    """{size: (time_us, busbw)} from <collective>_perf (perf_rows)."""
+    tool = [f"{build}/perf/{COLLECTIVES[collective][0]}", "-b", sizes.b, "-e", sizes.e, "-f", sizes.f,
+            "-n", sizes.n, "-w", sizes.w, "-c", "0", "-C", "1" if cputime else "0"]
+    if hosts:
+        output = hosts.run_ranks(ranks // hosts.count, tool, {"WEFT_NET": transport, "WEFT_TIMEOUT": "120"})
+    else:
+        output = run([f"{build}/tools/weftrun", "-n", str(ranks), "--no-prefix", *tool], weft_env(transport))
+    return perf_rows(output)
 
 
 def bench_rows(output):

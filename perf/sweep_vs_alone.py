@@ -19,12 +19,10 @@ rank r on CPU r mod the CPU count (Open MPI's default binding), to tell placemen
 import argparse
 import math
 import os
-import re
 import statistics
-import subprocess
 import sys
 
-ROW = re.compile(r"^\s*(\d+)\s+(\d+)\s+\S+\s+\S+\s+-?\d+\s+([0-9.]+)\s")
+from compare import perf_rows, run, weft_env
 
 
 def parse_size(text):
@@ -34,21 +32,13 @@ def parse_size(text):
 
 def times(build, args, first, last):
     """{size: out-of-place time in us} of one run of the tool from FIRST to LAST bytes."""
-    env = dict(os.environ)
-    for name in ("WEFT_ALGO", "NCCL_ALGO", "WEFT_TUNING_FILE"):
-        env.pop(name, None)
-    if args.transport == "tcp":
-        env.update(WEFT_TRANSPORT="tcp", NCCL_SOCKET_IFNAME="lo")
     tool = [f"{build}/perf/{args.tool}", "-b", str(first), "-e", str(last), "-f", args.f, "-n", args.n, "-w", args.w,
             "-c", "0", "-R", args.R]
     if args.pin:
         tool = ["sh", "-c", f'exec taskset -c $((LOCAL_RANK % {os.cpu_count()})) "$@"', "sh", *tool]
-    p = subprocess.run([f"{build}/tools/weftrun", "-n", str(args.ranks), "--no-prefix", *tool], capture_output=True,
-                       text=True, env=env, timeout=900)
-    if p.returncode != 0:
-        sys.exit(f"sweep_vs_alone.py: {args.tool} failed ({p.returncode}):\n{p.stdout[-2000:]}{p.stderr[-2000:]}")
-    return {int(m.group(1)): float(m.group(3)) for m in map(ROW.match, p.stdout.splitlines())
-            if m and int(m.group(2)) > 0}
+    output = run([f"{build}/tools/weftrun", "-n", str(args.ranks), "--no-prefix", *tool], weft_env(args.transport),
+                 timeout=900)
+    return {size: row[0] for size, row in perf_rows(output).items()}
 
 
 def main():
