@@ -105,9 +105,6 @@ class Connection {
   virtual bool armPollFd() { return true; }
   // True when sends are still queued locally (the rank must keep calling progress()).
   virtual bool hasPendingSends() const { return false; }
-  // The rail (TransportEndpoint::rail) whose NICs this connection's data crosses, where the
-  // transport chose its NICs by rail; -1 otherwise.
-  virtual int dataRail() const { return -1; }
 
   // In-place messages: sent straight from the caller's memory and received straight into it,
   // without the staging slot's copy (sockets, where the kernel copies every byte anyway). Only
@@ -134,10 +131,19 @@ class Connection {
   // *done once the transfer completed (the request is then forgotten); an error if it failed.
   virtual ncclResult_t testRange(RangeRequest request, bool* done);
 
+  // The rail (TransportEndpoint::rail) whose NICs this connection's data crosses, set by a
+  // transport that follows rails (TCP through the rail's listener, UCX through its rail's
+  // worker); -1 otherwise. The communicator's INFO says it.
+  int dataRail() const { return dataRail_; }
+  void setDataRail(int rail) { dataRail_ = rail; }
+
  protected:
   // recvInto's way through the staging ring: the next message (recvPeek), copied into `data` and
   // released when it is `bytes` long; *got is its size once it has arrived.
   ncclResult_t copyOutNextMessage(void* data, size_t bytes, size_t* got, bool* done);
+
+ private:
+  int dataRail_ = -1;
 };
 
 // A word that a sleeping rank waits on and that peers ring when they deliver something

@@ -563,10 +563,8 @@ ncclResult_t connectPeers(ncclComm* comm, const std::vector<int>& peers) {
     const std::string where = self.hostHash == other.hostHash
                                   ? std::string("same host")
                                   : std::string("host ") + comm->layout.ranks[peer].hostName;
-    // The rail's address carries the data for TCP; UCX moves it through its worker on that
-    // rail's NIC (dataRail), verbs through the port of the same rail.
-    const bool railCarriesData =
-        rail >= 0 && (strcmp(connection->transportName(), "TCP") == 0 || connection->dataRail() == rail);
+    // Verbs picks its port by the same rail but numbers ports, not NICs: it reports no dataRail.
+    const bool railCarriesData = rail >= 0 && connection->dataRail() == rail;
     const std::string through =
         railCarriesData ? ", rail " + std::to_string(rail) + " at " + railAddress.toString() : std::string();
     WEFT_INFO(kLogInit | kLogP2p | kLogNet, "Channel 00 : %d[%d] -> %d[%d] via %s (%s%s)", comm->rank, comm->rank, peer,

@@ -358,7 +358,12 @@ bool TcpTransport::canConnect(const TransportEndpoint& /*self*/, const Transport
 }
 
 ncclResult_t TcpTransport::connect(const TransportEndpoint& peer, std::unique_ptr<Connection>* out) {
-  if (settings_.socketsPerPeer > 1) return connectStriped(peer, out);
+  WEFT_CHECK(settings_.socketsPerPeer > 1 ? connectStriped(peer, out) : connectOne(peer, out));
+  (*out)->setDataRail(peer.rail);  // peer.dataAddress is the rail's listener, or the rail's NIC is ours
+  return ncclSuccess;
+}
+
+ncclResult_t TcpTransport::connectOne(const TransportEndpoint& peer, std::unique_ptr<Connection>* out) {
   int fd = -1;
   WEFT_CHECK(handshake_->join(peer.rank, peer.dataAddress, kTcpTransportTag, 0, &fd));
   std::unique_ptr<TlsSession> tls;

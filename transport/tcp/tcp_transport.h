@@ -45,6 +45,7 @@ class TcpTransport : public Transport {
   size_t maxMessageBytes() const override { return settings_.slotBytes; }
 
  private:
+  ncclResult_t connectOne(const TransportEndpoint& peer, std::unique_ptr<Connection>* out);
   ncclResult_t connectStriped(const TransportEndpoint& peer, std::unique_ptr<Connection>* out);
 
   TcpSettings settings_;

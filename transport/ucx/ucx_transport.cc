@@ -128,8 +128,8 @@ void receiveCompleted(void* /*request*/, ucs_status_t status, const ucp_tag_recv
 
 class UcxConnection : public Connection {
  public:
-  UcxConnection(std::shared_ptr<UcxWorker> worker, int rank, int peerRank, int rail)
-      : worker_(std::move(worker)), rank_(rank), peerRank_(peerRank), rail_(rail) {}
+  UcxConnection(std::shared_ptr<UcxWorker> worker, int rank, int peerRank)
+      : worker_(std::move(worker)), rank_(rank), peerRank_(peerRank) {}
 
   ncclResult_t open(const std::vector<uint8_t>& peerAddress, size_t slotBytes, uint32_t slots) {
     WEFT_CHECK(io_->send.init(worker_->context(), slotBytes, slots));
@@ -275,7 +275,6 @@ class UcxConnection : public Connection {
   // Messages UCX still holds. Credits owed are not pending sends: a collective must not wait on
   // them (its peer may already have left), and they go out whenever this side next receives.
   bool hasPendingSends() const override { return sendHead_ != sendTail_; }
-  int dataRail() const override { return rail_; }
 
  private:
   static void endpointFailed(void* arg, ucp_ep_h /*endpoint*/, ucs_status_t status) {
@@ -470,7 +469,6 @@ class UcxConnection : public Connection {
   std::shared_ptr<UcxWorker> worker_;
   int rank_;
   int peerRank_;
-  int rail_;  // -1: UCX chose the devices
   ucp_ep_h endpoint_ = nullptr;
   // Everything UCX's callbacks write to: it outlives this connection when a close leaves
   // requests or the endpoint's close unfinished (the worker then keeps it until it is destroyed).
@@ -512,9 +510,8 @@ ncclResult_t UcxTransport::connect(const TransportEndpoint& peer, std::unique_pt
   const bool userDevices = getenv("UCX_NET_DEVICES") != nullptr;
   const int rail =
       !userDevices && peer.rail >= 0 && static_cast<size_t>(peer.rail) < railInterfaces_.size() ? peer.rail : -1;
-  const std::string railDevices = rail >= 0 ? ucxDevicesOfNic(railInterfaces_[rail]) : std::string();
   std::shared_ptr<UcxWorker>& worker = workers_[rail];
-  if (!worker) WEFT_CHECK(UcxWorker::create(railDevices, &worker));
+  if (!worker) WEFT_CHECK(UcxWorker::create(rail >= 0 ? ucxDevicesOfNic(railInterfaces_[rail]) : "", &worker));
   int fd = -1;
   WEFT_CHECK(handshake_->join(peer.rank, peer.dataAddress, UcxTransport::kHandshakeTag, 0, &fd));
   std::vector<uint8_t> peerAddress;
@@ -522,10 +519,11 @@ ncclResult_t UcxTransport::connect(const TransportEndpoint& peer, std::unique_pt
   CloseSocketOnExit closer{fd};
   WEFT_CHECK(PeerHandshake::swap(fd, peer.rank, mine.data(), mine.size(), kMaxWorkerAddressBytes,
                                  handshake_->timeoutSeconds(), &peerAddress));
-  auto connection = std::make_unique<UcxConnection>(worker, handshake_->rank(), peer.rank, rail);
+  auto connection = std::make_unique<UcxConnection>(worker, handshake_->rank(), peer.rank);
+  connection->setDataRail(rail);
   WEFT_CHECK(connection->open(peerAddress, settings_.slotBytes, settings_.slots));
   WEFT_CHECK(connection->wireUp(fd, handshake_->timeoutSeconds()));
-  const std::string devices = rail >= 0 ? "rail " + std::to_string(rail) + " (" + railDevices + ")"
+  const std::string devices = rail >= 0 ? "rail " + std::to_string(rail) + " (" + railInterfaces_[rail] + ")"
                                         : std::string(userDevices ? "UCX_NET_DEVICES" : "UCX's choice of devices");
   WEFT_INFO(kLogNet, "ucx: connected to rank %d through %s (worker address of %zu bytes, met via %s)", peer.rank,
             devices.c_str(), peerAddress.size(), peer.dataAddress.toString().c_str());
