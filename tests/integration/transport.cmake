@@ -4,4 +4,7 @@ if(WEFT_HAVE_UCX)
   # A UCX peer lost between the address swap and the wire-up (transport/ucx).
   weft_test(ucx_peer_loss_test SOURCES integration/ucx_peer_loss_test.cc)
   target_include_directories(ucx_peer_loss_test PRIVATE ${UCX_INCLUDE_DIRS})
+  # The settings weft makes for UCX reach its transports (transport/ucx/ucx_worker.cc).
+  weft_test(ucx_settings_test SOURCES integration/ucx_settings_test.cc)
+  target_include_directories(ucx_settings_test PRIVATE ${UCX_INCLUDE_DIRS})
 endif()

@@ -37,11 +37,13 @@ class UcxContext {
     // in 1.13 they abort the process when a peer dies during the wire-up
     // (tests/integration/ucx_peer_loss_test.cc).
     if (!getenv("UCX_RNDV_THRESH")) (void)ucx().ucp_config_modify(config, "RNDV_THRESH", "inf");
-    // UCX's tcp transport cuts eager messages into 8 KiB segments by default; 64 KiB ones halved
-    // the time of 1-4 MiB all-reduces on an unshaped veth (docs/performance.md). A value the user
-    // set wins; ucp_config_modify passes names UCP does not know on to UCX's transports.
-    if (!getenv("UCX_TCP_TX_SEG_SIZE")) (void)ucx().ucp_config_modify(config, "TCP_TX_SEG_SIZE", "64K");
-    if (!getenv("UCX_TCP_RX_SEG_SIZE")) (void)ucx().ucp_config_modify(config, "TCP_RX_SEG_SIZE", "128K");
+    // UCX's tcp transport cuts eager messages into 8 KiB segments by default; 64 KiB ones are
+    // faster for large messages (docs/performance.md). A value the user set wins.
+    // ucp_config_modify hands names UCP does not know to every transport's table, where the
+    // names have no transport prefix: "TX_SEG_SIZE" (tcp's only), not "TCP_TX_SEG_SIZE", which
+    // no table has (UCX then warns "invalid configurations" when the worker is made).
+    if (!getenv("UCX_TCP_TX_SEG_SIZE")) (void)ucx().ucp_config_modify(config, "TX_SEG_SIZE", "64K");
+    if (!getenv("UCX_TCP_RX_SEG_SIZE")) (void)ucx().ucp_config_modify(config, "RX_SEG_SIZE", "128K");
     // A rail's context sees that rail's NIC only (the caller leaves a user's UCX_NET_DEVICES be).
     if (!netDevices.empty()) {
       status = ucx().ucp_config_modify(config, "NET_DEVICES", netDevices.c_str());
