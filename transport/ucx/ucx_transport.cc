@@ -213,10 +213,18 @@ class UcxConnection : public Connection {
     WEFT_CHECK(reserved_.reserve(bytes, io_->send.slotBytes(), "UCX"));
     WEFT_CHECK(reapSends());
     WEFT_CHECK(takeCredits());
-    // Room needs a free local slot and a receive the peer has posted for this sequence number.
-    if (sendTail_ - sendHead_ >= io_->send.size() || sendTail_ >= peerReleased_ + io_->receive.size()) {
-      reserved_.clear();
-      return ncclSuccess;
+    if (!hasRoom()) {
+      // What frees room (a send's completion, the peer's credits) arrives through the worker's
+      // progress. Without it here, a sender whose sends had all left learned of its room only
+      // when the executor's spin (30 us) ended in a poll, and an executor that spun longer
+      // never did (ConnectionContract.OneWayStream...).
+      worker_->progress();
+      WEFT_CHECK(reapSends());
+      WEFT_CHECK(takeCredits());
+      if (!hasRoom()) {
+        reserved_.clear();
+        return peerError();
+      }
     }
     *buffer = io_->send.data(sendTail_);
     return ncclSuccess;
@@ -279,6 +287,12 @@ class UcxConnection : public Connection {
  private:
   static void endpointFailed(void* arg, ucp_ep_h /*endpoint*/, ucs_status_t status) {
     static_cast<UcxConnectionIo*>(arg)->endpointStatus.store(status, std::memory_order_release);
+  }
+
+  // Room for the next message: a free local slot and a receive the peer has posted for its
+  // sequence number.
+  bool hasRoom() const {
+    return sendTail_ - sendHead_ < io_->send.size() && sendTail_ < peerReleased_ + io_->receive.size();
   }
 
   // The error UCX reported for the peer's endpoint, once, as ncclRemoteError naming the peer;
