@@ -9,13 +9,17 @@ busbw beside the shared-memory bounds derived from the ceiling:
   direct (ncclMemAlloc'd buffers):    memcpy / 2.5
 Each sweep runs WEFT_REPORT_SWEEPS times (default 3) and each size keeps its best time: on a
 shared VM single sweeps show occasional stalls of a few hundred microseconds that are not
-weft's (the same size alone is steady); the #wrong column sums every sweep.
+weft's (the same size alone is steady); the #wrong column sums every sweep. A sweep run while
+the VM's vCPUs were placed far apart (perf/vm_phase.py: shared memory is then 2-8x slower) runs
+again, up to 3 times; the header says how many.
 Usage: allreduce_ceiling_report.py BUILD_DIR [all_reduce_perf flags...]
 """
 import os
 import re
 import subprocess
 import sys
+
+from vm_phase import PhaseGuard
 
 
 def run(cmd):
@@ -60,13 +64,15 @@ def main():
     extra = sys.argv[2:]
     repeats = int(os.environ.get("WEFT_REPORT_SWEEPS", "3"))
     before = ceiling(build)
-    plain = best_of([sweep(build, extra, False) for _ in range(repeats)])
-    shared = best_of([sweep(build, extra, True) for _ in range(repeats)])
+    guard = PhaseGuard(build)
+    plain = best_of([guard.measure(lambda: sweep(build, extra, False)) for _ in range(repeats)])
+    shared = best_of([guard.measure(lambda: sweep(build, extra, True)) for _ in range(repeats)])
     memcpy = max(before, ceiling(build))
     bounce, direct = memcpy / 4, memcpy / 2.5
     print(f"best of {repeats} sweeps per buffer kind; "
           f"memcpy ceiling (1 thread, read+write): {memcpy:.2f} GB/s; "
-          f"bounds: bounce {bounce:.2f} GB/s (memcpy/4), direct {direct:.2f} GB/s (memcpy/2.5)\n")
+          f"bounds: bounce {bounce:.2f} GB/s (memcpy/4), direct {direct:.2f} GB/s (memcpy/2.5)")
+    print(guard.summary() + "\n")
     print("| size (B) | malloc: time (us) | busbw out / in-place (GB/s) | % of bounce bound | "
           "ncclMemAlloc: busbw out / in-place (GB/s) | % of direct bound | #wrong |")
     print("|---:|---:|---:|---:|---:|---:|---:|")

@@ -3,7 +3,7 @@
 
 Usage: compare.py BUILD_DIR [--collective all_reduce] [--ranks 2] [--transports shm,tcp] [-b 8]
                   [-e 64M] [-f 8] [-n 20] [-w 5] [--rounds 3] [--load 0]
-                  [--hosts H [--rate RATE] [--pin]]
+                  [--hosts H [--rate RATE] [--pin]] [--no-phase-check]
 
 --collective: all_reduce (the default), all_gather, reduce_scatter, broadcast, reduce or alltoall.
 For every round (the order of the systems alternates from round to round, so a drift of the
@@ -24,6 +24,10 @@ Sizes whose count rounds to 0 (all_gather, reduce_scatter, alltoall below 16 byt
 left out.
 Each size keeps its best time over the rounds (a shared VM stalls single runs). The memcpy
 ceiling (build/perf/memcpy_bandwidth) is measured in the same run and printed above the tables.
+Every sweep is bracketed by the cache-line round trip between the first two CPUs and run again
+while the VM is in its slow placement phase (perf/vm_phase.py); the header says how many were
+redone and how many were kept from that phase. --no-phase-check turns this off; --load does too
+(the busy processes slow the round trip itself).
 Printed: time (us) and busbw (GB/s) per system, MPI time / weft time (> 1: weft is faster), and
 CPU time per call (us) beside the wall time. A competitor is left out, with a note, when its
 benchmark was not built (libopenmpi-dev and openmpi-bin; libgloo-dev).
@@ -50,6 +54,7 @@ import sys
 import tempfile
 
 from compare_hosts import NamespaceHosts
+from vm_phase import PhaseGuard
 
 # --collective: (weft's tool, the table's name, reduces, rooted, busbw factor in words)
 COLLECTIVES = {
@@ -179,9 +184,10 @@ def human(size):
     return f"{size} B"
 
 
-def measure(args, build, transports, hosts, have_mpi, have_mpi_ucx, have_gloo):
-    """Every round's sweeps, the systems alternated; ({transport: {size: best}} for weft's time,
-    weft's CPU time, and {system: {transport: {size: best}}} for the others)."""
+def measure(args, build, transports, hosts, have_mpi, have_mpi_ucx, have_gloo, guard):
+    """Every round's sweeps, the systems alternated, each through `guard`; ({transport: {size:
+    best}} for weft's time, weft's CPU time, and {system: {transport: {size: best}}} for the
+    others)."""
     weft = {t: {} for t in transports}
     weft_cpu = {t: {} for t in transports}
     others = {"MPI": {t: {} for t in transports}, "Gloo": {t: {} for t in transports}}
@@ -192,12 +198,15 @@ def measure(args, build, transports, hosts, have_mpi, have_mpi_ucx, have_gloo):
                 order = order[r % 3:] + order[:r % 3]  # each system goes first in turn
                 for system in order:
                     if system == "weft":
-                        keep_best(weft[t], weft_sweep(build, args.collective, args.ranks, t, args, False, hosts))
-                        keep_best(weft_cpu[t], weft_sweep(build, args.collective, args.ranks, t, args, True, hosts))
+                        keep_best(weft[t], guard.measure(
+                            lambda: weft_sweep(build, args.collective, args.ranks, t, args, False, hosts)))
+                        keep_best(weft_cpu[t], guard.measure(
+                            lambda: weft_sweep(build, args.collective, args.ranks, t, args, True, hosts)))
                     elif system == "MPI" and (have_mpi_ucx if t == "ucx" else have_mpi):
-                        keep_best(others["MPI"][t], mpi_sweep(build, args.collective, args.ranks, t, args, hosts))
+                        keep_best(others["MPI"][t], guard.measure(
+                            lambda: mpi_sweep(build, args.collective, args.ranks, t, args, hosts)))
                     elif system == "Gloo" and have_gloo and t == "tcp":
-                        keep_best(others["Gloo"][t], gloo_sweep(build, args.ranks, args, hosts))
+                        keep_best(others["Gloo"][t], guard.measure(lambda: gloo_sweep(build, args.ranks, args, hosts)))
     return weft, weft_cpu, others
 
 
@@ -219,6 +228,8 @@ def main():
     parser.add_argument("--hosts", type=int, default=0, help="namespace hosts the ranks spread over (root)")
     parser.add_argument("--rate", default="", help="with --hosts: every link shaped to this tc tbf rate")
     parser.add_argument("--pin", action="store_true", help="with --hosts: host i's processes on CPU i")
+    parser.add_argument("--no-phase-check", action="store_true",
+                        help="keep sweeps run in the VM's slow placement phase (see above)")
     args = parser.parse_args()
     build = os.path.abspath(args.build)
     known = ("tcp", "ucx") if args.hosts else ("shm", "tcp")
@@ -248,8 +259,9 @@ def main():
     with (NamespaceHosts(args.hosts, args.rate, args.pin) if args.hosts else contextlib.nullcontext()) as hosts:
         if hosts and args.hosts >= 2:
             goodput = hosts.goodput()
+        guard = PhaseGuard(build, not args.no_phase_check and not args.load)
         weft, weft_cpu, others = measure(args, build, transports, hosts, have_mpi, have_mpi_ucx,
-                                         have_gloo and gloo_measures)
+                                         have_gloo and gloo_measures, guard)
 
     kind = "float sum" if reduces else "float"
     if rooted:
@@ -263,6 +275,8 @@ def main():
     print(f"# {label}, {args.ranks} ranks{where}, {kind}, {place}, busbw = algbw * {factor}; best of {args.rounds} "
           "alternated rounds" + (f"; {args.load} busy processes beside the ranks" if args.load else ""))
     print("\n".join(ceiling.splitlines()))
+    print(guard.summary("not checked (" + ("--load: the busy processes slow the round trip itself"
+                                           if args.load else "--no-phase-check") + ")"))
     if args.hosts >= 2:
         print(f"# iperf3 --bidir goodput between two hosts (slower direction): {goodput:.3f} GB/s" if goodput
               else "# iperf3: not measured (not installed)")

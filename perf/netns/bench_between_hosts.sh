@@ -12,9 +12,16 @@ here=$(cd "$(dirname "$0")" && pwd)
 for tool in iperf3 ucx_perftest; do
   command -v $tool >/dev/null || { echo "skipped: $tool is not installed (tools/scripts/install-deps.sh)"; exit 77; }
 done
+# Each host's rank on its own CPU, as real hosts have cores of their own (unpinned, the
+# scheduler packs the two ranks on one CPU after their large transfers: docs/developer-notes.md).
+HOSTS_PIN=${HOSTS_PIN:-1}
 hosts_create 2 "$rate"
 ns0=$(hosts_ns 0) ns1=$(hosts_ns 1) addr1=$(hosts_addr 1)
 echo "# link: ${rate:-unshaped veth}"
+# The VM's placement phase (perf/vm_phase.py): above 100 ns, UCX's large messages run at about
+# half their speed. Compare only runs with the round trip low before and after.
+round_trip() { "$build/perf/memcpy_bandwidth" $((1 << 20)) 1 | sed -n 's/.*round trip.*: \([0-9]*\) ns/\1/p'; }
+echo "# cache-line round trip between CPUs 0 and 1, before: $(round_trip) ns"
 
 goodput=$(hosts_goodput 0 1) || { echo "iperf3 failed"; exit 1; }
 echo "iperf3 --bidir goodput (slower direction): $goodput GB/s"
@@ -47,3 +54,4 @@ for net in ${BENCH_NETS:-tcp tls ucx}; do
   awk '$1 ~ /^[0-9]+$/ {printf "  %10d %s\n", $1, $8}' "$out/rank0.log"
 done
 rm -rf "$out"
+echo "# cache-line round trip between CPUs 0 and 1, after: $(round_trip) ns"

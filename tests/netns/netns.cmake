@@ -99,7 +99,17 @@ if(TARGET all_reduce_perf AND TARGET memcpy_bandwidth)
   endforeach()
   add_test(NAME netns.hosts2x2.compare_with_open_mpi
            COMMAND /usr/bin/python3 ${PROJECT_SOURCE_DIR}/perf/compare.py ${CMAKE_BINARY_DIR} --hosts 2 --ranks 4
-                   --transports ${weft_compare_hosts_list} --rounds 1 -b 8 -e 32K -f 64 -n 3 -w 1)
+                   --transports ${weft_compare_hosts_list} --rounds 1 -b 8 -e 32K -f 64 -n 3 -w 1 --no-phase-check)
   set_tests_properties(netns.hosts2x2.compare_with_open_mpi PROPERTIES LABELS netns TIMEOUT 300 SKIP_RETURN_CODE 77
                        RUN_SERIAL TRUE PASS_REGULAR_EXPRESSION "${weft_compare_hosts_expect}")
+
+  # perf/ab_between_hosts.py: one round of two variants; the table must have both, with the ratio.
+  add_test(NAME netns.hosts2.ab_between_hosts
+           COMMAND /usr/bin/python3 ${PROJECT_SOURCE_DIR}/perf/ab_between_hosts.py ${CMAKE_BINARY_DIR} --size 1M
+                   --rounds 1 -n 3 -w 1 tcp=WEFT_NET=tcp tcp4=WEFT_NET=tcp,WEFT_TCP_SLOTS=4)
+  set_tests_properties(
+    netns.hosts2.ab_between_hosts
+    PROPERTIES LABELS netns TIMEOUT 120 SKIP_RETURN_CODE 77 RUN_SERIAL TRUE
+               PASS_REGULAR_EXPRESSION
+               "# VM placement phase: [0-9]+ runs redone.*\\| tcp \\| [0-9.]+ \\| [0-9.]+ \\| [0-9.]+ \\| 1.00 \\|.*\\| tcp4 \\| [0-9.]+ \\| [0-9.]+ \\| [0-9.]+ \\| [0-9.]+ \\|")
 endif()
