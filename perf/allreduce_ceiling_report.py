@@ -46,16 +46,21 @@ def best_of(sweeps):
     return best
 
 
+# 8 B to 128 MiB by factors of 4, then 256 MiB (a factor of 4 from 8 B steps over it).
+SWEEPS = (["-b", "8", "-e", "128M", "-f", "4"], ["-b", "256M", "-e", "256M"])
+
+
 def sweep(build, extra, memalloc):
-    cmd = [f"{build}/tools/weftrun", "-n", "2", "--no-prefix", f"{build}/perf/all_reduce_perf",
-           "-b", "8", "-e", "256M", "-f", "4", "-c", "1", "-w", "5", "-n", "20", "-R", "1" if memalloc else "0"] + extra
     rows = {}
-    for line in run(cmd).splitlines():
-        fields = line.split()
-        if len(fields) >= 13 and fields[0].isdigit():
-            size = int(fields[0])
-            rows[size] = dict(time=float(fields[5]), oop=float(fields[7]), oop_wrong=fields[8],
-                              ip=float(fields[11]), ip_wrong=fields[12])
+    for sizes in SWEEPS:
+        cmd = [f"{build}/tools/weftrun", "-n", "2", "--no-prefix", f"{build}/perf/all_reduce_perf", *sizes,
+               "-c", "1", "-w", "5", "-n", "20", "-R", "1" if memalloc else "0"] + extra
+        for line in run(cmd).splitlines():
+            fields = line.split()
+            if len(fields) >= 13 and fields[0].isdigit():
+                size = int(fields[0])
+                rows[size] = dict(time=float(fields[5]), oop=float(fields[7]), oop_wrong=fields[8],
+                                  ip=float(fields[11]), ip_wrong=fields[12])
     return rows
 
 
