@@ -259,7 +259,8 @@ def main():
     with (NamespaceHosts(args.hosts, args.rate, args.pin) if args.hosts else contextlib.nullcontext()) as hosts:
         if hosts and args.hosts >= 2:
             goodput = hosts.goodput()
-        guard = PhaseGuard(build, not args.no_phase_check and not args.load)
+        guard = PhaseGuard(build, "--load: the busy processes slow the round trip itself" if args.load else
+                           "--no-phase-check" if args.no_phase_check else None)
         weft, weft_cpu, others = measure(args, build, transports, hosts, have_mpi, have_mpi_ucx,
                                          have_gloo and gloo_measures, guard)
 
@@ -275,8 +276,7 @@ def main():
     print(f"# {label}, {args.ranks} ranks{where}, {kind}, {place}, busbw = algbw * {factor}; best of {args.rounds} "
           "alternated rounds" + (f"; {args.load} busy processes beside the ranks" if args.load else ""))
     print("\n".join(ceiling.splitlines()))
-    print(guard.summary("not checked (" + ("--load: the busy processes slow the round trip itself"
-                                           if args.load else "--no-phase-check") + ")"))
+    print(guard.summary())
     if args.hosts >= 2:
         print(f"# iperf3 --bidir goodput between two hosts (slower direction): {goodput:.3f} GB/s" if goodput
               else "# iperf3: not measured (not installed)")

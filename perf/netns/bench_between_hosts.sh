@@ -20,7 +20,7 @@ ns0=$(hosts_ns 0) ns1=$(hosts_ns 1) addr1=$(hosts_addr 1)
 echo "# link: ${rate:-unshaped veth}"
 # The VM's placement phase (perf/vm_phase.py): above 100 ns, UCX's large messages run at about
 # half their speed. Compare only runs with the round trip low before and after.
-round_trip() { "$build/perf/memcpy_bandwidth" $((1 << 20)) 1 | sed -n 's/.*round trip.*: \([0-9]*\) ns/\1/p'; }
+round_trip() { /usr/bin/python3 "$here/../vm_phase.py" "$build"; }
 echo "# cache-line round trip between CPUs 0 and 1, before: $(round_trip) ns"
 
 goodput=$(hosts_goodput 0 1) || { echo "iperf3 failed"; exit 1; }
