@@ -68,6 +68,7 @@ std::string Schedule::toString() const {
     if (s.kind == StepKind::Reduce) out += " + " + rangeText(s.src2);
     if (isCodecStep(s.kind) && s.src2.bytes) out += " encoded " + rangeText(s.src2);
     if (writesDst) out += " -> " + rangeText(s.dst);
+    if (s.dst2.bytes) out += " and " + rangeText(s.dst2);
     out += "\n";
   }
   return out;

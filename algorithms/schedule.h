@@ -35,7 +35,7 @@ enum class StepKind : uint8_t {
   Copy,        // dst = src
   Divide,      // dst = src / divisor (the final step of an average)
   Scale,       // dst = src * the call's scalar (ncclRedOpCreatePreMulSum: inputs are scaled first)
-  Reduce,      // dst = src op src2 (either source may be a peer's buffer)
+  Reduce,      // dst [and dst2] = src op src2 (any range may be a peer's buffer)
   Notify,      // tell peer: everything before this step is done (an empty message)
   WaitNotify,  // wait for peer's Notify; nothing after this step starts before it
   // Compressed data (algorithms/builders/compressed_allreduce.h). These steps are cut into slices of
@@ -56,12 +56,26 @@ enum class StepKind : uint8_t {
 };
 
 struct Step {
+  // A constructor rather than an aggregate so that builders can leave out the trailing ranges
+  // ({kind, peer, src, dst, src2}) without -Wmissing-field-initializers.
+  Step(StepKind kind = StepKind::Copy, int peer = -1, BufferRange src = {}, BufferRange dst = {}, BufferRange src2 = {},
+       BufferRange dst2 = {})
+      : kind(kind), peer(peer), src(src), dst(dst), src2(src2), dst2(dst2) {}
+
   StepKind kind = StepKind::Copy;
   int peer = -1;
   BufferRange src;
   BufferRange dst;
   BufferRange src2;  // Reduce: the second source; codec steps: the encoded range (see above)
+  // Reduce only, empty otherwise: a second destination that gets the same result (the direct
+  // all-reduce writes each result into its own and the peer's receive buffer in one pass).
+  BufferRange dst2;
 };
+
+// The ranges a step writes other than dst (Reduce's dst2), for hazard checks.
+inline bool writesOverlap(const Step& step, const BufferRange& range) {
+  return step.dst.overlaps(range) || step.dst2.overlaps(range);
+}
 
 // Notify and WaitNotify order whole steps rather than bytes.
 inline bool isFence(StepKind kind) { return kind == StepKind::Notify || kind == StepKind::WaitNotify; }

@@ -31,8 +31,6 @@ __attribute__((target("avx2"))) void streamAvx2(char* dst, const char* src, size
     _mm256_stream_si256(reinterpret_cast<__m256i*>(dst + i + 96), d);
   }
   memcpy(dst + body, src + body, bytes - body);
-  // Non-temporal stores are weakly ordered: fence before anyone is told the data is there.
-  _mm_sfence();
 }
 
 using CopyFunction = void (*)(char*, const char*, size_t);
@@ -44,13 +42,21 @@ CopyFunction chooseCopy() {
 
 }  // namespace
 
-void streamingCopy(void* dst, const void* src, size_t bytes) {
+void streamingCopyUnfenced(void* dst, const void* src, size_t bytes) {
   static const CopyFunction copy = chooseCopy();
+  copy(static_cast<char*>(dst), static_cast<const char*>(src), bytes);
+}
+
+// Non-temporal stores are weakly ordered: fence before anyone is told the data is there.
+void streamingFence() { _mm_sfence(); }
+
+void streamingCopy(void* dst, const void* src, size_t bytes) {
   if (bytes < kStreamingCopyMinBytes) {
     memcpy(dst, src, bytes);
     return;
   }
-  copy(static_cast<char*>(dst), static_cast<const char*>(src), bytes);
+  streamingCopyUnfenced(dst, src, bytes);
+  streamingFence();
 }
 
 }  // namespace weft

@@ -10,6 +10,11 @@ namespace weft {
 
 void streamingCopy(void* dst, const void* src, size_t bytes);
 
+// The same stores at any size and without the closing fence, for a caller that streams many
+// small pieces (a tile at a time) and fences once, with streamingFence, before anyone is told.
+void streamingCopyUnfenced(void* dst, const void* src, size_t bytes);
+void streamingFence();
+
 // Copies below this size are better served by memcpy (the data stays in cache for the caller).
 constexpr size_t kStreamingCopyMinBytes = 64 << 10;
 

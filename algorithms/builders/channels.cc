@@ -44,6 +44,7 @@ Schedule mergeChannels(std::vector<Schedule> parts, const std::vector<size_t>& b
       shift(s.src);
       shift(s.dst);
       shift(s.src2);
+      shift(s.dst2);
     }
     scratch += parts[c].scratchBytes;
     longest = std::max(longest, parts[c].steps.size());

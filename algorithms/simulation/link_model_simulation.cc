@@ -139,6 +139,7 @@ Schedule pipelineSchedule(const Schedule& schedule, size_t sliceBytes, const std
         t.src = sliceOf(s.src, offset, length);
         t.dst = sliceOf(s.dst, offset, length);
         t.src2 = sliceOf(s.src2, offset, length);
+        t.dst2 = sliceOf(s.dst2, offset, length);
         out.steps.push_back(t);
       }
   };

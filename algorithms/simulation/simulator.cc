@@ -151,13 +151,24 @@ class Simulation {
     char* src = reads(s) ? address(r, s.src, index) : nullptr;
     char* dst = writes(s) ? address(r, s.dst, index) : nullptr;
     char* src2 = s.kind == StepKind::Reduce ? address(r, s.src2, index) : nullptr;
-    if ((reads(s) && !src) || (writes(s) && !dst) || (s.kind == StepKind::Reduce && !src2)) return false;
+    char* dst2 = s.dst2.bytes ? address(r, s.dst2, index) : nullptr;
+    if ((reads(s) && !src) || (writes(s) && !dst) || (s.kind == StepKind::Reduce && !src2) || (s.dst2.bytes && !dst2))
+      return false;
+    if (s.dst2.bytes && s.kind != StepKind::Reduce) {
+      failed(where() + ": only a reduce has a second destination");
+      return false;
+    }
     if (reads(s) && writes(s) && s.kind != StepKind::Recv) {
-      if (s.dst.bytes != s.src.bytes || (s.kind == StepKind::Reduce && s.src2.bytes != s.src.bytes)) {
+      if (s.dst.bytes != s.src.bytes || (s.kind == StepKind::Reduce && s.src2.bytes != s.src.bytes) ||
+          (dst2 && s.dst2.bytes != s.src.bytes)) {
         failed(where() + ": source and destination sizes differ");
         return false;
       }
-      if (!sameOrDisjoint(src, dst, bytes) || (src2 && !sameOrDisjoint(src2, dst, bytes))) {
+      bool partial = !sameOrDisjoint(src, dst, bytes) || (src2 && !sameOrDisjoint(src2, dst, bytes));
+      if (dst2)
+        partial |= !sameOrDisjoint(src, dst2, bytes) || !sameOrDisjoint(src2, dst2, bytes) ||
+                   !sameOrDisjoint(dst, dst2, bytes) || dst == dst2;
+      if (partial) {
         failed(where() + ": source and destination overlap partially");
         return false;
       }
@@ -218,7 +229,10 @@ class Simulation {
         scaleBuffer(dst, src, elements, options_.type, options_.scalars[r].data());
         break;
       case StepKind::Divide: divideBuffer(dst, src, elements, options_.type, schedules_[r].divisor); break;
-      case StepKind::Reduce: reduceBuffers(dst, src, src2, elements, options_.type, options_.op); break;
+      case StepKind::Reduce:
+        reduceBuffers(dst, src, src2, elements, options_.type, options_.op);
+        if (dst2) memcpy(dst2, dst, bytes);
+        break;
       default:  // codec steps, refused above
         failed(where() + ": unsupported step kind");
         return false;
@@ -246,7 +260,7 @@ class Simulation {
     for (size_t i = 0; i < count; ++i) {
       const Step& s = steps[i];
       if (!active(s)) continue;
-      for (const BufferRange* range : {&s.src, &s.dst, &s.src2})
+      for (const BufferRange* range : {&s.src, &s.dst, &s.src2, &s.dst2})
         if (range->bytes && range->owner < 0 && !address(r, *range, i)) return false;
       if (isFence(s.kind)) {
         for (size_t j = 0; j < i; ++j)
@@ -259,11 +273,12 @@ class Simulation {
       for (size_t j = i; j-- > static_cast<size_t>(lastFence + 1);) {
         const Step& t = steps[j];
         if (!active(t)) continue;
-        bool named = (reads(s) && writes(t) &&
-                      (s.src.overlaps(t.dst) || (s.kind == StepKind::Reduce && s.src2.overlaps(t.dst)))) ||
-                     (writes(s) && writes(t) && s.dst.overlaps(t.dst)) ||
-                     (writes(s) && reads(t) &&
-                      (s.dst.overlaps(t.src) || (t.kind == StepKind::Reduce && s.dst.overlaps(t.src2))));
+        auto readsNamed = [](const Step& x, const BufferRange& range) {
+          return x.src.overlaps(range) || (x.kind == StepKind::Reduce && x.src2.overlaps(range));
+        };
+        bool named = (reads(s) && writes(t) && (readsNamed(s, t.dst) || readsNamed(s, t.dst2))) ||
+                     (writes(s) && writes(t) && (writesOverlap(s, t.dst) || writesOverlap(s, t.dst2))) ||
+                     (writes(s) && reads(t) && (readsNamed(t, s.dst) || readsNamed(t, s.dst2)));
         bool channel = !channelSeen && s.peer >= 0 && t.peer == s.peer && sendsToPeer(s) == sendsToPeer(t);
         channelSeen |= channel;
         if (named || channel) {
@@ -271,14 +286,20 @@ class Simulation {
           continue;
         }
         if (before[i][j / 64] >> (j % 64) & 1) continue;
-        auto real = [&](const BufferRange& range) { return range.owner < 0 ? interval(r, range) : Interval{}; };
-        bool conflict =
-            (reads(s) && writes(t) &&
-             (real(s.src).overlaps(real(t.dst)) ||
-              (s.kind == StepKind::Reduce && real(s.src2).overlaps(real(t.dst))))) ||
-            (writes(s) && writes(t) && real(s.dst).overlaps(real(t.dst))) ||
-            (writes(s) && reads(t) &&
-             (real(s.dst).overlaps(real(t.src)) || (t.kind == StepKind::Reduce && real(s.dst).overlaps(real(t.src2)))));
+        auto real = [&](const BufferRange& range) {
+          return range.owner < 0 && range.bytes ? interval(r, range) : Interval{};
+        };
+        auto readsReal = [&](const Step& x, const BufferRange& range) {
+          Interval written = real(range);
+          return real(x.src).overlaps(written) || (x.kind == StepKind::Reduce && real(x.src2).overlaps(written));
+        };
+        auto writesReal = [&](const Step& x, const BufferRange& range) {
+          Interval written = real(range);
+          return real(x.dst).overlaps(written) || real(x.dst2).overlaps(written);
+        };
+        bool conflict = (reads(s) && writes(t) && (readsReal(s, t.dst) || readsReal(s, t.dst2))) ||
+                        (writes(s) && writes(t) && (writesReal(s, t.dst) || writesReal(s, t.dst2))) ||
+                        (writes(s) && reads(t) && (readsReal(t, s.dst) || readsReal(t, s.dst2)));
         if (conflict) {
           failed("hidden aliasing: " + describe(r, i, s) + " and step " + std::to_string(j) + " (" +
                  stepKindName(t.kind) +

@@ -5,6 +5,7 @@
 
 #include "common/cycle_clock.h"
 #include "common/dtype.h"
+#include "common/reduce_to_two.h"
 #include "common/status.h"
 #include "common/streaming_copy.h"
 #include "compression/cast.h"
@@ -71,15 +72,24 @@ void prepareSchedule(Schedule schedule, bool sendAliasesRecv, size_t sliceBytes,
     BufferRange src = normalized(s.src, sendAliasesRecv);
     BufferRange src2 = normalized(s.src2, sendAliasesRecv);
     BufferRange dst = normalized(s.dst, sendAliasesRecv);
+    BufferRange dst2 = normalized(s.dst2, sendAliasesRecv);
     bool channelSeen = false;
     for (size_t j = i; j-- > static_cast<size_t>(lastFence + 1);) {
       const Step& t = steps[j];
       BufferRange tSrc = normalized(t.src, sendAliasesRecv);
       BufferRange tSrc2 = normalized(t.src2, sendAliasesRecv);
       BufferRange tDst = normalized(t.dst, sendAliasesRecv);
-      bool raw = reads(s) && writes(t) && (src.overlaps(tDst) || (s.kind == StepKind::Reduce && src2.overlaps(tDst)));
-      bool waw = writes(s) && writes(t) && dst.overlaps(tDst);
-      bool war = writes(s) && reads(t) && (dst.overlaps(tSrc) || (t.kind == StepKind::Reduce && dst.overlaps(tSrc2)));
+      BufferRange tDst2 = normalized(t.dst2, sendAliasesRecv);
+      auto sReads = [&](const BufferRange& r) {
+        return src.overlaps(r) || (s.kind == StepKind::Reduce && src2.overlaps(r));
+      };
+      auto tReads = [&](const BufferRange& r) {
+        return tSrc.overlaps(r) || (t.kind == StepKind::Reduce && tSrc2.overlaps(r));
+      };
+      bool raw = reads(s) && writes(t) && (sReads(tDst) || sReads(tDst2));
+      bool waw = writes(s) && writes(t) &&
+                 (dst.overlaps(tDst) || dst.overlaps(tDst2) || dst2.overlaps(tDst) || dst2.overlaps(tDst2));
+      bool war = writes(s) && reads(t) && (tReads(dst) || tReads(dst2));
       // Encoded ranges (codec steps, scratch only).
       bool rawEncoded = readsEncoded(s) && writesEncoded(t) && s.src2.overlaps(t.src2);
       bool wawEncoded = writesEncoded(s) && writesEncoded(t) && s.src2.overlaps(t.src2);
@@ -95,6 +105,7 @@ void prepareSchedule(Schedule schedule, bool sendAliasesRecv, size_t sliceBytes,
       // Codec steps slice by elements, others by bytes: only steps of one kind of slicing align.
       aligned &= isCodecStep(s.kind) == isCodecStep(t.kind);
       if (encodedHazard) aligned &= s.src2 == t.src2;
+      aligned &= !dst2.bytes && !tDst2.bytes;  // a second destination: order the whole steps
       if (raw) aligned &= src == tDst && (s.kind != StepKind::Reduce || !src2.overlaps(tDst) || src2 == tDst);
       if (waw) aligned &= dst == tDst;
       if (war) aligned &= dst == tSrc && (t.kind != StepKind::Reduce || !dst.overlaps(tSrc2) || dst == tSrc2);
@@ -234,8 +245,13 @@ ncclResult_t CollectiveRun::advance(size_t i, bool* progressed) {
                     reduction_.scalar);
         break;
       case StepKind::Reduce:
-        reduceBuffers(address(step.dst) + offset, address(step.src) + offset, address(step.src2) + offset,
-                      bytes / elementSize_, reduction_.type, reduction_.op);
+        if (step.dst2.bytes)
+          reduceToTwo(address(step.dst) + offset, address(step.dst2) + offset, address(step.src) + offset,
+                      address(step.src2) + offset, bytes / elementSize_, reduction_.type, reduction_.op,
+                      step.dst.bytes >= kStreamingRangeBytes);
+        else
+          reduceBuffers(address(step.dst) + offset, address(step.src) + offset, address(step.src2) + offset,
+                        bytes / elementSize_, reduction_.type, reduction_.op);
         break;
       case StepKind::Notify: {
         Connection* c = connections_[step.peer];
