@@ -24,7 +24,7 @@ Schedule buildDirectAllReduce(const DirectAllReduceParams& p) {
   };
   const int r = p.rank;
   BufferRange mine = chunk(BufferKind::Recv, r, -1);
-  // Phase 1: own chunk = sum over every rank's send buffer.
+  // Own chunk = sum over every rank's send buffer.
   bool first = true;
   for (int q = 0; q < p.nranks; ++q) {
     if (q == r) continue;
@@ -34,11 +34,23 @@ Schedule buildDirectAllReduce(const DirectAllReduceParams& p) {
   }
   if (first) schedule.steps.push_back({StepKind::Copy, -1, chunk(BufferKind::Send, r, -1), mine, {}});
   if (p.average) schedule.steps.push_back({StepKind::Divide, -1, mine, mine, {}});
-  barrier(schedule, r, p.nranks);
-  // Phase 2: every other chunk from its owner's receive buffer.
-  for (int q = 0; q < p.nranks; ++q)
-    if (q != r)
-      schedule.steps.push_back({StepKind::Copy, -1, chunk(BufferKind::Recv, q, q), chunk(BufferKind::Recv, q, -1), {}});
+  // Own chunk into every peer's receive buffer. Where the reduction is the last step, it writes
+  // the first peer's copy itself, in the same pass (two ranks: the whole schedule is that one
+  // step and the barrier). Only this rank touches chunk r of any buffer, so no peer needs to be
+  // told before; the copies are ordered after the reduction that read the same bytes of the
+  // peer's send buffer, which in place is its receive buffer.
+  bool fused = false;
+  for (int q = 0; q < p.nranks; ++q) {
+    if (q == r) continue;
+    Step& last = schedule.steps.back();
+    if (!fused && last.kind == StepKind::Reduce) {
+      last.dst2 = chunk(BufferKind::Recv, r, q);
+      fused = true;
+      continue;
+    }
+    schedule.steps.push_back({StepKind::Copy, -1, mine, chunk(BufferKind::Recv, r, q), {}});
+  }
+  // No rank returns (and no caller reuses its buffers) while a peer may still read or write them.
   barrier(schedule, r, p.nranks);
   return schedule;
 }

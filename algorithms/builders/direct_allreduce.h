@@ -1,9 +1,10 @@
-// Direct all-reduce for ranks that can read each other's buffers (one host, buffers from
-// ncclMemAlloc): rank r sums chunk r straight out of every rank's send buffer into its own
-// receive buffer, then copies every other chunk straight out of its owner's receive buffer.
-// No bounce buffer: each byte is read once from each source and written once. Two barriers
-// (Notify/WaitNotify to every peer) separate the phases and keep every rank's buffers
-// untouched until all peers are done reading them.
+// Direct all-reduce for ranks that can read and write each other's buffers (one host, buffers
+// from ncclMemAlloc): rank r sums chunk r straight out of every rank's send buffer and writes
+// the result straight into every rank's receive buffer. Each rank reads the whole buffer once
+// and writes it once, with no bounce buffer and no second phase; with two ranks the sum and
+// both writes are one pass (Step::dst2). The call's entry handshake (runtime/exec/direct_path.h)
+// is the barrier before: every peer has entered the call, so its buffers are ready. One barrier
+// (Notify/WaitNotify to every peer) after keeps every rank's buffers until all peers are done.
 #pragma once
 
 #include <cstddef>

@@ -356,8 +356,9 @@ double hierAllReduceUs(const Shape& s, const CostInput& input, const CostModel& 
 
 double directAllReduceUs(const Shape& s, const CostInput&, const CostModel& m) {
   if (s.n == 1) return m.memory.timeUs(s.bytes);
-  // Two barriers, then each rank reads (n-1)/n of S from its peers twice (reduce, then copy).
-  return 2.0 * m.intra.latencyUs + 2.0 * m.memory.timeUs((s.n - 1) * s.bytes / s.n);
+  // One barrier; each rank reads S (its chunk of every rank's buffer) and writes S (its result
+  // into every rank's), the traffic of one copy of S.
+  return m.intra.latencyUs + m.memory.timeUs(s.bytes);
 }
 
 }  // namespace cost

@@ -45,8 +45,10 @@ std::vector<int> nodeMajor(const std::vector<std::vector<int>>& nodes) {
 }
 
 // Runs `algorithm` on n ranks; returns "" or the first failure.
+// `inPlaceEvery`: with inPlace, only ranks r with r % inPlaceEvery == 0 are in place (the
+// others out of place in the same call, as NCCL allows).
 std::string check(Algorithm algorithm, int n, size_t count, bool inPlace, bool average,
-                  const std::vector<std::vector<int>>& nodes, int channels = 1) {
+                  const std::vector<std::vector<int>>& nodes, int channels = 1, int inPlaceEvery = 1) {
   AllReduceShape shape{.count = count,
                        .elementSize = 8,
                        .nranks = n,
@@ -76,7 +78,8 @@ std::string check(Algorithm algorithm, int n, size_t count, bool inPlace, bool a
       recv[r][i] = 0x5555555555555555ull;
     }
     buffers[r].send = reinterpret_cast<const char*>(send[r].data());
-    buffers[r].recv = inPlace ? reinterpret_cast<char*>(send[r].data()) : reinterpret_cast<char*>(recv[r].data());
+    const bool rankInPlace = inPlace && r % inPlaceEvery == 0;
+    buffers[r].recv = rankInPlace ? reinterpret_cast<char*>(send[r].data()) : reinterpret_cast<char*>(recv[r].data());
     buffers[r].sendBytes = buffers[r].recvBytes = count * 8;
   }
   std::vector<uint64_t> expectSum(count, 0);
@@ -165,6 +168,39 @@ TEST(AllReduceAlgorithms, RingAndDirectThroughTheCommonEntryPoint) {
     for (size_t count : {size_t(0), size_t(1), size_t(n + 2)}) {
       EXPECT_EQ(check(Algorithm::Ring, n, count, false, true, makeNodes(n, n)), "") << n;
     }
+  // Direct: every rank writes its chunk into every rank's receive buffer; some ranks in place
+  // and others not (inPlaceEvery 2) is the case where a peer's send and receive alias unseen.
+  for (int n : {1, 2, 3, 4, 7})
+    for (size_t count : {size_t(0), size_t(1), size_t(n + 2), size_t(97)})
+      for (bool inPlace : {false, true})
+        for (int inPlaceEvery : {1, 2})
+          for (bool average : {false, true})
+            EXPECT_EQ(check(Algorithm::Direct, n, count, inPlace, average, makeNodes(n, n), 1, inPlaceEvery), "")
+                << "direct n=" << n << " count=" << count << " inPlace=" << inPlace << "/" << inPlaceEvery
+                << " avg=" << average;
+}
+
+TEST(DirectAllReduce, TwoRanksSumInOnePassThenOneBarrier) {
+  // The sum of chunk r goes to both receive buffers from the one step that reads the inputs,
+  // so no result is read back from memory; the notify and its wait are the only other steps.
+  for (int r : {0, 1}) {
+    Schedule s = buildAllReduceSchedule(Algorithm::Direct, AllReduceShape{.count = 1000,
+                                                                          .elementSize = 4,
+                                                                          .rank = r,
+                                                                          .nranks = 2,
+                                                                          .order = {0, 1},
+                                                                          .nodes = {},
+                                                                          .average = false,
+                                                                          .channels = 1});
+    ASSERT_EQ(s.steps.size(), 3u) << s.toString();
+    const Step& pass = s.steps[0];
+    EXPECT_EQ(pass.kind, StepKind::Reduce);
+    EXPECT_EQ(pass.dst, (BufferRange{BufferKind::Recv, r * 2000u, 2000, -1}));
+    EXPECT_EQ(pass.dst2, (BufferRange{BufferKind::Recv, r * 2000u, 2000, 1 - r}));
+    EXPECT_EQ(pass.src2, (BufferRange{BufferKind::Send, r * 2000u, 2000, 1 - r}));
+    EXPECT_EQ(s.steps[1].kind, StepKind::Notify);
+    EXPECT_EQ(s.steps[2].kind, StepKind::WaitNotify);
+  }
 }
 
 TEST(HierarchicalAllReduce, InterleavedAndUnevenNodes) {
