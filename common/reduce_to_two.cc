@@ -20,6 +20,7 @@ constexpr size_t kTileBytes = 1 << 10;
 
 void reduceToTwo(void* dst, void* dst2, const void* a, const void* b, size_t count, ncclDataType_t type, ReduceOp op,
                  bool streaming) {
+  if (count == 0) return;  // the pointers of an empty range may be null
   const size_t size = dataTypeSize(type);
   if (!streaming) {
     reduceBuffers(dst, a, b, count, type, op);

@@ -4,6 +4,7 @@
 // destinations, and destinations that are the sources (the direct all-reduce in place).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 #include <random>
 #include <vector>
@@ -44,8 +45,8 @@ TEST(ReduceToTwo, BothDestinationsMatchReduceBuffers) {
             unsigned char* d = dst.data() + shift * size;
             unsigned char* d2 = dst2.data() + 32 + shift * size;
             reduceToTwo(d, d2, a.data(), b.data(), count, type, op, streaming);
-            ASSERT_EQ(memcmp(d, want.data(), bytes), 0) << dataTypeName(type) << " count " << count;
-            ASSERT_EQ(memcmp(d2, want.data(), bytes), 0) << dataTypeName(type) << " count " << count;
+            ASSERT_TRUE(std::equal(want.begin(), want.end(), d)) << dataTypeName(type) << " count " << count;
+            ASSERT_TRUE(std::equal(want.begin(), want.end(), d2)) << dataTypeName(type) << " count " << count;
             // Nothing outside the destinations is written.
             for (size_t i = 0; i < shift * size; ++i) ASSERT_EQ(dst[i], 0xA5);
             for (size_t i = shift * size + bytes; i < dst.size(); ++i) ASSERT_EQ(dst[i], 0xA5);
