@@ -72,7 +72,7 @@ struct Step {
   BufferRange dst2;
 };
 
-// The ranges a step writes other than dst (Reduce's dst2), for hazard checks.
+// Whether what the step writes (dst, and a Reduce's dst2) overlaps `range`: for hazard checks.
 inline bool writesOverlap(const Step& step, const BufferRange& range) {
   return step.dst.overlaps(range) || step.dst2.overlaps(range);
 }
