@@ -17,8 +17,6 @@ struct Message {
   double ready = 0.0;
 };
 
-bool reads(const Step& s) { return s.kind != StepKind::Recv && !isFence(s.kind); }
-bool writes(const Step& s) { return s.kind != StepKind::Send && !isFence(s.kind); }
 size_t stepBytes(const Step& s) { return s.kind == StepKind::Recv ? s.dst.bytes : s.src.bytes; }
 bool active(const Step& s) { return isFence(s.kind) || stepBytes(s) > 0; }
 
@@ -148,17 +146,18 @@ class Simulation {
       return false;
     }
     const size_t elements = bytes / elementSize_;
-    char* src = reads(s) ? address(r, s.src, index) : nullptr;
-    char* dst = writes(s) ? address(r, s.dst, index) : nullptr;
+    char* src = readsSources(s) ? address(r, s.src, index) : nullptr;
+    char* dst = writesDestinations(s) ? address(r, s.dst, index) : nullptr;
     char* src2 = s.kind == StepKind::Reduce ? address(r, s.src2, index) : nullptr;
     char* dst2 = s.dst2.bytes ? address(r, s.dst2, index) : nullptr;
-    if ((reads(s) && !src) || (writes(s) && !dst) || (s.kind == StepKind::Reduce && !src2) || (s.dst2.bytes && !dst2))
+    if ((readsSources(s) && !src) || (writesDestinations(s) && !dst) || (s.kind == StepKind::Reduce && !src2) ||
+        (s.dst2.bytes && !dst2))
       return false;
     if (s.dst2.bytes && s.kind != StepKind::Reduce) {
       failed(where() + ": only a reduce has a second destination");
       return false;
     }
-    if (reads(s) && writes(s) && s.kind != StepKind::Recv) {
+    if (readsSources(s) && writesDestinations(s) && s.kind != StepKind::Recv) {
       if (s.dst.bytes != s.src.bytes || (s.kind == StepKind::Reduce && s.src2.bytes != s.src.bytes) ||
           (dst2 && s.dst2.bytes != s.src.bytes)) {
         failed(where() + ": source and destination sizes differ");
@@ -273,12 +272,7 @@ class Simulation {
       for (size_t j = i; j-- > static_cast<size_t>(lastFence + 1);) {
         const Step& t = steps[j];
         if (!active(t)) continue;
-        auto readsNamed = [](const Step& x, const BufferRange& range) {
-          return x.src.overlaps(range) || (x.kind == StepKind::Reduce && x.src2.overlaps(range));
-        };
-        bool named = (reads(s) && writes(t) && (readsNamed(s, t.dst) || readsNamed(s, t.dst2))) ||
-                     (writes(s) && writes(t) && (writesOverlap(s, t.dst) || writesOverlap(s, t.dst2))) ||
-                     (writes(s) && reads(t) && (readsNamed(t, s.dst) || readsNamed(t, s.dst2)));
+        bool named = readsWhatWrites(s, t) || writesWhatWrites(s, t) || readsWhatWrites(t, s);
         bool channel = !channelSeen && s.peer >= 0 && t.peer == s.peer && sendsToPeer(s) == sendsToPeer(t);
         channelSeen |= channel;
         if (named || channel) {
@@ -297,9 +291,10 @@ class Simulation {
           Interval written = real(range);
           return real(x.dst).overlaps(written) || real(x.dst2).overlaps(written);
         };
-        bool conflict = (reads(s) && writes(t) && (readsReal(s, t.dst) || readsReal(s, t.dst2))) ||
-                        (writes(s) && writes(t) && (writesReal(s, t.dst) || writesReal(s, t.dst2))) ||
-                        (writes(s) && reads(t) && (readsReal(t, s.dst) || readsReal(t, s.dst2)));
+        bool conflict =
+            (readsSources(s) && writesDestinations(t) && (readsReal(s, t.dst) || readsReal(s, t.dst2))) ||
+            (writesDestinations(s) && writesDestinations(t) && (writesReal(s, t.dst) || writesReal(s, t.dst2))) ||
+            (writesDestinations(s) && readsSources(t) && (readsReal(t, s.dst) || readsReal(t, s.dst2)));
         if (conflict) {
           failed("hidden aliasing: " + describe(r, i, s) + " and step " + std::to_string(j) + " (" +
                  stepKindName(t.kind) +

@@ -15,8 +15,6 @@ namespace weft {
 
 namespace {
 
-bool reads(const Step& step) { return step.kind != StepKind::Recv && !isFence(step.kind); }
-bool writes(const Step& step) { return step.kind != StepKind::Send && !isFence(step.kind); }
 bool usesPeer(const Step& step) { return step.peer >= 0; }
 // Codec steps' encoded ranges (src2): which kinds read them and which write them.
 bool readsEncoded(const Step& step) {
@@ -34,9 +32,13 @@ constexpr size_t kStreamingRangeBytes = 4 << 20;
 // recvInto): the staging copy is saved; below it a message rides in one slot write.
 constexpr size_t kInPlaceMinBytes = 16 << 10;
 
-BufferRange normalized(BufferRange range, bool sendAliasesRecv) {
-  if (sendAliasesRecv && range.buffer == BufferKind::Send) range.buffer = BufferKind::Recv;
-  return range;
+// The step with its ranges named as the call's buffers are: when the send buffer is the
+// receive buffer, its ranges are Recv ranges, so that hazards between the two are seen.
+Step withAliasedBuffers(Step step, bool sendAliasesRecv) {
+  if (!sendAliasesRecv) return step;
+  for (BufferRange* range : {&step.src, &step.dst, &step.src2, &step.dst2})
+    if (range->buffer == BufferKind::Send) range->buffer = BufferKind::Recv;
+  return step;
 }
 
 }  // namespace
@@ -51,6 +53,9 @@ void prepareSchedule(Schedule schedule, bool sendAliasesRecv, size_t sliceBytes,
   const auto& steps = out->schedule.steps;
   out->dependencies.assign(steps.size(), {});
   out->sliceCounts.resize(steps.size());
+  std::vector<Step> named;
+  named.reserve(steps.size());
+  for (const Step& step : steps) named.push_back(withAliasedBuffers(step, sendAliasesRecv));
   int lastFence = -1;
   for (size_t i = 0; i < steps.size(); ++i) {
     const Step& s = steps[i];
@@ -69,27 +74,14 @@ void prepareSchedule(Schedule schedule, bool sendAliasesRecv, size_t sliceBytes,
       continue;
     }
     if (lastFence >= 0) out->dependencies[i].push_back({static_cast<uint32_t>(lastFence), false});
-    BufferRange src = normalized(s.src, sendAliasesRecv);
-    BufferRange src2 = normalized(s.src2, sendAliasesRecv);
-    BufferRange dst = normalized(s.dst, sendAliasesRecv);
-    BufferRange dst2 = normalized(s.dst2, sendAliasesRecv);
+    const Step& a = named[i];
     bool channelSeen = false;
     for (size_t j = i; j-- > static_cast<size_t>(lastFence + 1);) {
       const Step& t = steps[j];
-      BufferRange tSrc = normalized(t.src, sendAliasesRecv);
-      BufferRange tSrc2 = normalized(t.src2, sendAliasesRecv);
-      BufferRange tDst = normalized(t.dst, sendAliasesRecv);
-      BufferRange tDst2 = normalized(t.dst2, sendAliasesRecv);
-      auto sReads = [&](const BufferRange& r) {
-        return src.overlaps(r) || (s.kind == StepKind::Reduce && src2.overlaps(r));
-      };
-      auto tReads = [&](const BufferRange& r) {
-        return tSrc.overlaps(r) || (t.kind == StepKind::Reduce && tSrc2.overlaps(r));
-      };
-      bool raw = reads(s) && writes(t) && (sReads(tDst) || sReads(tDst2));
-      bool waw = writes(s) && writes(t) &&
-                 (dst.overlaps(tDst) || dst.overlaps(tDst2) || dst2.overlaps(tDst) || dst2.overlaps(tDst2));
-      bool war = writes(s) && reads(t) && (tReads(dst) || tReads(dst2));
+      const Step& b = named[j];
+      bool raw = readsWhatWrites(a, b);
+      bool waw = writesWhatWrites(a, b);
+      bool war = readsWhatWrites(b, a);
       // Encoded ranges (codec steps, scratch only).
       bool rawEncoded = readsEncoded(s) && writesEncoded(t) && s.src2.overlaps(t.src2);
       bool wawEncoded = writesEncoded(s) && writesEncoded(t) && s.src2.overlaps(t.src2);
@@ -105,10 +97,10 @@ void prepareSchedule(Schedule schedule, bool sendAliasesRecv, size_t sliceBytes,
       // Codec steps slice by elements, others by bytes: only steps of one kind of slicing align.
       aligned &= isCodecStep(s.kind) == isCodecStep(t.kind);
       if (encodedHazard) aligned &= s.src2 == t.src2;
-      aligned &= !dst2.bytes && !tDst2.bytes;  // a second destination: order the whole steps
-      if (raw) aligned &= src == tDst && (s.kind != StepKind::Reduce || !src2.overlaps(tDst) || src2 == tDst);
-      if (waw) aligned &= dst == tDst;
-      if (war) aligned &= dst == tSrc && (t.kind != StepKind::Reduce || !dst.overlaps(tSrc2) || dst == tSrc2);
+      aligned &= !a.dst2.bytes && !b.dst2.bytes;  // a second destination: order the whole steps
+      if (raw) aligned &= a.src == b.dst && (a.kind != StepKind::Reduce || !a.src2.overlaps(b.dst) || a.src2 == b.dst);
+      if (waw) aligned &= a.dst == b.dst;
+      if (war) aligned &= a.dst == b.src && (b.kind != StepKind::Reduce || !a.dst.overlaps(b.src2) || a.dst == b.src2);
       out->dependencies[i].push_back({static_cast<uint32_t>(j), aligned});
     }
   }
