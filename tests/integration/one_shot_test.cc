@@ -66,23 +66,10 @@ std::string algorithmsUnder(const char* variable, const char* value) {
       seen += (seen.empty() ? "" : ",") + algorithm;
     }
     ncclCommDestroy(comm);
-    if (rank == 0) {
-      FILE* f = fopen(path.c_str(), "w");
-      if (!f) return 3;
-      fputs(seen.c_str(), f);
-      fclose(f);
-    }
-    return 0;
+    return rank == 0 && !putRankAnswer(path, seen) ? 3 : 0;
   });
   EXPECT_EQ(describeFailures(outcomes), "");
-  char text[256] = {};
-  FILE* f = fopen(path.c_str(), "r");
-  if (f) {
-    if (!fgets(text, sizeof text, f)) text[0] = 0;
-    fclose(f);
-  }
-  unlink(path.c_str());
-  return text;
+  return takeRankAnswer(path);
 }
 
 TEST(OneShot, SmallAllReducesTakeItUpToTheThresholdAndForcedAlgorithmsTurnItOff) {

@@ -149,4 +149,22 @@ std::string describeFailures(const std::vector<RankOutcome>& outcomes) {
   return text;
 }
 
+bool putRankAnswer(const std::string& path, const std::string& text) {
+  FILE* f = fopen(path.c_str(), "w");
+  if (!f) return false;
+  const bool written = fwrite(text.data(), 1, text.size(), f) == text.size();
+  return fclose(f) == 0 && written;
+}
+
+std::string takeRankAnswer(const std::string& path) {
+  std::string text;
+  if (FILE* f = fopen(path.c_str(), "r")) {
+    char chunk[256];
+    for (size_t got; (got = fread(chunk, 1, sizeof chunk, f)) > 0;) text.append(chunk, got);
+    fclose(f);
+  }
+  unlink(path.c_str());
+  return text;
+}
+
 }  // namespace weft::testing

@@ -35,4 +35,10 @@ int countFromEnv(const char* name, int fallback);
 // True when every rank exited 0; otherwise a text listing the failures for the assertion.
 std::string describeFailures(const std::vector<RankOutcome>& outcomes);
 
+// A rank process's answer to the test that forked it, through a file: the rank writes `text`
+// (false when it cannot), the test takes it (what was written, or "" when nothing was) and
+// removes the file.
+bool putRankAnswer(const std::string& path, const std::string& text);
+std::string takeRankAnswer(const std::string& path);
+
 }  // namespace weft::testing
