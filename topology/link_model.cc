@@ -7,11 +7,15 @@ namespace {
 // NVLink 4 (H100: 18 links x 25 GB/s = 450 GB/s per direction); UPI 2.0 at 16 GT/s is
 // ~32 GB/s per link, three links per socket pair on Sapphire Rapids; NCCL uses lower
 // effective figures for the inter-socket hop, so the default is conservative. Latencies are
-// typical one-way figures for a small message over that hop.
+// typical one-way figures for a small message over that hop. Loopback has no nominal figure:
+// its default is what one TCP stream between two ranks of the 2-vCPU VM of docs/performance.md
+// measured (8-byte exchange about 8 us one way, 1-8 MiB at 2-3 GB/s a direction); a tuning
+// file's `link Loopback` replaces it.
 constexpr LinkClassInfo kLinkTable[] = {
     {LinkType::NVLink, "NVLink", 450.0, 0.7},    {LinkType::PCIe, "PCIe", 24.0, 1.0},
     {LinkType::PCIeRoot, "PCIeRoot", 64.0, 0.5}, {LinkType::InterSocket, "InterSocket", 40.0, 0.3},
     {LinkType::Memory, "Memory", 100.0, 0.1},    {LinkType::Network, "Network", 12.5, 2.0},
+    {LinkType::Loopback, "Loopback", 2.5, 8.0},
 };
 static_assert(sizeof(kLinkTable) / sizeof(kLinkTable[0]) == static_cast<int>(LinkType::Count));
 

@@ -14,6 +14,10 @@ enum class LinkType : int {
   InterSocket,  // package <-> package (UPI / xGMI / QPI)
   Memory,       // package <-> its NUMA node(s)
   Network,      // NIC <-> the network
+  // Not a topology link: a socket between two processes of one host (TCP, or UCX over TCP, on
+  // loopback), the hop same-host ranks make when shared memory is off (NCCL_SHM_DISABLE=1,
+  // WEFT_TRANSPORT=tcp|ucx). Every byte crosses the kernel's socket stack twice.
+  Loopback,
   Count,
 };
 

@@ -59,6 +59,14 @@ bool parseLinkClass(const std::string& word, LinkType* type) {
   return false;
 }
 
+// "NVLink, PCIe, ...": every class a tuning file may name, for its errors.
+std::string linkClassNames() {
+  std::string names;
+  for (int i = 0; i < static_cast<int>(LinkType::Count); ++i)
+    names += std::string(i ? ", " : "") + linkTypeName(static_cast<LinkType>(i));
+  return names;
+}
+
 }  // namespace
 
 // More NICs than any host has; also keeps the conversion to int defined (found by fuzzing).
@@ -79,9 +87,8 @@ ncclResult_t applyTuningText(const std::string& text, const std::string& origin,
     if (w[0] == "link") {
       LinkType type;
       if (w.size() < 2 || !parseLinkClass(w[1], &type))
-        return fail(ncclInvalidArgument,
-                    "%s:%d: 'link' needs a link class (NVLink, PCIe, PCIeRoot, InterSocket, Memory, Network), got '%s'",
-                    origin.c_str(), number, w.size() < 2 ? "" : w[1].c_str());
+        return fail(ncclInvalidArgument, "%s:%d: 'link' needs a link class (%s), got '%s'", origin.c_str(), number,
+                    linkClassNames().c_str(), w.size() < 2 ? "" : w[1].c_str());
       if (w.size() < 4 || w.size() % 2 != 0)
         return fail(ncclInvalidArgument, "%s:%d: expected 'link %s latency_us <x> bandwidth_GBps <y>'", origin.c_str(),
                     number, w[1].c_str());
@@ -174,6 +181,7 @@ CostModel costModelFromLinks(const LinkTable& table, IntraNodeMedium medium, con
   switch (medium) {
     case IntraNodeMedium::NVLink: cost.intra = table[LinkType::NVLink]; break;
     case IntraNodeMedium::PCIe: cost.intra = table[LinkType::PCIe]; break;
+    case IntraNodeMedium::Loopback: cost.intra = table[LinkType::Loopback]; break;
     default:
       // Through a shared-memory slot: copied in by the sender and out by the receiver.
       cost.intra = table[LinkType::Memory];

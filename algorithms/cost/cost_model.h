@@ -10,7 +10,8 @@
 //   link <class> [latency_us <x>] [bandwidth_GBps <y>]   # class: a link_model.h name
 //   nics_per_node <n>                                    # NICs a node's ranks share
 //
-// <class> is one of NVLink, PCIe, PCIeRoot, InterSocket, Memory, Network (case-insensitive).
+// <class> is one of NVLink, PCIe, PCIeRoot, InterSocket, Memory, Network, Loopback
+// (case-insensitive).
 // Numbers must be positive. Anything else is an error naming the file and line.
 #pragma once
 
@@ -51,8 +52,9 @@ struct LinkTable {
 };
 
 // What kind of hop joins two ranks of one node: NVLink when the topology's GPUs have NVLink,
-// PCIe when it has GPUs without, Memory (shared memory) for host buffers.
-enum class IntraNodeMedium { Auto, Memory, PCIe, NVLink };
+// PCIe when it has GPUs without, Memory (shared memory) for host buffers; Loopback when
+// same-host ranks talk through sockets (shared memory turned off).
+enum class IntraNodeMedium { Auto, Memory, PCIe, NVLink, Loopback };
 
 struct CostModel {
   LinkCost intra;  // rank <-> rank on one node

@@ -299,11 +299,15 @@ LinkTable linkTableOf(const LinkTerms& terms) {
 // The cost model the algorithm selection prices schedules with: the slowest of every rank's
 // link terms, so that ranks on hosts with other NICs still choose the same algorithm and
 // channel count, except what rank 0's tuning file measured (agreedLinkTable). Host-memory
-// ranks meet in memory.
+// ranks meet in memory, unless a socket transport is forced between them (the setting is one
+// every rank must agree on, so all price alike).
 void buildCostModel(ncclComm* comm) {
   std::vector<LinkTable> tables;
   for (const RankInfo& info : comm->layout.ranks) tables.push_back(linkTableOf(info.links));
-  comm->layout.costModel = costModelFromLinks(agreedLinkTable(tables), IntraNodeMedium::Memory);
+  const TransportEntry* forced = comm->net.forcedTransport;
+  const IntraNodeMedium medium =
+      forced && !forced->peersShareMemory ? IntraNodeMedium::Loopback : IntraNodeMedium::Memory;
+  comm->layout.costModel = costModelFromLinks(agreedLinkTable(tables), medium);
   applyChannelEnv(&comm->layout.costModel);
 }
 

@@ -6,6 +6,8 @@ weft_test(fake_hosts_test SOURCES integration/fake_hosts_test.cc LIBS weft_test_
 weft_test(memalloc_allreduce_test SOURCES integration/memalloc_allreduce_test.cc LIBS weft_test_support)
 # Small all-reduces in one exchange through shared-memory mailboxes (runtime/exec/one_shot.h).
 weft_test(one_shot_test SOURCES integration/one_shot_test.cc LIBS weft_test_support)
+# Same-host ranks joined by sockets are priced as sockets (the cost model's Loopback link).
+weft_test(socket_pricing_test SOURCES integration/socket_pricing_test.cc LIBS weft_test_support)
 weft_test(collectives_test SOURCES integration/collectives_test.cc LIBS weft_test_support TIMEOUT 900)
 weft_test(comm_management_test SOURCES integration/comm_management_test.cc LIBS weft_test_support)
 weft_test(logging_test SOURCES integration/logging_test.cc LIBS weft_test_support)
