@@ -20,6 +20,9 @@ alltoall, whose size is the n blocks together, 1 for broadcast and reduce) runs:
   Gloo     all_reduce only: build/perf/gloo_allreduce_bench under weftrun (ring-chunked over
            Gloo's TCP transport, in place: Gloo has no out-of-place form; tcp only, Gloo has no
            shared-memory path)
+On one host each system's ranks are placed alike: weftrun (weft, Gloo) and mpirun both bind each
+rank to cores of its own by default while there are no more ranks than cores, and bind nothing
+when the ranks outnumber them (mpirun --oversubscribe).
 Sizes whose count rounds to 0 (all_gather, reduce_scatter, alltoall below 16 bytes a rank) are
 left out.
 Each size keeps its best time over the rounds (a shared VM stalls single runs). The memcpy

@@ -1,5 +1,5 @@
 // weftrun: starts N local ranks of a program with the environment weftCommInitFromEnv reads.
-//   weftrun -n N [--timeout SECONDS] [--no-prefix] [--] CMD ARGS...
+//   weftrun -n N [--timeout SECONDS] [--no-prefix] [--bind-to auto|core|none] [--] CMD ARGS...
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -7,6 +7,7 @@
 #include "tools/launcher/launch_env.h"
 #include "tools/launcher/launch_options.h"
 #include "tools/launcher/process_group.h"
+#include "tools/launcher/rank_binding.h"
 
 using namespace weft::launcher;
 
@@ -41,6 +42,19 @@ int main(int argc, char** argv) {
   std::vector<std::string> base = currentEnvironment();
   std::vector<std::vector<std::string>> envs;
   for (int r = 0; r < options.nranks; ++r) envs.push_back(rankEnvironment(base, job, r));
+  std::vector<std::vector<int>> rankCpus;
+  if (options.bind != BindPolicy::None) {
+    const std::vector<std::vector<int>> cores = usableCores(&error);
+    if (cores.empty() && options.bind == BindPolicy::Core) {
+      std::fprintf(stderr, "weftrun: --bind-to core: %s\n", error.c_str());
+      return 2;
+    }
+    rankCpus = planRankCpus(cores, options.nranks, options.bind, &error);
+    if (rankCpus.empty() && options.bind == BindPolicy::Core) {
+      std::fprintf(stderr, "weftrun: %s\n", error.c_str());
+      return 2;
+    }
+  }
   std::fflush(nullptr);
-  return runProcessGroup(options, envs, {{0, rendezvous.fd}});
+  return runProcessGroup(options, envs, {{0, rendezvous.fd}}, rankCpus);
 }

@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
+#include <sched.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -42,6 +43,55 @@ TEST(LaunchArgs, ParsesRanksTimeoutAndCommand) {
   EXPECT_EQ(p.options.nranks, 2);
   EXPECT_DOUBLE_EQ(p.options.timeoutSec, 0.5);
   EXPECT_FALSE(p.options.prefix);
+}
+
+TEST(LaunchArgs, BindPolicy) {
+  EXPECT_EQ(parse({"-n", "2", "prog"}).options.bind, BindPolicy::Auto);
+  EXPECT_EQ(parse({"-n", "2", "--bind-to", "core", "prog"}).options.bind, BindPolicy::Core);
+  EXPECT_EQ(parse({"-n", "2", "--bind-to=none", "prog"}).options.bind, BindPolicy::None);
+  LaunchParse bad = parse({"-n", "2", "--bind-to", "socket", "prog"});
+  EXPECT_EQ(bad.kind, LaunchParse::kError);
+  EXPECT_NE(bad.error.find("--bind-to 'socket'"), std::string::npos) << bad.error;
+}
+
+// Four cores of two hardware threads each (CPU k and k+4 share a core).
+const std::vector<std::vector<int>> kCores = {{0, 4}, {1, 5}, {2, 6}, {3, 7}};
+
+TEST(RankBinding, AutoSharesOutWholeCoresInEqualDisjointBlocks) {
+  std::string error;
+  using Plan = std::vector<std::vector<int>>;
+  EXPECT_EQ(planRankCpus(kCores, 2, BindPolicy::Auto, &error), (Plan{{0, 4, 1, 5}, {2, 6, 3, 7}}));
+  EXPECT_EQ(planRankCpus(kCores, 3, BindPolicy::Auto, &error), (Plan{{0, 4, 1, 5}, {2, 6}, {3, 7}}));
+  EXPECT_EQ(planRankCpus(kCores, 4, BindPolicy::Auto, &error), (Plan{{0, 4}, {1, 5}, {2, 6}, {3, 7}}));
+  EXPECT_EQ(planRankCpus(kCores, 1, BindPolicy::Auto, &error), (Plan{{0, 4, 1, 5, 2, 6, 3, 7}}));
+  EXPECT_TRUE(planRankCpus(kCores, 5, BindPolicy::Auto, &error).empty());  // outnumbered: unbound
+  EXPECT_EQ(error, "");
+}
+
+TEST(RankBinding, CoreGivesOneCoreEachAndRefusesMoreRanksThanCores) {
+  std::string error;
+  using Plan = std::vector<std::vector<int>>;
+  EXPECT_EQ(planRankCpus(kCores, 2, BindPolicy::Core, &error), (Plan{{0, 4}, {1, 5}}));
+  EXPECT_TRUE(planRankCpus(kCores, 5, BindPolicy::Core, &error).empty());
+  EXPECT_NE(error.find("5 ranks but 4 usable cores"), std::string::npos) << error;
+  EXPECT_TRUE(planRankCpus(kCores, 2, BindPolicy::None, &error).empty());
+  EXPECT_TRUE(planRankCpus({}, 2, BindPolicy::Auto, &error).empty());
+}
+
+TEST(RankBinding, UsableCoresAreThisProcesssCpus) {
+  std::string error;
+  const std::vector<std::vector<int>> cores = usableCores(&error);
+  ASSERT_FALSE(cores.empty()) << error;
+  cpu_set_t mine;
+  CPU_ZERO(&mine);
+  ASSERT_EQ(sched_getaffinity(0, sizeof mine, &mine), 0);
+  int count = 0;
+  for (const std::vector<int>& core : cores)
+    for (int cpu : core) {
+      EXPECT_TRUE(CPU_ISSET(cpu, &mine)) << cpu;
+      ++count;
+    }
+  EXPECT_EQ(count, CPU_COUNT(&mine));
 }
 
 TEST(LaunchArgs, RejectsBadUsage) {

@@ -1,5 +1,6 @@
 // weftrun end to end: output tagging, environment, fail-fast, signals, usage errors.
 #include <fcntl.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -186,6 +187,57 @@ TEST(Weftrun, SetsTheLaunchEnvironmentForEachRank) {
   std::smatch m;
   ASSERT_TRUE(std::regex_search(again.out, m, secretRe));
   EXPECT_NE(m[1], *secrets.begin()) << "each job gets a fresh secret";
+}
+
+// rank -> the CPUs it printed ("rank R cpus C1,C2,..." lines of the helper's cpus mode).
+std::map<int, std::set<int>> cpusOfRanks(const std::string& out) {
+  std::map<int, std::set<int>> cpus;
+  const std::regex lineRe("(?:\\[\\d+\\] )?rank (\\d+) cpus ([0-9,]+)");
+  for (const std::string& l : lines(out)) {
+    std::smatch m;
+    if (!std::regex_match(l, m, lineRe)) continue;
+    std::stringstream list(m[2]);
+    for (std::string cpu; std::getline(list, cpu, ',');) cpus[std::stoi(m[1])].insert(std::stoi(cpu));
+  }
+  return cpus;
+}
+
+std::set<int> cpusOfThisProcess() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  std::set<int> cpus;
+  if (sched_getaffinity(0, sizeof set, &set) == 0)
+    for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu)
+      if (CPU_ISSET(cpu, &set)) cpus.insert(cpu);
+  return cpus;
+}
+
+// By default each rank runs on its own cores, disjoint from the others' and among those weftrun
+// may use; with more ranks than CPUs, or --bind-to none, every rank may use all of them.
+TEST(Weftrun, BindsEachRankToItsOwnCoresUnlessTheyOutnumberThem) {
+  const std::set<int> mine = cpusOfThisProcess();
+  if (mine.size() < 2) GTEST_SKIP() << "skipped: this process may use " << mine.size() << " CPU";
+  RunResult r = runWeftrun({"-n", "2", kHelper, "cpus"});
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  std::map<int, std::set<int>> cpus = cpusOfRanks(r.out);
+  ASSERT_EQ(cpus.size(), 2u) << r.out;
+  for (const auto& [rank, set] : cpus) {
+    EXPECT_FALSE(set.empty()) << "rank " << rank;
+    for (int cpu : set) EXPECT_TRUE(mine.count(cpu)) << "rank " << rank << " cpu " << cpu;
+    for (int cpu : set) EXPECT_FALSE(cpus[1 - rank].count(cpu)) << "ranks share cpu " << cpu;
+  }
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"-n", "2", "--bind-to", "none", kHelper, "cpus"},
+        std::vector<std::string>{"-n", std::to_string(mine.size() + 1), kHelper, "cpus"}}) {
+    r = runWeftrun(args);
+    ASSERT_EQ(r.exitCode, 0) << r.err;
+    cpus = cpusOfRanks(r.out);
+    EXPECT_EQ(cpus.size(), static_cast<size_t>(std::stoi(args[1]))) << r.out;
+    for (const auto& [rank, set] : cpus) EXPECT_EQ(set, mine) << "rank " << rank;
+  }
+  r = runWeftrun({"-n", std::to_string(mine.size() + 1), "--bind-to", "core", kHelper, "cpus"});
+  EXPECT_EQ(r.exitCode, 2);
+  EXPECT_NE(r.err.find("usable cores"), std::string::npos) << r.err;
 }
 
 TEST(Weftrun, FailingRankTerminatesTheOthersAndSetsTheExitCode) {

@@ -2,6 +2,7 @@
 //   print LINES LEN   LINES lines "rank R line I xxx..." (LEN x's) on stdout and stderr, each
 //                     written in several pieces with pauses, then a final partial line
 //   env               the launcher variables, one line
+//   cpus              "rank R cpus C1,C2,...": the CPUs this process may run on (sched_getaffinity)
 //   fail RANK CODE    rank RANK exits with CODE after 0.2 s; the others sleep 60 s
 //   killself RANK SIG rank RANK kills itself with SIG after 0.2 s; the others sleep 60 s
 //   stubborn RANK     rank RANK exits 1 after 0.2 s; the others ignore SIGTERM and sleep 60 s
@@ -13,6 +14,7 @@
 //                     binding 127.0.0.1:MASTER_PORT itself gives (rank 0 holds it for 1 s)
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -77,6 +79,16 @@ int main(int argc, char** argv) {
       s += std::string(s.empty() ? "" : " ") + name + "=" + (v ? v : "<unset>");
     }
     std::printf("%s\n", s.c_str());
+    return 0;
+  }
+  if (mode == "cpus") {
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    if (sched_getaffinity(0, sizeof set, &set) != 0) return 1;
+    std::string list;
+    for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu)
+      if (CPU_ISSET(cpu, &set)) list += (list.empty() ? "" : ",") + std::to_string(cpu);
+    std::printf("rank %d cpus %s\n", rankOf(), list.c_str());
     return 0;
   }
   if ((mode == "fail" || mode == "killself" || mode == "stubborn") && argc >= 3) {

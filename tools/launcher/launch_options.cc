@@ -71,6 +71,9 @@ LaunchParse parseLaunchArgs(int argc, const char* const* argv) {
       if (!parseInt(value, &o.nranks)) return error("invalid number of ranks '" + value + "'");
       if (o.nranks < 1) return error("the number of ranks must be at least 1 (got " + value + ")");
       haveN = true;
+    } else if (arg == "--bind-to" || arg.rfind("--bind-to=", 0) == 0) {
+      if (!takeValue(arg, "--bind-to", &value)) return error("option --bind-to needs a value");
+      if (!parseBindPolicy(value, &o.bind)) return error("invalid --bind-to '" + value + "' (auto, core or none)");
     } else if (arg == "--timeout" || arg.rfind("--timeout=", 0) == 0) {
       if (!takeValue(arg, "--timeout", &value)) return error("option --timeout needs a value");
       if (!parseSeconds(value, &o.timeoutSec)) return error("invalid --timeout '" + value + "'");
@@ -87,7 +90,7 @@ LaunchParse parseLaunchArgs(int argc, const char* const* argv) {
 
 std::string launchUsage(const std::string& prog) {
   return "usage: " + prog +
-         " -n N [--timeout SECONDS] [--no-prefix] [--] CMD [ARGS...]\n"
+         " -n N [--timeout SECONDS] [--no-prefix] [--bind-to auto|core|none] [--] CMD [ARGS...]\n"
          "\n"
          "Starts N ranks of CMD on this host. Each rank gets RANK, WORLD_SIZE, LOCAL_RANK,\n"
          "LOCAL_WORLD_SIZE, MASTER_ADDR=127.0.0.1, MASTER_PORT (a free port) and WEFT_SECRET\n"
@@ -101,6 +104,10 @@ std::string launchUsage(const std::string& prog) {
          "  -n, --nproc N        number of ranks (required, >= 1)\n"
          "  --timeout SECONDS    terminate the ranks after SECONDS and exit 124 (default: none)\n"
          "  --no-prefix          do not tag output lines with the rank\n"
+         "  --bind-to POLICY     the CPUs each rank runs on, among those weftrun may use:\n"
+         "                       auto (default): an equal, disjoint block of whole cores each,\n"
+         "                       nothing when the ranks outnumber the cores; core: one core each\n"
+         "                       (an error when the ranks outnumber the cores); none\n"
          "  -h, --help           this text\n";
 }
 

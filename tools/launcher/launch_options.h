@@ -1,18 +1,22 @@
-// weftrun's command line: weftrun -n N [--timeout SECONDS] [--no-prefix] [--] CMD ARGS...
+// weftrun's command line: weftrun -n N [--timeout SECONDS] [--no-prefix] [--bind-to auto|core|none]
+// [--] CMD ARGS...
 #ifndef WEFT_TOOLS_LAUNCHER_LAUNCH_OPTIONS_H_
 #define WEFT_TOOLS_LAUNCHER_LAUNCH_OPTIONS_H_
 
 #include <string>
 #include <vector>
 
+#include "tools/launcher/rank_binding.h"
+
 namespace weft::launcher {
 
 struct LaunchOptions {
-  int nranks = 0;                    // -n N: number of local ranks (>= 1)
-  double timeoutSec = 0.0;           // --timeout S: terminate the job after S seconds (0: never)
-  double graceSec = 2.0;             // SIGTERM -> SIGKILL grace period
-  bool prefix = true;                // --no-prefix: keep lines whole but do not tag them "[rank] "
-  std::vector<std::string> command;  // program and its arguments
+  int nranks = 0;                      // -n N: number of local ranks (>= 1)
+  double timeoutSec = 0.0;             // --timeout S: terminate the job after S seconds (0: never)
+  double graceSec = 2.0;               // SIGTERM -> SIGKILL grace period
+  bool prefix = true;                  // --no-prefix: keep lines whole but do not tag them "[rank] "
+  BindPolicy bind = BindPolicy::Auto;  // --bind-to: which CPUs each rank runs on (rank_binding.h)
+  std::vector<std::string> command;    // program and its arguments
 };
 
 struct LaunchParse {

@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
@@ -54,16 +55,20 @@ struct Rank {
   std::unique_ptr<LinePrefixer> streams[2];
 };
 
+const std::vector<int> kUnbound;  // a rank's CPUs when it is not bound
+
 class Job {
  public:
   explicit Job(const LaunchOptions& options) : options_(options), ranks_(options.nranks) {}
   ~Job();
-  int run(const std::vector<std::vector<std::string>>& rankEnvs, const std::vector<HandedDescriptor>& handed);
+  int run(const std::vector<std::vector<std::string>>& rankEnvs, const std::vector<HandedDescriptor>& handed,
+          const std::vector<std::vector<int>>& rankCpus);
 
  private:
   bool installSignals();
   // Forks and execs one rank; false (with exitCode_ set) if that failed.
-  bool spawn(int rank, const std::vector<std::string>& env, const std::vector<int>& inherited);
+  bool spawn(int rank, const std::vector<std::string>& env, const std::vector<int>& inherited,
+             const std::vector<int>& cpus);
   void reap();
   void onSignalReceived(int sig);
   void terminateAll(int sig);
@@ -121,7 +126,8 @@ bool Job::installSignals() {
   return true;
 }
 
-bool Job::spawn(int rank, const std::vector<std::string>& env, const std::vector<int>& inherited) {
+bool Job::spawn(int rank, const std::vector<std::string>& env, const std::vector<int>& inherited,
+                const std::vector<int>& cpus) {
   int out[2], err[2], status[2];
   if (pipe2(out, O_CLOEXEC) != 0) {
     say(std::string("pipe: ") + std::strerror(errno));
@@ -140,6 +146,11 @@ bool Job::spawn(int rank, const std::vector<std::string>& env, const std::vector
   argv.push_back(nullptr);
   for (const std::string& e : env) envp.push_back(const_cast<char*>(e.c_str()));
   envp.push_back(nullptr);
+  cpu_set_t cpuSet;
+  CPU_ZERO(&cpuSet);
+  for (int cpu : cpus)
+    if (cpu >= 0 && cpu < CPU_SETSIZE) CPU_SET(cpu, &cpuSet);
+  static const char kBindFailed[] = "weftrun: cannot bind this rank to its CPUs; it runs unbound\n";
   pid_t parent = getpid();
 
   sigset_t all, old;
@@ -166,6 +177,10 @@ bool Job::spawn(int rank, const std::vector<std::string>& env, const std::vector
     dup2(out[1], 1);
     dup2(err[1], 2);
     for (int fd : inherited) fcntl(fd, F_SETFD, 0);
+    if (!cpus.empty() && sched_setaffinity(0, sizeof cpuSet, &cpuSet) != 0) {
+      ssize_t ignored = write(2, kBindFailed, sizeof kBindFailed - 1);
+      (void)ignored;
+    }
     execvpe(argv[0], argv.data(), envp.data());
     int e = errno;
     ssize_t ignored = write(status[1], &e, sizeof(e));
@@ -271,13 +286,15 @@ bool Job::anyStreamOpen() const {
   return false;
 }
 
-int Job::run(const std::vector<std::vector<std::string>>& rankEnvs, const std::vector<HandedDescriptor>& handed) {
+int Job::run(const std::vector<std::vector<std::string>>& rankEnvs, const std::vector<HandedDescriptor>& handed,
+             const std::vector<std::vector<int>>& rankCpus) {
   if (!installSignals()) return 1;
   for (int i = 0; i < options_.nranks; ++i) {
     std::vector<int> inherited;
     for (const HandedDescriptor& h : handed)
       if (h.rank == i) inherited.push_back(h.fd);
-    const bool started = spawn(i, rankEnvs[i], inherited);
+    const bool started =
+        spawn(i, rankEnvs[i], inherited, i < static_cast<int>(rankCpus.size()) ? rankCpus[i] : kUnbound);
     for (int fd : inherited) close(fd);  // the rank has its own copy now
     if (!started) {
       // Nothing useful can run: stop the ranks already started and wait for them.
@@ -382,9 +399,9 @@ std::string describeStatus(int st) {
 }
 
 int runProcessGroup(const LaunchOptions& options, const std::vector<std::vector<std::string>>& rankEnvs,
-                    const std::vector<HandedDescriptor>& handed) {
+                    const std::vector<HandedDescriptor>& handed, const std::vector<std::vector<int>>& rankCpus) {
   Job job(options);
-  return job.run(rankEnvs, handed);
+  return job.run(rankEnvs, handed, rankCpus);
 }
 
 }  // namespace weft::launcher

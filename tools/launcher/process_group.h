@@ -31,8 +31,11 @@ struct HandedDescriptor {
   int rank;
   int fd;
 };
+// `rankCpus`: the logical CPUs rank r is bound to (sched_setaffinity in its child, before exec);
+// a rank without an entry, or with an empty one, is not bound (rank_binding.h plans them).
 int runProcessGroup(const LaunchOptions& options, const std::vector<std::vector<std::string>>& rankEnvs,
-                    const std::vector<HandedDescriptor>& handed = {});
+                    const std::vector<HandedDescriptor>& handed = {},
+                    const std::vector<std::vector<int>>& rankCpus = {});
 
 }  // namespace weft::launcher
 
