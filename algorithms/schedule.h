@@ -75,28 +75,32 @@ struct Step {
 // Notify and WaitNotify order whole steps rather than bytes.
 inline bool isFence(StepKind kind) { return kind == StepKind::Notify || kind == StepKind::WaitNotify; }
 
-// Hazard checks by named ranges (the executor's dependencies, the simulator's checks). A step
+// Hazard checks (the executor's dependencies, the simulator's checks). A step
 // reads its src (and a Reduce its src2) unless it is a Recv or a fence, and writes its dst (and
 // a Reduce its dst2) unless it is a Send or a fence. Codec steps' encoded ranges are apart.
 inline bool readsSources(const Step& step) { return step.kind != StepKind::Recv && !isFence(step.kind); }
 inline bool writesDestinations(const Step& step) { return step.kind != StepKind::Send && !isFence(step.kind); }
-// Whether the step's sources overlap `range`.
-inline bool readsOverlap(const Step& step, const BufferRange& range) {
-  return step.src.overlaps(range) || (step.kind == StepKind::Reduce && step.src2.overlaps(range));
-}
-// Whether the step's destinations overlap `range`.
-inline bool writesOverlap(const Step& step, const BufferRange& range) {
-  return step.dst.overlaps(range) || step.dst2.overlaps(range);
-}
-// `reader` reads what `writer` writes (read after write, or write after read the other way).
-inline bool readsWhatWrites(const Step& reader, const Step& writer) {
-  return readsSources(reader) && writesDestinations(writer) &&
-         (readsOverlap(reader, writer.dst) || readsOverlap(reader, writer.dst2));
+// `reader` reads what `writer` writes (read after write, or write after read the other way);
+// `overlaps(a, b)` says whether two ranges share bytes: by name, or (the simulator) by address.
+template <class Overlaps>
+bool readsWhatWrites(const Step& reader, const Step& writer, Overlaps overlaps) {
+  auto readsFrom = [&](const BufferRange& written) {
+    return overlaps(reader.src, written) || (reader.kind == StepKind::Reduce && overlaps(reader.src2, written));
+  };
+  return readsSources(reader) && writesDestinations(writer) && (readsFrom(writer.dst) || readsFrom(writer.dst2));
 }
 // Both steps write the same bytes.
-inline bool writesWhatWrites(const Step& a, const Step& b) {
-  return writesDestinations(a) && writesDestinations(b) && (writesOverlap(a, b.dst) || writesOverlap(a, b.dst2));
+template <class Overlaps>
+bool writesWhatWrites(const Step& a, const Step& b, Overlaps overlaps) {
+  auto writesTo = [&](const BufferRange& written) { return overlaps(a.dst, written) || overlaps(a.dst2, written); };
+  return writesDestinations(a) && writesDestinations(b) && (writesTo(b.dst) || writesTo(b.dst2));
 }
+// The same by names (BufferRange::overlaps).
+inline bool namedRangesOverlap(const BufferRange& a, const BufferRange& b) { return a.overlaps(b); }
+inline bool readsWhatWrites(const Step& reader, const Step& writer) {
+  return readsWhatWrites(reader, writer, namedRangesOverlap);
+}
+inline bool writesWhatWrites(const Step& a, const Step& b) { return writesWhatWrites(a, b, namedRangesOverlap); }
 // The compressed-data kinds, sliced by elements rather than bytes.
 inline bool isCodecStep(StepKind kind) { return kind >= StepKind::ToFloat && kind <= StepKind::DecodeAdd; }
 // Codec steps whose slices are counted on the encoded range (they have no float range).

@@ -43,17 +43,11 @@ int main(int argc, char** argv) {
   std::vector<std::vector<std::string>> envs;
   for (int r = 0; r < options.nranks; ++r) envs.push_back(rankEnvironment(base, job, r));
   std::vector<std::vector<int>> rankCpus;
-  if (options.bind != BindPolicy::None) {
-    const std::vector<std::vector<int>> cores = usableCores(&error);
-    if (cores.empty() && options.bind == BindPolicy::Core) {
-      std::fprintf(stderr, "weftrun: --bind-to core: %s\n", error.c_str());
-      return 2;
-    }
-    rankCpus = planRankCpus(cores, options.nranks, options.bind, &error);
-    if (rankCpus.empty() && options.bind == BindPolicy::Core) {
-      std::fprintf(stderr, "weftrun: %s\n", error.c_str());
-      return 2;
-    }
+  if (options.bind != BindPolicy::None)
+    rankCpus = planRankCpus(usableCores(&error), options.nranks, options.bind, &error);
+  if (rankCpus.empty() && options.bind == BindPolicy::Core) {
+    std::fprintf(stderr, "weftrun: --bind-to core: %s\n", error.c_str());
+    return 2;
   }
   std::fflush(nullptr);
   return runProcessGroup(options, envs, {{0, rendezvous.fd}}, rankCpus);

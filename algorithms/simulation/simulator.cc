@@ -157,7 +157,7 @@ class Simulation {
       failed(where() + ": only a reduce has a second destination");
       return false;
     }
-    if (readsSources(s) && writesDestinations(s) && s.kind != StepKind::Recv) {
+    if (readsSources(s) && writesDestinations(s)) {
       if (s.dst.bytes != s.src.bytes || (s.kind == StepKind::Reduce && s.src2.bytes != s.src.bytes) ||
           (dst2 && s.dst2.bytes != s.src.bytes)) {
         failed(where() + ": source and destination sizes differ");
@@ -283,18 +283,9 @@ class Simulation {
         auto real = [&](const BufferRange& range) {
           return range.owner < 0 && range.bytes ? interval(r, range) : Interval{};
         };
-        auto readsReal = [&](const Step& x, const BufferRange& range) {
-          Interval written = real(range);
-          return real(x.src).overlaps(written) || (x.kind == StepKind::Reduce && real(x.src2).overlaps(written));
-        };
-        auto writesReal = [&](const Step& x, const BufferRange& range) {
-          Interval written = real(range);
-          return real(x.dst).overlaps(written) || real(x.dst2).overlaps(written);
-        };
-        bool conflict =
-            (readsSources(s) && writesDestinations(t) && (readsReal(s, t.dst) || readsReal(s, t.dst2))) ||
-            (writesDestinations(s) && writesDestinations(t) && (writesReal(s, t.dst) || writesReal(s, t.dst2))) ||
-            (writesDestinations(s) && readsSources(t) && (readsReal(t, s.dst) || readsReal(t, s.dst2)));
+        auto sameAddresses = [&](const BufferRange& a, const BufferRange& b) { return real(a).overlaps(real(b)); };
+        bool conflict = readsWhatWrites(s, t, sameAddresses) || writesWhatWrites(s, t, sameAddresses) ||
+                        readsWhatWrites(t, s, sameAddresses);
         if (conflict) {
           failed("hidden aliasing: " + describe(r, i, s) + " and step " + std::to_string(j) + " (" +
                  stepKindName(t.kind) +

@@ -27,7 +27,7 @@ std::vector<std::vector<int>> planRankCpus(const std::vector<std::vector<int>>& 
   if (policy == BindPolicy::None || nranks < 1 || coreCount == 0) return {};
   if (nranks > coreCount) {
     if (policy == BindPolicy::Core && error)
-      *error = "--bind-to core: " + std::to_string(nranks) + " ranks but " + std::to_string(coreCount) +
+      *error = std::to_string(nranks) + " ranks but " + std::to_string(coreCount) +
                " usable cores (use --bind-to none to share them)";
     return {};
   }

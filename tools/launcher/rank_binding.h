@@ -26,7 +26,7 @@ bool parseBindPolicy(const std::string& text, BindPolicy* out);
 // Pure: the logical CPUs each of `nranks` ranks is bound to, from the usable cores (each the
 // list of its logical CPUs, in the machine's order, so that a block stays within a package
 // where it can). An empty result binds nothing; with Core and more ranks than cores it is
-// empty and *error says why.
+// empty and *error says why (with no cores, *error keeps what usableCores put there).
 std::vector<std::vector<int>> planRankCpus(const std::vector<std::vector<int>>& cores, int nranks, BindPolicy policy,
                                            std::string* error);
 
