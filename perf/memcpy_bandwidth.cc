@@ -61,6 +61,49 @@ double cacheLineRoundTripNs(int a, int b) {
   return best;
 }
 
+// Read+write GB/s that each of two threads pinned to CPUs `a` and `b` reaches while both copy
+// their own buffers at the same time: what two ranks of an all-reduce get, where the ceiling
+// above is one thread alone. The slower thread of each round counts (a rank waits for its
+// peer), best of `repeats` rounds; negative when the threads cannot be pinned there.
+double concurrentMemcpyRate(size_t bytes, int repeats, int a, int b) {
+  std::atomic<int> arrived{0};
+  double seconds[2][64] = {};
+  bool pinned[2] = {false, false};
+  repeats = repeats > 64 ? 64 : repeats;
+  auto copier = [&](int self, int cpu) {
+    pinned[self] = pinTo(cpu);
+    // Each thread faults its own buffers in, so that they are its own node's memory.
+    auto* src = static_cast<char*>(aligned_alloc(4096, bytes));
+    auto* dst = static_cast<char*>(aligned_alloc(4096, bytes));
+    if (!src || !dst) std::abort();
+    madvise(src, bytes, MADV_HUGEPAGE);
+    madvise(dst, bytes, MADV_HUGEPAGE);
+    memset(src, 1, bytes);
+    memset(dst, 2, bytes);
+    for (int i = 0; i < repeats; ++i) {
+      // Both start each round together.
+      arrived.fetch_add(1);
+      while (arrived.load() < 2 * (i + 1)) {}
+      auto start = std::chrono::steady_clock::now();
+      memcpy(dst, src, bytes);
+      seconds[self][i] = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    }
+    if (dst[bytes / 2] != 1) std::abort();
+    free(src);
+    free(dst);
+  };
+  std::thread second(copier, 1, b);
+  copier(0, a);
+  second.join();
+  if (!pinned[0] || !pinned[1]) return -1;
+  double best = 0;
+  for (int i = 0; i < repeats; ++i) {
+    const double slower = seconds[0][i] > seconds[1][i] ? seconds[0][i] : seconds[1][i];
+    if (2.0 * bytes / slower / 1e9 > best) best = 2.0 * bytes / slower / 1e9;
+  }
+  return best;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -89,6 +132,12 @@ int main(int argc, char** argv) {
   if (sched_getaffinity(0, sizeof allowed, &allowed) == 0)
     for (int c = 0; c < CPU_SETSIZE && found < 2; ++c)
       if (CPU_ISSET(c, &allowed)) cpus[found++] = c;
+  const double together = found == 2 ? concurrentMemcpyRate(bytes, repeats, cpus[0], cpus[1]) : -1;
+  if (together > 0)
+    printf("# memcpy, 2 threads at once (CPUs %d and %d, %zu MiB each, read+write): %.2f GB/s each\n", cpus[0], cpus[1],
+           bytes >> 20, together);
+  else
+    printf("# memcpy, 2 threads at once: not measured (fewer than two CPUs to pin to)\n");
   const double roundTrip = found == 2 ? cacheLineRoundTripNs(cpus[0], cpus[1]) : -1;
   if (roundTrip > 0)
     printf("# cache-line round trip between CPUs %d and %d: %.0f ns\n", cpus[0], cpus[1], roundTrip);
