@@ -80,27 +80,20 @@ inline bool isFence(StepKind kind) { return kind == StepKind::Notify || kind == 
 // a Reduce its dst2) unless it is a Send or a fence. Codec steps' encoded ranges are apart.
 inline bool readsSources(const Step& step) { return step.kind != StepKind::Recv && !isFence(step.kind); }
 inline bool writesDestinations(const Step& step) { return step.kind != StepKind::Send && !isFence(step.kind); }
-// `reader` reads what `writer` writes (read after write, or write after read the other way);
-// `overlaps(a, b)` says whether two ranges share bytes: by name, or (the simulator) by address.
-template <class Overlaps>
-bool readsWhatWrites(const Step& reader, const Step& writer, Overlaps overlaps) {
+// `reader` reads what `writer` writes (read after write, or write after read the other way), by
+// the ranges' names (BufferRange::overlaps; the simulator renames ranges by address to check
+// aliasing the names hide).
+inline bool readsWhatWrites(const Step& reader, const Step& writer) {
   auto readsFrom = [&](const BufferRange& written) {
-    return overlaps(reader.src, written) || (reader.kind == StepKind::Reduce && overlaps(reader.src2, written));
+    return reader.src.overlaps(written) || (reader.kind == StepKind::Reduce && reader.src2.overlaps(written));
   };
   return readsSources(reader) && writesDestinations(writer) && (readsFrom(writer.dst) || readsFrom(writer.dst2));
 }
 // Both steps write the same bytes.
-template <class Overlaps>
-bool writesWhatWrites(const Step& a, const Step& b, Overlaps overlaps) {
-  auto writesTo = [&](const BufferRange& written) { return overlaps(a.dst, written) || overlaps(a.dst2, written); };
+inline bool writesWhatWrites(const Step& a, const Step& b) {
+  auto writesTo = [&](const BufferRange& written) { return a.dst.overlaps(written) || a.dst2.overlaps(written); };
   return writesDestinations(a) && writesDestinations(b) && (writesTo(b.dst) || writesTo(b.dst2));
 }
-// The same by names (BufferRange::overlaps).
-inline bool namedRangesOverlap(const BufferRange& a, const BufferRange& b) { return a.overlaps(b); }
-inline bool readsWhatWrites(const Step& reader, const Step& writer) {
-  return readsWhatWrites(reader, writer, namedRangesOverlap);
-}
-inline bool writesWhatWrites(const Step& a, const Step& b) { return writesWhatWrites(a, b, namedRangesOverlap); }
 // The compressed-data kinds, sliced by elements rather than bytes.
 inline bool isCodecStep(StepKind kind) { return kind >= StepKind::ToFloat && kind <= StepKind::DecodeAdd; }
 // Codec steps whose slices are counted on the encoded range (they have no float range).

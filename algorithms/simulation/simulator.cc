@@ -125,12 +125,6 @@ class Simulation {
     return base + range.offset;
   }
 
-  Interval interval(int rank, const BufferRange& range) {
-    char* at = address(rank, range, 0);
-    uintptr_t begin = reinterpret_cast<uintptr_t>(at);
-    return {begin, begin + range.bytes};
-  }
-
   // A local step must read and write either the same bytes or disjoint ones.
   bool sameOrDisjoint(const char* a, const char* b, size_t bytes) { return a == b || a + bytes <= b || b + bytes <= a; }
 
@@ -255,12 +249,24 @@ class Simulation {
       before[i][j / 64] |= uint64_t(1) << (j % 64);
       for (size_t w = 0; w < words; ++w) before[i][w] |= before[j][w];
     };
+    // Each step again with its own buffers' ranges named by address (one address space, so the
+    // named predicates compare addresses); peers' ranges cannot alias this rank's and drop out.
+    // Built once per step: the pairs below are quadratic in the steps.
+    std::vector<Step> byAddress(steps);
     int lastFence = -1;
     for (size_t i = 0; i < count; ++i) {
       const Step& s = steps[i];
       if (!active(s)) continue;
-      for (const BufferRange* range : {&s.src, &s.dst, &s.src2, &s.dst2})
-        if (range->bytes && range->owner < 0 && !address(r, *range, i)) return false;
+      Step& real = byAddress[i];
+      for (BufferRange* range : {&real.src, &real.dst, &real.src2, &real.dst2}) {
+        if (!range->bytes || range->owner >= 0) {
+          range->bytes = 0;
+          continue;
+        }
+        const char* at = address(r, *range, i);
+        if (!at) return false;
+        *range = {BufferKind::Send, reinterpret_cast<uintptr_t>(at), range->bytes, -1};
+      }
       if (isFence(s.kind)) {
         for (size_t j = 0; j < i; ++j)
           if (active(steps[j])) addBefore(i, j);
@@ -280,12 +286,8 @@ class Simulation {
           continue;
         }
         if (before[i][j / 64] >> (j % 64) & 1) continue;
-        auto real = [&](const BufferRange& range) {
-          return range.owner < 0 && range.bytes ? interval(r, range) : Interval{};
-        };
-        auto sameAddresses = [&](const BufferRange& a, const BufferRange& b) { return real(a).overlaps(real(b)); };
-        bool conflict = readsWhatWrites(s, t, sameAddresses) || writesWhatWrites(s, t, sameAddresses) ||
-                        readsWhatWrites(t, s, sameAddresses);
+        bool conflict = readsWhatWrites(real, byAddress[j]) || writesWhatWrites(real, byAddress[j]) ||
+                        readsWhatWrites(byAddress[j], real);
         if (conflict) {
           failed("hidden aliasing: " + describe(r, i, s) + " and step " + std::to_string(j) + " (" +
                  stepKindName(t.kind) +
