@@ -1,5 +1,7 @@
 # transport/: pieces of the transports testable on their own.
 weft_test(fd_broker_test SOURCES unit/fd_broker_test.cc LIBS weft_test_support)
+# The shared-memory ring prefault (every page, no byte changed).
+weft_test(shm_segment_test SOURCES unit/shm_segment_test.cc)
 # The verbs transport's protocol (credits, ordering, flow control) against an in-memory queue
 # pair, and NCCL_IB_HCA's syntax: both run without an RDMA device.
 weft_test(rdma_protocol_test SOURCES unit/rdma_protocol_test.cc)

@@ -6,6 +6,8 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cstring>
 #include <string>
@@ -92,13 +94,16 @@ char* ShmSegment::slot(int senderLocal, uint64_t index) const {
 }
 
 void ShmSegment::prefaultRing(int senderLocal) const {
-  char* start = reinterpret_cast<char*>(ring(senderLocal));
-  size_t bytes = layout().ringBytes();
-#ifdef MADV_POPULATE_WRITE
-  if (madvise(start, bytes, MADV_POPULATE_WRITE) == 0) return;
-#endif
-  // Read, never write: the peer may already have put a message in this ring.
-  for (size_t offset = 0; offset < bytes; offset += 4096) (void)reinterpret_cast<volatile char*>(start)[offset];
+  // Each page is written once here, by an atomic add of zero: a page's first write costs this
+  // VM several microseconds that no fault counter shows, even after a read or
+  // MADV_POPULATE_WRITE mapped it, and rings first written by timed calls made them up to 5x
+  // slower (docs/performance.md, "The staging rings' first writes"). Adding zero atomically
+  // keeps whatever the peer may already have put in the ring, even while it writes.
+  // A ring may start inside a page: one byte of every page it touches, its own bytes only.
+  const uintptr_t start = reinterpret_cast<uintptr_t>(ring(senderLocal));
+  const uintptr_t end = start + layout().ringBytes();
+  for (uintptr_t page = start & ~uintptr_t(4095); page < end; page += 4096)
+    std::atomic_ref<char>(*reinterpret_cast<char*>(std::max(page, start))).fetch_add(0, std::memory_order_relaxed);
 }
 
 void futexWake(std::atomic<uint32_t>* word) {

@@ -75,7 +75,8 @@ class ShmSegment {
   ShmLayout layout() const;
   ShmRingHeader* ring(int senderLocal) const;
   char* slot(int senderLocal, uint64_t index) const;
-  // Faults in the pages of one ring in this mapping, once, outside any timed call.
+  // Faults in the pages of one ring in this mapping for writing, once, outside any timed call,
+  // leaving their contents as they are.
   void prefaultRing(int senderLocal) const;
   int fd() const { return fd_; }
 
