@@ -92,9 +92,12 @@ double concurrentMemcpyRate(size_t bytes, int repeats, int a, int b) {
     free(src);
     free(dst);
   };
+  cpu_set_t previous;
+  pthread_getaffinity_np(pthread_self(), sizeof previous, &previous);
   std::thread second(copier, 1, b);
   copier(0, a);
   second.join();
+  pthread_setaffinity_np(pthread_self(), sizeof previous, &previous);
   if (!pinned[0] || !pinned[1]) return -1;
   double best = 0;
   for (int i = 0; i < repeats; ++i) {
@@ -137,7 +140,7 @@ int main(int argc, char** argv) {
     printf("# memcpy, 2 threads at once (CPUs %d and %d, %zu MiB each, read+write): %.2f GB/s each\n", cpus[0], cpus[1],
            bytes >> 20, together);
   else
-    printf("# memcpy, 2 threads at once: not measured (fewer than two CPUs to pin to)\n");
+    printf("# memcpy, 2 threads at once: not measured (not two CPUs to pin to)\n");
   const double roundTrip = found == 2 ? cacheLineRoundTripNs(cpus[0], cpus[1]) : -1;
   if (roundTrip > 0)
     printf("# cache-line round trip between CPUs %d and %d: %.0f ns\n", cpus[0], cpus[1], roundTrip);
