@@ -12,6 +12,7 @@
 #include <sched.h>
 #include <sys/mman.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
@@ -61,6 +62,42 @@ double cacheLineRoundTripNs(int a, int b) {
   return best;
 }
 
+// A source and a destination of `bytes` each, on huge pages where the kernel gives them, faulted
+// in beforehand so that no timed copy pays a first touch.
+class CopyBuffers {
+ public:
+  explicit CopyBuffers(size_t bytes)
+      : bytes_(bytes),
+        src_(static_cast<char*>(aligned_alloc(4096, bytes))),
+        dst_(static_cast<char*>(aligned_alloc(4096, bytes))) {
+    if (!src_ || !dst_) std::abort();
+    madvise(src_, bytes, MADV_HUGEPAGE);
+    madvise(dst_, bytes, MADV_HUGEPAGE);
+    memset(src_, 1, bytes);
+    memset(dst_, 2, bytes);
+  }
+  ~CopyBuffers() {
+    free(src_);
+    free(dst_);
+  }
+  CopyBuffers(const CopyBuffers&) = delete;
+  CopyBuffers& operator=(const CopyBuffers&) = delete;
+
+  // One timed memcpy, in seconds.
+  double copySeconds() {
+    const auto start = std::chrono::steady_clock::now();
+    memcpy(dst_, src_, bytes_);
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  }
+  // Keeps the copies observable, so that they cannot be optimized away.
+  bool copied() const { return dst_[bytes_ / 2] == 1; }
+
+ private:
+  size_t bytes_;
+  char* src_;
+  char* dst_;
+};
+
 // Read+write GB/s that each of two threads pinned to CPUs `a` and `b` reaches while both copy
 // their own buffers at the same time: what two ranks of an all-reduce get, where the ceiling
 // above is one thread alone. The slower thread of each round counts (a rank waits for its
@@ -69,28 +106,17 @@ double concurrentMemcpyRate(size_t bytes, int repeats, int a, int b) {
   std::atomic<int> arrived{0};
   double seconds[2][64] = {};
   bool pinned[2] = {false, false};
-  repeats = repeats > 64 ? 64 : repeats;
+  repeats = std::min(repeats, 64);
   auto copier = [&](int self, int cpu) {
     pinned[self] = pinTo(cpu);
-    // Each thread faults its own buffers in, so that they are its own node's memory.
-    auto* src = static_cast<char*>(aligned_alloc(4096, bytes));
-    auto* dst = static_cast<char*>(aligned_alloc(4096, bytes));
-    if (!src || !dst) std::abort();
-    madvise(src, bytes, MADV_HUGEPAGE);
-    madvise(dst, bytes, MADV_HUGEPAGE);
-    memset(src, 1, bytes);
-    memset(dst, 2, bytes);
+    CopyBuffers buffers(bytes);  // faulted in by this thread: its own node's memory
     for (int i = 0; i < repeats; ++i) {
       // Both start each round together.
       arrived.fetch_add(1);
       while (arrived.load() < 2 * (i + 1)) {}
-      auto start = std::chrono::steady_clock::now();
-      memcpy(dst, src, bytes);
-      seconds[self][i] = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      seconds[self][i] = buffers.copySeconds();
     }
-    if (dst[bytes / 2] != 1) std::abort();
-    free(src);
-    free(dst);
+    if (!buffers.copied()) std::abort();
   };
   cpu_set_t previous;
   pthread_getaffinity_np(pthread_self(), sizeof previous, &previous);
@@ -100,10 +126,7 @@ double concurrentMemcpyRate(size_t bytes, int repeats, int a, int b) {
   pthread_setaffinity_np(pthread_self(), sizeof previous, &previous);
   if (!pinned[0] || !pinned[1]) return -1;
   double best = 0;
-  for (int i = 0; i < repeats; ++i) {
-    const double slower = seconds[0][i] > seconds[1][i] ? seconds[0][i] : seconds[1][i];
-    if (2.0 * bytes / slower / 1e9 > best) best = 2.0 * bytes / slower / 1e9;
-  }
+  for (int i = 0; i < repeats; ++i) best = std::max(best, 2.0 * bytes / std::max(seconds[0][i], seconds[1][i]) / 1e9);
   return best;
 }
 
@@ -112,21 +135,9 @@ double concurrentMemcpyRate(size_t bytes, int repeats, int a, int b) {
 int main(int argc, char** argv) {
   size_t bytes = argc > 1 ? strtoull(argv[1], nullptr, 0) : (256u << 20);
   int repeats = argc > 2 ? atoi(argv[2]) : 8;
-  auto* src = static_cast<char*>(aligned_alloc(4096, bytes));
-  auto* dst = static_cast<char*>(aligned_alloc(4096, bytes));
-  if (!src || !dst) return 1;
-  madvise(src, bytes, MADV_HUGEPAGE);
-  madvise(dst, bytes, MADV_HUGEPAGE);
-  memset(src, 1, bytes);
-  memset(dst, 2, bytes);
+  CopyBuffers buffers(bytes);
   double best = 0;
-  for (int i = 0; i < repeats; ++i) {
-    auto start = std::chrono::steady_clock::now();
-    memcpy(dst, src, bytes);
-    double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    double rate = 2.0 * bytes / seconds / 1e9;
-    if (rate > best) best = rate;
-  }
+  for (int i = 0; i < repeats; ++i) best = std::max(best, 2.0 * bytes / buffers.copySeconds() / 1e9);
   printf("# memcpy ceiling (1 thread, %zu MiB, read+write): %.2f GB/s\n", bytes >> 20, best);
   printf("# 2-rank all-reduce busbw bounds: bounce buffer %.2f GB/s (memcpy/4), direct %.2f GB/s (memcpy/2.5)\n",
          best / 4, best / 2.5);
@@ -146,6 +157,5 @@ int main(int argc, char** argv) {
     printf("# cache-line round trip between CPUs %d and %d: %.0f ns\n", cpus[0], cpus[1], roundTrip);
   else
     printf("# cache-line round trip: not measured (fewer than two CPUs to pin to)\n");
-  // Keep the copy observable so it cannot be optimized away.
-  return dst[bytes / 2] == 1 ? 0 : 2;
+  return buffers.copied() ? 0 : 2;
 }
