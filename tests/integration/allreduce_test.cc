@@ -11,6 +11,7 @@
 #include "common/dtype.h"
 #include "nccl.h"
 #include "tests/support/multiprocess.h"
+#include "tests/support/policy_test_name.h"
 #include "tests/support/reference.h"
 
 using namespace weft;
@@ -133,7 +134,8 @@ TEST_P(ForcedAlgorithm, MatchesReference) {
 INSTANTIATE_TEST_SUITE_P(Algorithms, ForcedAlgorithm,
                          ::testing::Combine(::testing::Values("ring", "tree", "rhd", "hier", "doubling",
                                                               "NCCL_ALGO=Tree", "ring x4 channels"),
-                                            ::testing::Values(2, 3, 4, 8)));
+                                            ::testing::Values(2, 3, 4, 8)),
+                         policyAndRanksName);
 
 // A bad override fails communicator init on every rank (right after bootstrap, so no rank waits
 // for another), with a message naming the variable, the bad name and the valid ones.

@@ -15,6 +15,7 @@
 #include "common/numeric.h"
 #include "nccl.h"
 #include "tests/support/multiprocess.h"
+#include "tests/support/policy_test_name.h"
 #include "tests/support/reference.h"
 
 using namespace weft;
@@ -210,7 +211,8 @@ INSTANTIATE_TEST_SUITE_P(
         ::testing::Values("allgather:ring;reducescatter:ring;broadcast:ring;reduce:ring;alltoall:pairwise",
                           "allgather:rhd;reducescatter:rhd;broadcast:binomial;reduce:binomial;alltoall:bruck",
                           "allgather:bruck;reducescatter:hier", "allgather:hier;reducescatter:hier", "channels"),
-        ::testing::Values(2, 3, 4, 8)));
+        ::testing::Values(2, 3, 4, 8)),
+    policyAndRanksName);
 
 // Every collective over TCP striped over four sockets per pair (NCCL_NSOCKS_PERTHREAD x
 // NCCL_SOCKET_NTHREADS), 3 ranks, up to 1 MiB: parts put back together on every path the
