@@ -11,6 +11,7 @@
 #include "algorithms/cost/algorithm_selection.h"
 #include "algorithms/cost/cost_model.h"
 #include "common/status.h"
+#include "tests/unit/topology_test_util.h"
 #include "topology/topology_model.h"
 #include "topology/topology_xml.h"
 
@@ -21,8 +22,7 @@ namespace {
 class Selection : public ::testing::Test {
  protected:
   void SetUp() override {
-    ASSERT_EQ(loadTopologyFile(std::string(WEFT_TOPO_FIXTURE_DIR) + "/dgx_h100.xml", &dgx_), ncclSuccess)
-        << lastErrorMessage();
+    ASSERT_EQ(loadTopologyFile(weft::testing::fixturePath("dgx_h100.xml"), &dgx_), ncclSuccess) << lastErrorMessage();
     links_ = linkTableFromTopology(&dgx_);
     model_ = costModelFromLinks(links_, IntraNodeMedium::Auto, &dgx_);
   }

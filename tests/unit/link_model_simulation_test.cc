@@ -4,6 +4,7 @@
 
 #include "algorithms/cost/cost_model.h"
 #include "algorithms/simulation/link_model_simulation.h"
+#include "tests/unit/topology_test_util.h"
 #include "topology/topology_model.h"
 #include "topology/topology_xml.h"
 
@@ -44,7 +45,7 @@ TEST(LinkModelSimulation, UncontendedMessageCostsAlphaPlusBytesOverBandwidth) {
 TEST(LinkModelSimulation, LargeMessagesWithinOneAndAHalfOfTheClosedForm) {
   CostModel host = costModelFromLinks(LinkTable(), IntraNodeMedium::Memory);
   TopologyModel dgx;
-  ASSERT_EQ(loadTopologyFile(std::string(WEFT_TOPO_FIXTURE_DIR) + "/dgx_h100.xml", &dgx), ncclSuccess);
+  ASSERT_EQ(loadTopologyFile(weft::testing::fixturePath("dgx_h100.xml"), &dgx), ncclSuccess);
   CostModel nvlink = costModelFromLinks(linkTableFromTopology(&dgx), IntraNodeMedium::Auto, &dgx);
   struct Case {
     const char* name;
