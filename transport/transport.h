@@ -85,6 +85,12 @@ class Connection {
   virtual ncclResult_t progress() = 0;
   // Called before the rank sleeps: an error if the peer died or aborted.
   virtual ncclResult_t checkPeer() = 0;
+  // Called with checkPeer() while a collective waits on the peer, but not by the control
+  // messages that recover a failed communicator (ncclCommShrink's): an error, quoting the peer's
+  // own, if the peer's communicator failed a call (Transport::markFailed), after which it sends
+  // nothing more for the calls in flight. Without it, a rank waiting on a survivor of a dead
+  // rank, rather than on the dead rank, would wait out WEFT_TIMEOUT.
+  virtual ncclResult_t checkPeerCarriesOn() { return ncclSuccess; }
 
   // The mailbox: one small message per call, written where the peer reads it in place (shared
   // memory), for the one-shot collectives (runtime/exec/one_shot.h). mailboxBytes() is the
@@ -174,6 +180,10 @@ class Transport {
   virtual size_t maxMessageBytes() const = 0;
   // Marks this rank aborted so that peers waiting on it fail instead of hanging.
   virtual void markAborted() {}
+  // Marks that this rank's communicator failed a call with `error` (once; later calls do
+  // nothing): peers waiting on it in a collective fail at once, quoting it (checkPeerCarriesOn),
+  // instead of at their time-out. Its connections stay open for ncclCommShrink's messages.
+  virtual void markFailed(const std::string& error) { (void)error; }
   // What this rank can sleep on while its connections of this transport are quiet, or null.
   virtual Doorbell* doorbell() { return nullptr; }
 };

@@ -650,12 +650,16 @@ double communicatorTimeout(const ncclComm* comm) {
 
 void setCommunicatorError(ncclComm* comm, ncclResult_t result) {
   if (result == ncclSuccess || result == ncclInProgress) return;
+  const std::string error = lastErrorMessage();
   {
     std::lock_guard<std::mutex> lock(comm->state.errorMutex);
-    comm->state.lastError = lastErrorMessage();
+    comm->state.lastError = error;
   }
   int expected = ncclSuccess;
-  comm->state.asyncError.compare_exchange_strong(expected, result);
+  if (!comm->state.asyncError.compare_exchange_strong(expected, result)) return;
+  // The first error: peers waiting on this rank's part of a call learn it now, not at their
+  // time-out (a rank that waits on a survivor of a dead peer, not on the dead one).
+  for (auto& transport : comm->net.transports) transport->markFailed(error);
 }
 
 }  // namespace weft

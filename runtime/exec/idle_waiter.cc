@@ -34,6 +34,13 @@ bool ranksOutnumberCores(std::span<ncclComm* const> comms) {
   return static_cast<long>(local) > cores;
 }
 
+// A peer this call waits on: alive, not aborted, and still in the call (a peer whose
+// communicator failed sends nothing more).
+ncclResult_t checkPeer(Connection* peer) {
+  WEFT_CHECK(peer->checkPeer());
+  return peer->checkPeerCarriesOn();
+}
+
 inline void cpuRelax() {
 #if defined(__x86_64__) || defined(__i386__)
   __builtin_ia32_pause();
@@ -105,7 +112,7 @@ ncclResult_t IdleWaiter::idle(const std::vector<CollectiveRun*>& active,
   if (busyWaiting(16)) return ncclSuccess;
   WEFT_CHECK(checkAborted());
   for (CollectiveRun* run : active)
-    for (Connection* c : run->waitingOn()) WEFT_CHECK(c->checkPeer());
+    for (Connection* c : run->waitingOn()) WEFT_CHECK(checkPeer(c));
   WEFT_CHECK(checkDeadline([&] { return active.empty() ? std::string("nothing") : active.front()->describeWait(); }));
 
   // Then block until something can move: sockets wake poll(), shared memory the doorbell.
@@ -142,7 +149,7 @@ ncclResult_t IdleWaiter::idleOn(Connection* peer, const std::function<std::strin
   // taken within tens of nanoseconds (16 pauses per look cost an 8-byte call 0.2 us).
   if (busyWaiting(1)) return ncclSuccess;
   WEFT_CHECK(checkAborted());
-  WEFT_CHECK(peer->checkPeer());
+  WEFT_CHECK(checkPeer(peer));
   WEFT_CHECK(checkDeadline(describe));
   return sleepOnDoorbell(tryProgress);
 }

@@ -287,8 +287,9 @@ int shrinkAndCarryOn(ncclComm_t parent, int rank, int victim, std::vector<Slot>&
   ncclComm_t shrunk = nullptr;
   int excluded = victim;
   // Survivors reach this up to one WEFT_TIMEOUT apart: one that waited on another survivor rather
-  // than on the dead rank notices only at its own time-out (a failed rank does not yet tell its
-  // peers). The shrink's bootstrap must outlast that, as a trainer's recovery would set it.
+  // than on the dead rank, over the sockets between the two fake hosts, notices only at its own
+  // time-out (through shared memory a failed rank tells the peers waiting on it; through sockets
+  // not yet). The shrink's bootstrap must outlast that, as a trainer's recovery would set it.
   setenv("WEFT_TIMEOUT", "30", 1);
   if (ncclCommShrink(parent, &excluded, 1, &shrunk, nullptr, NCCL_SHRINK_ABORT) != ncclSuccess) {
     std::fprintf(stderr, "chaos rank %d: ncclCommShrink failed: %s\n", rank, ncclGetLastError(parent));

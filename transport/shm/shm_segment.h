@@ -22,6 +22,8 @@ constexpr size_t kShmMailboxBytes = 16 << 10;
 
 // One mailbox message: the sender writes the data, then the sequence (release). The first 48
 // bytes share the sequence's cache line, so a small message costs the reader one line.
+constexpr size_t kShmFailureBytes = 512;  // a failed owner's error, as peers quote it
+
 struct alignas(64) ShmMailbox {
   std::atomic<uint64_t> sequence;  // call number of the message here, 0: none yet
   uint64_t bytes;
@@ -45,6 +47,10 @@ struct alignas(4096) ShmSegmentHeader {
   alignas(64) std::atomic<uint32_t> doorbell;  // futex word: bumped to wake a sleeping owner
   alignas(64) std::atomic<uint32_t> sleeping;  // owner is (about to be) asleep on the doorbell
   alignas(64) std::atomic<uint32_t> aborted;   // owner aborted its communicator
+  // Owner's communicator failed a call (its error, NUL-terminated, written before the flag): it
+  // sends nothing more for the calls in flight (Transport::markFailed).
+  alignas(64) std::atomic<uint32_t> failed;
+  char failure[kShmFailureBytes];
 };
 
 struct ShmLayout {

@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
 #include <string>
 #include <utility>
@@ -128,10 +129,21 @@ class ShmConnection : public Connection {
   ncclResult_t checkPeer() override {
     ShmSegmentHeader* h = peer_->header();
     if (h->aborted.load(std::memory_order_acquire))
-      return fail(ncclRemoteError, "shm: peer (pid %d) aborted its communicator", h->pid);
+      return fail(ncclRemoteError, "shm: rank %d (pid %d) aborted its communicator", peerLocal_, h->pid);
     if (peerProcess_.exited() && !peerMayHaveFinished())
-      return fail(ncclRemoteError, "shm: peer process %d died", h->pid);
+      return fail(ncclRemoteError, "shm: rank %d (peer process %d) died", peerLocal_, h->pid);
     return ncclSuccess;
+  }
+
+  ncclResult_t checkPeerCarriesOn() override {
+    ShmSegmentHeader* h = peer_->header();
+    if (!h->failed.load(std::memory_order_acquire)) return ncclSuccess;
+    // The peer's words: bounded and terminated here, whatever it wrote.
+    char failure[kShmFailureBytes];
+    std::memcpy(failure, h->failure, sizeof failure);
+    failure[sizeof failure - 1] = '\0';
+    return fail(ncclRemoteError, "shm: rank %d (pid %d) failed a call and stopped; its error: %s", peerLocal_, h->pid,
+                failure);
   }
 
  private:
@@ -210,6 +222,15 @@ void ShmTransport::markAborted() {
   own_.header()->aborted.store(1, std::memory_order_release);
   own_.header()->doorbell.fetch_add(1);
   futexWake(&own_.header()->doorbell);
+}
+
+void ShmTransport::markFailed(const std::string& error) {
+  ShmSegmentHeader* own = own_.header();
+  if (!own || own->failed.load(std::memory_order_relaxed)) return;
+  const size_t bytes = std::min(error.size(), sizeof own->failure - 1);
+  std::memcpy(own->failure, error.data(), bytes);
+  own->failure[bytes] = '\0';
+  own->failed.store(1, std::memory_order_release);  // publishes the text
 }
 
 uint32_t ShmTransport::arm() {
