@@ -14,6 +14,13 @@ RingGeometry ringGeometryFromEnv(Setting slotBytes, Setting slots) {
   return RingGeometry{settingSize(slotBytes), static_cast<uint32_t>(settingInt(slots))};
 }
 
+std::string printablePeerText(const char* text, size_t bytes, size_t limit) {
+  std::string printable(text, std::min(bytes, limit));
+  for (char& c : printable)
+    if (c < 0x20 || c > 0x7e) c = '?';
+  return printable;
+}
+
 ncclResult_t Connection::registerMemory(void*, size_t, MemoryHandle*) {
   return rangesUnsupported(*this, "registerMemory");
 }

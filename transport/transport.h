@@ -60,6 +60,10 @@ RingGeometry ringGeometryFromEnv(Setting slotBytes, Setting slots);
 using MemoryHandle = uint64_t;  // a registration, valid on the connection that made it
 using RangeRequest = uint64_t;  // a posted transfer, until testRange() reports it done
 
+// A peer's text (an error it sent), fit to print: at most `limit` bytes, anything but printable
+// ASCII replaced by '?'.
+std::string printablePeerText(const char* text, size_t bytes, size_t limit);
+
 class Connection {
  public:
   virtual ~Connection() = default;
@@ -87,10 +91,15 @@ class Connection {
   virtual ncclResult_t checkPeer() = 0;
   // Called with checkPeer() while a collective waits on the peer, but not by the control
   // messages that recover a failed communicator (ncclCommShrink's): an error, quoting the peer's
-  // own, if the peer's communicator failed a call (Transport::markFailed), after which it sends
+  // own, if the peer's communicator failed a call (markFailed, below), after which it sends
   // nothing more for the calls in flight. Without it, a rank waiting on a survivor of a dead
   // rank, rather than on the dead rank, would wait out WEFT_TIMEOUT.
   virtual ncclResult_t checkPeerCarriesOn() { return ncclSuccess; }
+  // Tells the peer that this rank's communicator failed a call with `error`, so that the peer,
+  // if it waits on this rank in a collective, fails at once quoting it (checkPeerCarriesOn)
+  // instead of at its time-out. The connection stays usable for ncclCommShrink's messages.
+  // Shared memory and single-socket TCP say it; the other transports do not yet.
+  virtual void markFailed(const std::string& error) { (void)error; }
 
   // The mailbox: one small message per call, written where the peer reads it in place (shared
   // memory), for the one-shot collectives (runtime/exec/one_shot.h). mailboxBytes() is the
@@ -180,10 +189,6 @@ class Transport {
   virtual size_t maxMessageBytes() const = 0;
   // Marks this rank aborted so that peers waiting on it fail instead of hanging.
   virtual void markAborted() {}
-  // Marks that this rank's communicator failed a call with `error` (once; later calls do
-  // nothing): peers waiting on it in a collective fail at once, quoting it (checkPeerCarriesOn),
-  // instead of at their time-out. Its connections stay open for ncclCommShrink's messages.
-  virtual void markFailed(const std::string& error) { (void)error; }
   // What this rank can sleep on while its connections of this transport are quiet, or null.
   virtual Doorbell* doorbell() { return nullptr; }
 };

@@ -659,7 +659,9 @@ void setCommunicatorError(ncclComm* comm, ncclResult_t result) {
   if (!comm->state.asyncError.compare_exchange_strong(expected, result)) return;
   // The first error: peers waiting on this rank's part of a call learn it now, not at their
   // time-out (a rank that waits on a survivor of a dead peer, not on the dead one).
-  for (auto& transport : comm->net.transports) transport->markFailed(error);
+  for (auto& connection : comm->net.connections)
+    if (connection) connection->markFailed(error);
+  restoreLastError(error);  // telling a peer may fail (a closed socket) and must not replace it
 }
 
 }  // namespace weft

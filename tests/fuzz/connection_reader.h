@@ -38,7 +38,10 @@ class ConnectionReader {
     } else if (connection->recvPeek(&message, &bytes) != ncclSuccess) {
       return Outcome::Failed;
     }
-    if (!message) return Outcome::Nothing;
+    if (!message) {
+      (void)connection->checkPeerCarriesOn();  // quotes a failure frame's text, if one came
+      return Outcome::Nothing;
+    }
     if (bytes > connection->maxMessageBytes()) __builtin_trap();
     volatile uint8_t last = bytes ? static_cast<const uint8_t*>(message)[bytes - 1] : 0;
     (void)last;

@@ -1,7 +1,8 @@
 // What a peer sends on a TCP data connection (transport/tcp/): the input is the byte stream,
 // fed through a socketpair while the connection reads it as the executor would
 // (tests/fuzz/connection_reader.h).
-// Frames with a wrong magic or longer than a slot must be refused, never read past a slot.
+// Frames with a wrong magic or longer than a slot must be refused, never read past a slot; a
+// failure frame (a peer's error, Connection::markFailed) is kept aside, never delivered.
 #include <sys/socket.h>
 #include <unistd.h>
 

@@ -205,40 +205,43 @@ TEST(Timeout, ARankWaitingOnASurvivorOfTheDeadLearnsAtOnce) {
   auto* rank0Done = static_cast<std::atomic<int>*>(
       mmap(nullptr, sizeof(std::atomic<int>), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0));
   ASSERT_NE(rank0Done, MAP_FAILED);
-  new (rank0Done) std::atomic<int>(0);
-  auto outcomes = runRankProcesses(
-      3,
-      [&](int rank, const ncclUniqueId& id) {
-        setenv("WEFT_TRANSPORT", "shm", 1);
-        setenv("WEFT_TIMEOUT", "30", 1);
-        ncclComm_t comm;
-        if (ncclCommInitRank(&comm, 3, id, rank) != ncclSuccess) return 1;
-        std::vector<float> data(1024, 1.0f);
-        // Connects every pair (a ring of three), so no later wait is a connection's set-up.
-        if (ncclAllReduce(data.data(), data.data(), data.size(), ncclFloat32, ncclSum, comm, nullptr) != ncclSuccess)
-          return 2;
-        if (rank == 2) _exit(0);  // dies without a word
-        const int from = rank == 1 ? 2 : 1;
-        auto start = std::chrono::steady_clock::now();
-        ncclResult_t result = ncclRecv(data.data(), data.size(), ncclFloat32, from, comm, nullptr);
-        double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-        const std::string error = ncclGetLastError(comm);
-        if (rank == 1) {  // stays alive, so that rank 0 sees its failure, not its death
-          for (int i = 0; i < 2000 && rank0Done->load() == 0; ++i) usleep(10000);
-        } else {
-          rank0Done->store(1);
-          std::fprintf(stderr, "rank 0: %.3f s: %s\n", seconds, error.c_str());
-          if (error.find("rank 1") == std::string::npos || error.find("failed a call") == std::string::npos ||
-              error.find("died") == std::string::npos)
-            return 5;
-        }
-        if (result != ncclRemoteError) return 3;
-        if (seconds > 10) return 4;  // rank 0's would be WEFT_TIMEOUT (30 s) without word from rank 1
-        ncclCommAbort(comm);
-        return 0;
-      },
-      90);
-  EXPECT_EQ(describeFailures(outcomes), "") << "3 no ncclRemoteError, 4 too late, 5 the error does not quote rank 1's";
+  for (const char* transport : {"shm", "tcp"}) {
+    new (rank0Done) std::atomic<int>(0);
+    auto outcomes = runRankProcesses(
+        3,
+        [&](int rank, const ncclUniqueId& id) {
+          setenv("WEFT_TRANSPORT", transport, 1);
+          setenv("WEFT_TIMEOUT", "30", 1);
+          ncclComm_t comm;
+          if (ncclCommInitRank(&comm, 3, id, rank) != ncclSuccess) return 1;
+          std::vector<float> data(1024, 1.0f);
+          // Connects every pair (a ring of three), so no later wait is a connection's set-up.
+          if (ncclAllReduce(data.data(), data.data(), data.size(), ncclFloat32, ncclSum, comm, nullptr) != ncclSuccess)
+            return 2;
+          if (rank == 2) _exit(0);  // dies without a word
+          const int from = rank == 1 ? 2 : 1;
+          auto start = std::chrono::steady_clock::now();
+          ncclResult_t result = ncclRecv(data.data(), data.size(), ncclFloat32, from, comm, nullptr);
+          double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+          const std::string error = ncclGetLastError(comm);
+          if (rank == 1) {  // stays alive, so that rank 0 sees its failure, not its death
+            for (int i = 0; i < 2000 && rank0Done->load() == 0; ++i) usleep(10000);
+          } else {
+            rank0Done->store(1);
+            std::fprintf(stderr, "%s, rank 0: %.3f s: %s\n", transport, seconds, error.c_str());
+            if (error.find("rank 1") == std::string::npos || error.find("failed a call") == std::string::npos ||
+                error.find("rank 2") == std::string::npos)
+              return 5;
+          }
+          if (result != ncclRemoteError) return 3;
+          if (seconds > 10) return 4;  // rank 0's would be WEFT_TIMEOUT (30 s) without word from rank 1
+          ncclCommAbort(comm);
+          return 0;
+        },
+        90);
+    EXPECT_EQ(describeFailures(outcomes), "")
+        << transport << ": 3 no ncclRemoteError, 4 too late, 5 the error does not quote rank 1's";
+  }
   munmap(rank0Done, sizeof(std::atomic<int>));
 }
 

@@ -48,7 +48,7 @@ struct alignas(4096) ShmSegmentHeader {
   alignas(64) std::atomic<uint32_t> sleeping;  // owner is (about to be) asleep on the doorbell
   alignas(64) std::atomic<uint32_t> aborted;   // owner aborted its communicator
   // Owner's communicator failed a call (its error, NUL-terminated, written before the flag): it
-  // sends nothing more for the calls in flight (Transport::markFailed).
+  // sends nothing more for the calls in flight (Connection::markFailed).
   alignas(64) std::atomic<uint32_t> failed;
   char failure[kShmFailureBytes];
 };

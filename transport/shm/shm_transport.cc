@@ -138,12 +138,23 @@ class ShmConnection : public Connection {
   ncclResult_t checkPeerCarriesOn() override {
     ShmSegmentHeader* h = peer_->header();
     if (!h->failed.load(std::memory_order_acquire)) return ncclSuccess;
-    // The peer's words: bounded and terminated here, whatever it wrote.
+    // The peer's words, copied once out of its segment, then bounded to the terminator.
     char failure[kShmFailureBytes];
     std::memcpy(failure, h->failure, sizeof failure);
-    failure[sizeof failure - 1] = '\0';
+    const std::string text = printablePeerText(failure, strnlen(failure, sizeof failure), sizeof failure);
     return fail(ncclRemoteError, "shm: rank %d (pid %d) failed a call and stopped; its error: %s", peerLocal_, h->pid,
-                failure);
+                text.c_str());
+  }
+
+  // In this rank's own segment, where every local peer looks: the first error only (every
+  // connection of the rank is told, the segment is one).
+  void markFailed(const std::string& error) override {
+    ShmSegmentHeader* own = own_->header();
+    if (own->failed.load(std::memory_order_relaxed)) return;
+    const size_t bytes = std::min(error.size(), sizeof own->failure - 1);
+    std::memcpy(own->failure, error.data(), bytes);
+    own->failure[bytes] = '\0';
+    own->failed.store(1, std::memory_order_release);  // publishes the text
   }
 
  private:
@@ -222,15 +233,6 @@ void ShmTransport::markAborted() {
   own_.header()->aborted.store(1, std::memory_order_release);
   own_.header()->doorbell.fetch_add(1);
   futexWake(&own_.header()->doorbell);
-}
-
-void ShmTransport::markFailed(const std::string& error) {
-  ShmSegmentHeader* own = own_.header();
-  if (!own || own->failed.load(std::memory_order_relaxed)) return;
-  const size_t bytes = std::min(error.size(), sizeof own->failure - 1);
-  std::memcpy(own->failure, error.data(), bytes);
-  own->failure[bytes] = '\0';
-  own->failed.store(1, std::memory_order_release);  // publishes the text
 }
 
 uint32_t ShmTransport::arm() {

@@ -29,7 +29,6 @@ class ShmTransport : public Transport, private Doorbell {
   ncclResult_t connect(const TransportEndpoint& peer, std::unique_ptr<Connection>* out) override;
   size_t maxMessageBytes() const override { return settings_.slotBytes; }
   void markAborted() override;
-  void markFailed(const std::string& error) override;
   Doorbell* doorbell() override { return own_.header() ? this : nullptr; }
 
  private:

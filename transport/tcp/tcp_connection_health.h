@@ -33,6 +33,8 @@ class TcpConnectionHealth {
   ncclResult_t closedByPeer() { return keep(fail(ncclRemoteError, "tcp: rank %d closed the connection", peerRank_)); }
   // Reported by the next use: the caller's own error stands now.
   void markOutOfStep() { outOfStep_ = true; }
+  // Whether frames still go through in step (usable() without reporting anything).
+  bool inStep() const { return failed_ == ncclSuccess && !outOfStep_; }
 
  private:
   int peerRank_;

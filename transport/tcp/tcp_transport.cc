@@ -21,7 +21,11 @@ namespace weft {
 
 namespace {
 
-constexpr uint32_t kFrameMagic = 0x77667446;       // "wftF"
+constexpr uint32_t kFrameMagic = 0x77667446;  // "wftF"
+// A frame that carries no message: the sender's communicator failed a call, and this is its
+// error (Connection::markFailed). Read and kept aside, never delivered.
+constexpr uint32_t kFailureFrameMagic = 0x77667458;  // "wftX"
+constexpr size_t kMaxFailureBytes = 512;
 constexpr uint32_t kTcpTransportTag = 0x54435030;  // "TCP0", in the peer handshake
 
 struct FrameHeader {
@@ -176,6 +180,27 @@ class TcpConnection : public Connection {
   }
 
   ncclResult_t checkPeer() override { return health_.usable(); }
+
+  ncclResult_t checkPeerCarriesOn() override {
+    if (!peerFailed_) return ncclSuccess;
+    return fail(ncclRemoteError, "tcp: rank %d failed a call and stopped; its error: %s", peerRank_,
+                peerFailure_.c_str());
+  }
+
+  // A failure frame behind what is already queued, pushed as far as the socket takes it now (the
+  // rest leaves with the next progress, ncclCommShrink's messages say). Not while a message sent
+  // in place is unfinished: the frame would cut into it.
+  void markFailed(const std::string& error) override {
+    if (failureSent_ || !health_.inStep() || send_.full() || (sendInPlace_.data && !sendInPlace_.complete)) return;
+    failureSent_ = true;
+    const size_t bytes = std::min({error.size(), kMaxFailureBytes, send_.slotBytes});
+    const FrameHeader header{kFailureFrameMagic, static_cast<uint32_t>(bytes)};
+    memcpy(send_.frame(send_.tail), &header, sizeof(header));
+    memcpy(send_.slot(send_.tail), error.data(), bytes);
+    send_.sizes[send_.tail % send_.slots] = static_cast<uint32_t>(bytes);
+    ++send_.tail;
+    (void)pumpSends();  // a failure here is the connection's, reported at its next use
+  }
   int pollFd() const override { return peerClosed_ && send_.empty() ? -1 : fd_; }
   // Records TLS has already read from the socket wake no poll(2): progress instead of sleeping.
   bool armPollFd() override { return !tls_ || !tls_->hasBufferedInput(); }
@@ -261,13 +286,15 @@ class TcpConnection : public Connection {
         return ncclSuccess;
       }
       recvOffset_ += moved;
+      const bool failureFrame = recvHeader_.magic == kFailureFrameMagic;
       if (recvOffset_ == sizeof(FrameHeader)) {
-        if (recvHeader_.magic != kFrameMagic)
+        if ((recvHeader_.magic != kFrameMagic && !failureFrame) ||
+            (failureFrame && recvHeader_.bytes > kMaxFailureBytes))
           return health_.keep(fail(ncclSystemError, "tcp: corrupt frame from rank %d (magic %08x, %u bytes)", peerRank_,
                                    recvHeader_.magic, recvHeader_.bytes));
         // The message a caller waits for in place (recvInto registers it only while the ring is
         // empty, so this is it) lands in its memory; one of another size goes to the ring.
-        if (recvInPlace_.data && !recvInPlace_.complete) {
+        if (!failureFrame && recvInPlace_.data && !recvInPlace_.complete) {
           recvToCaller_ = recvHeader_.bytes == recvInPlace_.bytes;
           if (!recvToCaller_) recvInPlace_ = InPlaceRecv{};
         }
@@ -279,7 +306,10 @@ class TcpConnection : public Connection {
                                    peerRank_, recvHeader_.bytes, recv_.slotBytes));
       }
       if (recvOffset_ >= sizeof(FrameHeader) && recvOffset_ - sizeof(FrameHeader) == recvHeader_.bytes) {
-        if (recvToCaller_) {
+        if (failureFrame) {  // read into the free slot, kept aside, the slot left free
+          peerFailed_ = true;
+          peerFailure_ = printablePeerText(slot, recvHeader_.bytes, kMaxFailureBytes);
+        } else if (recvToCaller_) {
           recvInPlace_.complete = true;
           recvToCaller_ = false;
         } else {
@@ -316,6 +346,9 @@ class TcpConnection : public Connection {
   bool recvToCaller_ = false;  // the frame being read goes to recvInPlace_.data
   TcpConnectionHealth health_;
   bool peerClosed_ = false;
+  bool failureSent_ = false;  // markFailed's frame is queued (once)
+  bool peerFailed_ = false;   // the peer's failure frame arrived: its text
+  std::string peerFailure_;
   SendReservation reserved_;
 };
 
