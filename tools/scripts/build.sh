@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Configures and builds weft into ${WEFT_BUILD_DIR:-build} (RelWithDebInfo, with tests and perf
-# tools). WEFT_CMAKE_ARGS adds CMake arguments (e.g. -DWEFT_SANITIZE=address,undefined); they
-# are applied to an existing build folder too. With CI set, warnings are errors (WEFT_WERROR).
+# tools; WEFT_BUILD_TARGETS: only those). WEFT_CMAKE_ARGS adds CMake arguments (e.g.
+# -DWEFT_SANITIZE=address,undefined); they are applied to an existing build folder too. With CI
+# set, warnings are errors (WEFT_WERROR).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 build=${WEFT_BUILD_DIR:-$root/build}
@@ -18,4 +19,6 @@ if [ ! -f "$build/build.ninja" ]; then
 elif ((${#args[@]})); then
   cmake "$build" "${args[@]}"
 fi
-cmake --build "$build" -j "$(nproc)"
+# WEFT_BUILD_TARGETS (space-separated): only those targets and what they link, instead of all.
+read -r -a targets <<<"${WEFT_BUILD_TARGETS:-}"
+cmake --build "$build" -j "$(nproc)" ${targets[@]+--target "${targets[@]}"}

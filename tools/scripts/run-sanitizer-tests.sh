@@ -7,19 +7,12 @@
 #   WEFT_SANITIZER_BUILDS=thread ...  only the ThreadSanitizer one (or address,undefined)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
-areas="runtime;transport;common;abi"
-# The tests that start threads or drive one communicator from several: everything else in these
-# areas is single-threaded per process, where TSan has nothing to find.
-threaded='InitAll|InitRank|Split|Shrink|Revoke|Abort|FdBroker|PreMulSum|Deadline|ConnectSocket|ConnectionContract'
-threaded+='|PeerProcessContract|UniqueIdRoot|ClosedPeer|ApiBoundary|abi_process_group|abi_allreduce|Timeout'
-threaded+='|Intruder|Mismatch|SingleRank|DerivedCommunicators|Registration|Watchdog|StreamOrder'
-threaded+='|Replay|Impostor|PeerHandshakeAuth|ForgedRankTable'
-# The status server's thread answers while collectives run (weft-info status, dumps, time-outs).
-threaded+='|Observability|CollectiveProgress'
+# shellcheck source=tools/scripts/sanitizer-test-sets.sh
+source "$root/tools/scripts/sanitizer-test-sets.sh"  # sanitizer_areas, threaded, threaded_targets
 for sanitizers in ${WEFT_SANITIZER_BUILDS:-address,undefined thread}; do
   build=$root/build-${sanitizers//,/-}
   export WEFT_BUILD_DIR=$build
-  export WEFT_CMAKE_ARGS="-DWEFT_SANITIZE=$sanitizers -DWEFT_WITH_CUDA=OFF -DWEFT_WITH_TORCH=OFF -DWEFT_BUILD_PERF=OFF -DWEFT_TEST_AREAS=$areas"
+  export WEFT_CMAKE_ARGS="-DWEFT_SANITIZE=$sanitizers -DWEFT_WITH_CUDA=OFF -DWEFT_WITH_TORCH=OFF -DWEFT_BUILD_PERF=OFF -DWEFT_TEST_AREAS=$sanitizer_areas"
   # UCX is not built with ThreadSanitizer, so TSan cannot see its synchronization (its
   # async thread, its locks) and would report races inside it; the TSan build leaves UCX out,
   # the ASan one keeps it. (libucm's patches to libc's mmap family, which crash TSan, are
@@ -28,7 +21,7 @@ for sanitizers in ${WEFT_SANITIZER_BUILDS:-address,undefined thread}; do
   echo "== sanitizers $sanitizers: $build" >&2
   start=$(date +%s)
   if [ "$sanitizers" = thread ]; then
-    bash "$root/tools/scripts/run-tests.sh" -R "$threaded"
+    WEFT_BUILD_TARGETS=$threaded_targets bash "$root/tools/scripts/run-tests.sh" -R "$threaded"
   else
     # Unit tests time nothing and share nothing: two at a time (the reduction kernels' tests
     # are half of this stage's test time under ASan). The rest one at a time, as always.

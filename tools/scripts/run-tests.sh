@@ -2,7 +2,8 @@
 # The test command: installs what is missing, builds, and runs every test not labelled
 # slow (ctest -L slow runs those). Tests that need what this machine lacks (a GPU, an RDMA
 # device) report themselves skipped, with the reason. WEFT_BUILD_DIR and WEFT_CMAKE_ARGS
-# choose the build (see build.sh); a sanitizer build gets the sanitizer options below.
+# choose the build (see build.sh), WEFT_BUILD_TARGETS what it builds; a sanitizer build gets the
+# sanitizer options below.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 build=${WEFT_BUILD_DIR:-$root/build}
