@@ -14,8 +14,8 @@ RingGeometry ringGeometryFromEnv(Setting slotBytes, Setting slots) {
   return RingGeometry{settingSize(slotBytes), static_cast<uint32_t>(settingInt(slots))};
 }
 
-std::string printablePeerText(const char* text, size_t bytes, size_t limit) {
-  std::string printable(text, std::min(bytes, limit));
+std::string printablePeerFailure(const char* text, size_t bytes) {
+  std::string printable(text, std::min(bytes, kPeerFailureBytes));
   for (char& c : printable)
     if (c < 0x20 || c > 0x7e) c = '?';
   return printable;

@@ -60,9 +60,11 @@ RingGeometry ringGeometryFromEnv(Setting slotBytes, Setting slots);
 using MemoryHandle = uint64_t;  // a registration, valid on the connection that made it
 using RangeRequest = uint64_t;  // a posted transfer, until testRange() reports it done
 
-// A peer's text (an error it sent), fit to print: at most `limit` bytes, anything but printable
-// ASCII replaced by '?'.
-std::string printablePeerText(const char* text, size_t bytes, size_t limit);
+// The longest error a rank tells its peers when its communicator fails (Connection::markFailed).
+constexpr size_t kPeerFailureBytes = 512;
+// A peer's error text, fit to print: at most kPeerFailureBytes, anything but printable ASCII
+// replaced by '?'.
+std::string printablePeerFailure(const char* text, size_t bytes);
 
 class Connection {
  public:

@@ -8,6 +8,7 @@
 #include <cstdint>
 
 #include "nccl.h"
+#include "transport/transport.h"  // kPeerFailureBytes
 
 namespace weft {
 
@@ -22,8 +23,6 @@ constexpr size_t kShmMailboxBytes = 16 << 10;
 
 // One mailbox message: the sender writes the data, then the sequence (release). The first 48
 // bytes share the sequence's cache line, so a small message costs the reader one line.
-constexpr size_t kShmFailureBytes = 512;  // a failed owner's error, as peers quote it
-
 struct alignas(64) ShmMailbox {
   std::atomic<uint64_t> sequence;  // call number of the message here, 0: none yet
   uint64_t bytes;
@@ -50,7 +49,7 @@ struct alignas(4096) ShmSegmentHeader {
   // Owner's communicator failed a call (its error, NUL-terminated, written before the flag): it
   // sends nothing more for the calls in flight (Connection::markFailed).
   alignas(64) std::atomic<uint32_t> failed;
-  char failure[kShmFailureBytes];
+  char failure[kPeerFailureBytes];
 };
 
 struct ShmLayout {

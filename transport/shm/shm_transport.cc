@@ -139,9 +139,9 @@ class ShmConnection : public Connection {
     ShmSegmentHeader* h = peer_->header();
     if (!h->failed.load(std::memory_order_acquire)) return ncclSuccess;
     // The peer's words, copied once out of its segment, then bounded to the terminator.
-    char failure[kShmFailureBytes];
+    char failure[kPeerFailureBytes];
     std::memcpy(failure, h->failure, sizeof failure);
-    const std::string text = printablePeerText(failure, strnlen(failure, sizeof failure), sizeof failure);
+    const std::string text = printablePeerFailure(failure, strnlen(failure, sizeof failure));
     return fail(ncclRemoteError, "shm: rank %d (pid %d) failed a call and stopped; its error: %s", peerLocal_, h->pid,
                 text.c_str());
   }

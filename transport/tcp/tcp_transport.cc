@@ -24,9 +24,8 @@ namespace {
 constexpr uint32_t kFrameMagic = 0x77667446;  // "wftF"
 // A frame that carries no message: the sender's communicator failed a call, and this is its
 // error (Connection::markFailed). Read and kept aside, never delivered.
-constexpr uint32_t kFailureFrameMagic = 0x77667458;  // "wftX"
-constexpr size_t kMaxFailureBytes = 512;
-constexpr uint32_t kTcpTransportTag = 0x54435030;  // "TCP0", in the peer handshake
+constexpr uint32_t kFailureFrameMagic = 0x77667458;  // "wftX", at most kPeerFailureBytes
+constexpr uint32_t kTcpTransportTag = 0x54435030;    // "TCP0", in the peer handshake
 
 struct FrameHeader {
   uint32_t magic;
@@ -193,7 +192,7 @@ class TcpConnection : public Connection {
   void markFailed(const std::string& error) override {
     if (failureSent_ || !health_.inStep() || send_.full() || (sendInPlace_.data && !sendInPlace_.complete)) return;
     failureSent_ = true;
-    const size_t bytes = std::min({error.size(), kMaxFailureBytes, send_.slotBytes});
+    const size_t bytes = std::min({error.size(), kPeerFailureBytes, send_.slotBytes});
     const FrameHeader header{kFailureFrameMagic, static_cast<uint32_t>(bytes)};
     memcpy(send_.frame(send_.tail), &header, sizeof(header));
     memcpy(send_.slot(send_.tail), error.data(), bytes);
@@ -289,7 +288,7 @@ class TcpConnection : public Connection {
       const bool failureFrame = recvHeader_.magic == kFailureFrameMagic;
       if (recvOffset_ == sizeof(FrameHeader)) {
         if ((recvHeader_.magic != kFrameMagic && !failureFrame) ||
-            (failureFrame && recvHeader_.bytes > kMaxFailureBytes))
+            (failureFrame && recvHeader_.bytes > kPeerFailureBytes))
           return health_.keep(fail(ncclSystemError, "tcp: corrupt frame from rank %d (magic %08x, %u bytes)", peerRank_,
                                    recvHeader_.magic, recvHeader_.bytes));
         // The message a caller waits for in place (recvInto registers it only while the ring is
@@ -308,7 +307,7 @@ class TcpConnection : public Connection {
       if (recvOffset_ >= sizeof(FrameHeader) && recvOffset_ - sizeof(FrameHeader) == recvHeader_.bytes) {
         if (failureFrame) {  // read into the free slot, kept aside, the slot left free
           peerFailed_ = true;
-          peerFailure_ = printablePeerText(slot, recvHeader_.bytes, kMaxFailureBytes);
+          peerFailure_ = printablePeerFailure(slot, recvHeader_.bytes);
         } else if (recvToCaller_) {
           recvInPlace_.complete = true;
           recvToCaller_ = false;
