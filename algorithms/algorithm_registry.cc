@@ -59,7 +59,8 @@ Schedule ringAllReduce(const CollectiveShape& s, const std::vector<int>& order) 
                              .average = s.average,
                              .preScale = s.preScale,
                              .channels = s.channels,
-                             .nodes = s.nodes});
+                             .nodes = s.nodes,
+                             .pieceChunkBytes = s.pieceChunkBytes});
 }
 
 Schedule treeAllReduce(const CollectiveShape& s, const std::vector<int>& order) {

@@ -22,7 +22,8 @@ Schedule buildAllReduceSchedule(Algorithm algorithm, const AllReduceShape& s) {
                                              .order = s.order,
                                              .nodes = s.nodes,
                                              .average = s.average,
-                                             .channels = s.channels});
+                                             .channels = s.channels,
+                                             .pieceChunkBytes = s.pieceChunkBytes});
 }
 
 }  // namespace weft

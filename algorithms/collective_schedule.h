@@ -25,6 +25,7 @@ struct CollectiveShape {
   bool inPlace = false;                 // NCCL's in-place layout for the collective
   int channels = 1;                     // ring channels (CostModel::ringChannels); only the
                                         // all-reduce, all-gather and reduce-scatter rings use it
+  size_t pieceChunkBytes = 0;           // the ring all-reduce's pieces (RingAllReduceParams); 0: none
 };
 
 // The schedule of `algorithm` for `shape`, built by the algorithm's row in the registry
@@ -43,7 +44,8 @@ struct AllReduceShape {
   std::vector<int> order;               // ring / tree / rhd order (RankLayout::ringOrder); empty: 0..n-1
   std::vector<std::vector<int>> nodes;  // RankLayout::nodes; empty: one node
   bool average = false;
-  int channels = 1;  // ring channels (CostModel::ringChannels)
+  int channels = 1;            // ring channels (CostModel::ringChannels)
+  size_t pieceChunkBytes = 0;  // the ring's pieces (RingAllReduceParams); 0: none
 };
 Schedule buildAllReduceSchedule(Algorithm algorithm, const AllReduceShape& shape);
 

@@ -74,6 +74,11 @@ std::string Schedule::toString() const {
   return out;
 }
 
+void shiftRanges(Step* step, size_t userShift, size_t scratchShift) {
+  for (BufferRange* range : {&step->src, &step->dst, &step->src2, &step->dst2})
+    if (range->bytes) range->offset += range->buffer == BufferKind::Scratch ? scratchShift : userShift;
+}
+
 std::vector<int> orderOrIdentity(const std::vector<int>& order, int nranks) {
   if (!order.empty()) return order;
   std::vector<int> identity(nranks > 0 ? nranks : 1);

@@ -121,6 +121,10 @@ struct Schedule {
 };
 
 const char* stepKindName(StepKind kind);
+// Moves a step's ranges to where its part sits in a larger schedule (channels side by side,
+// pieces one after another): Send and Recv ranges (a peer's included) by userShift bytes,
+// Scratch ranges by scratchShift. Empty ranges stay as they are.
+void shiftRanges(Step* step, size_t userShift, size_t scratchShift);
 // Whether the step sends to its peer (else, with a peer, it receives from it).
 bool sendsToPeer(const Step& step);
 

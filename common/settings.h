@@ -52,6 +52,7 @@ enum class Setting {
   NcclIbTc,
   NcclIbSl,
   WeftSliceBytes,
+  WeftRingPieceBytes,
   WeftShmSlotBytes,
   WeftShmSlots,
   WeftTcpSlotBytes,

@@ -14,7 +14,7 @@
 namespace weft {
 
 // Room for every ranksMustAgree row (settings_table.cc checks the count at compile time).
-constexpr size_t kMaxAgreedSettings = 24;
+constexpr size_t kMaxAgreedSettings = 32;
 
 struct AgreedSettingValue {
   uint64_t hash;   // of the effective value; for a file-valued setting, of the file's content

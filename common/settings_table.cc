@@ -73,6 +73,9 @@ constexpr std::array<SettingSpec, static_cast<size_t>(Setting::Count)> kSettings
     {Setting::NcclIbSl, "NCCL_IB_SL", Int, "0", 0, 15, 0, nullptr, false, false, "verbs service level"},
     {Setting::WeftSliceBytes, "WEFT_SLICE_BYTES", Size, "262144", 4096, kGiB, 0, nullptr, true, false,
      "pipeline slice in bytes (capped by the slot sizes, rounded down to 64)"},
+    {Setting::WeftRingPieceBytes, "WEFT_RING_PIECE_BYTES", Size, "1048576", 0, kGiB, 0, nullptr, true, false,
+     "each rank's chunk of one piece of the ring all-reduce: a larger buffer is reduced in consecutive pieces of "
+     "nranks x this (0: one piece)"},
     {Setting::WeftShmSlotBytes, "WEFT_SHM_SLOT_BYTES", Size, "524288", 4096, kGiB, 64, nullptr, true, false,
      "bytes of one slot of a shared-memory ring"},
     {Setting::WeftShmSlots, "WEFT_SHM_SLOTS", Int, "8", 1, 64, 0, nullptr, true, false,

@@ -35,17 +35,7 @@ Schedule mergeChannels(std::vector<Schedule> parts, const std::vector<size_t>& b
   size_t scratch = 0;
   size_t longest = 0;
   for (size_t c = 0; c < parts.size(); ++c) {
-    const size_t userShift = begins[c] * elementSize;
-    auto shift = [&](BufferRange& range) {
-      if (range.bytes == 0) return;
-      range.offset += range.buffer == BufferKind::Scratch ? scratch : userShift;
-    };
-    for (Step& s : parts[c].steps) {
-      shift(s.src);
-      shift(s.dst);
-      shift(s.src2);
-      shift(s.dst2);
-    }
+    for (Step& s : parts[c].steps) shiftRanges(&s, begins[c] * elementSize, scratch);
     scratch += parts[c].scratchBytes;
     longest = std::max(longest, parts[c].steps.size());
   }

@@ -21,6 +21,10 @@ struct RingAllReduceParams {
   // around channelRing(nodes, ringOrder, c); all parts run together. 1: one ring.
   int channels = 1;
   std::vector<std::vector<int>> nodes = {};  // RankLayout::nodes, for the channels' rings; may be empty
+  // Pieces (algorithms/builders/pieces.h): each rank's chunk of one piece, in bytes; a larger
+  // buffer is reduced in consecutive pieces of ringOrder.size() chunks, each a whole ring
+  // all-reduce (per channel). 0: the whole buffer is one piece.
+  size_t pieceChunkBytes = 0;
 };
 
 Schedule buildRingAllReduce(const RingAllReduceParams& params);

@@ -326,6 +326,7 @@ void readAgreedSettings(ncclComm* comm) {
   comm->agreed.direct = settingBool(Setting::WeftDirect);
   comm->agreed.directMinBytes = settingSize(Setting::WeftDirectMinBytes);
   comm->agreed.oneShotMaxBytes = settingSize(Setting::WeftOneShotMaxBytes);
+  comm->agreed.ringPieceBytes = settingSize(Setting::WeftRingPieceBytes);
 }
 
 // Local ranks and the ring order come from the topology layer's rank layout.

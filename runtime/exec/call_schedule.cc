@@ -84,6 +84,7 @@ Schedule scheduleForCall(const CollectiveCall& call, Algorithm selected, const c
       .preScale = call.op >= ncclNumOps,
       .inPlace = callIsInPlace(call),
       .channels = comm->layout.costModel.ringChannels(comm->layout.nodes, static_cast<double>(costBytes(call))),
+      .pieceChunkBytes = comm->agreed.ringPieceBytes,
   };
   Algorithm ran = selected;
   Schedule schedule = buildCollectiveSchedule(selected, shape, &ran);

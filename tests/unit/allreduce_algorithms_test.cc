@@ -48,14 +48,16 @@ std::vector<int> nodeMajor(const std::vector<std::vector<int>>& nodes) {
 // `inPlaceEvery`: with inPlace, only ranks r with r % inPlaceEvery == 0 are in place (the
 // others out of place in the same call, as NCCL allows).
 std::string check(Algorithm algorithm, int n, size_t count, bool inPlace, bool average,
-                  const std::vector<std::vector<int>>& nodes, int channels = 1, int inPlaceEvery = 1) {
+                  const std::vector<std::vector<int>>& nodes, int channels = 1, int inPlaceEvery = 1,
+                  size_t pieceChunkBytes = 0) {
   AllReduceShape shape{.count = count,
                        .elementSize = 8,
                        .nranks = n,
                        .order = nodeMajor(nodes),
                        .nodes = nodes,
                        .average = average,
-                       .channels = channels};
+                       .channels = channels,
+                       .pieceChunkBytes = pieceChunkBytes};
   std::vector<Schedule> schedules;
   for (int r = 0; r < n; ++r) {
     shape.rank = r;
@@ -140,6 +142,28 @@ TEST(AllReduceAlgorithms, RingChannelsCorrectFor1To64Ranks) {
           ASSERT_EQ(error, "") << "ring x" << channels << " n=" << n << " count=" << count
                                << (inPlace ? " in place" : "") << (average ? " avg" : " sum");
         }
+}
+
+// The ring in pieces (algorithms/builders/pieces.h): consecutive whole ring all-reduces over
+// spans of n chunks of pieceChunkBytes (8-byte elements here: 1, 3 and 5 per chunk), alone and
+// on channels; counts that fit one piece, fill pieces exactly, and leave a short last piece.
+// Rank counts up to 64, odd and even (every count would take half a minute; the pieces' code
+// does not depend on n beyond the piece size).
+TEST(AllReduceAlgorithms, RingInPiecesCorrect) {
+  for (int n : {1, 2, 3, 4, 5, 8, 13, 64})
+    for (size_t chunkElements : {size_t(1), size_t(3), size_t(5)})
+      for (int channels : {1, 3}) {
+        const size_t piece = chunkElements * static_cast<size_t>(n);
+        for (size_t count : {size_t(1), piece, piece + 1, 3 * piece, 4 * piece * channels + 7})
+          for (bool inPlace : {false, true}) {
+            bool average = (n + count + chunkElements) % 2 == 1;
+            std::string error = check(Algorithm::Ring, n, count, inPlace, average, makeNodes(n, perNodeFor(n)),
+                                      channels, 1, chunkElements * 8);
+            ASSERT_EQ(error, "") << "ring in pieces of " << chunkElements << " x " << n << " on " << channels
+                                 << " channels, count=" << count << (inPlace ? " in place" : "")
+                                 << (average ? " avg" : " sum");
+          }
+      }
 }
 
 TEST(AllReduceAlgorithms, CorrectForLargeRankCountsWithSmallCounts) {

@@ -3,6 +3,7 @@
 // in and out of place, for counts below, at and above the rank count.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <deque>
 #include <map>
 #include <numeric>
@@ -121,6 +122,39 @@ TEST(RingAllReduceSchedule, SplitEvenlyCoversTheRange) {
       }
       EXPECT_EQ(expected, count);
     }
+}
+
+// Pieces (NCCL's loops): 10 floats on 2 ranks with 8-byte chunks are reduced as three whole
+// rings, over elements [0, 4), [4, 8) and [8, 10), one after another; each piece's steps are
+// those of a ring over its span alone, moved to it.
+TEST(RingAllReduceSchedule, PiecesAreWholeRingsOverConsecutiveSpans) {
+  for (int rank : {0, 1}) {
+    const RingAllReduceParams whole{.count = 10, .elementSize = 4, .rank = rank, .ringOrder = {0, 1}, .average = true};
+    RingAllReduceParams inPieces = whole;
+    inPieces.pieceChunkBytes = 8;
+    const Schedule pieces = buildRingAllReduce(inPieces);
+    std::vector<Step> expected;
+    for (size_t first : {0, 4, 8}) {
+      RingAllReduceParams piece = whole;
+      piece.count = std::min<size_t>(4, 10 - first);
+      for (Step step : buildRingAllReduce(piece).steps) {
+        shiftRanges(&step, first * 4, 0);
+        expected.push_back(step);
+      }
+    }
+    ASSERT_EQ(pieces.steps.size(), expected.size());
+    for (size_t i = 0; i < expected.size(); ++i) {
+      EXPECT_EQ(pieces.steps[i].kind, expected[i].kind) << "step " << i;
+      EXPECT_EQ(pieces.steps[i].peer, expected[i].peer) << "step " << i;
+      EXPECT_TRUE(pieces.steps[i].src == expected[i].src && pieces.steps[i].dst == expected[i].dst) << "step " << i;
+    }
+    EXPECT_EQ(pieces.divisor, 2u);
+    // A chunk below one element, or a buffer that fits one piece: the plain ring.
+    for (size_t chunk : {size_t(0), size_t(2), size_t(20)}) {
+      inPieces.pieceChunkBytes = chunk;
+      EXPECT_EQ(buildRingAllReduce(inPieces).steps.size(), buildRingAllReduce(whole).steps.size()) << chunk;
+    }
+  }
 }
 
 TEST(RingAllReduceSchedule, PrintsReadably) {
