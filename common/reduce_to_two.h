@@ -1,6 +1,8 @@
 // One reduction written to two places: the direct all-reduce's single pass, in which each rank
 // reduces its chunk out of every rank's send buffer and writes the result into its own and
-// its peer's receive buffer (algorithms/builders/direct_allreduce.h).
+// its peer's receive buffer (algorithms/builders/direct_allreduce.h); and a ring's received
+// chunk reduced into its destination and the send slot that forwards it (the executor's
+// reduceAndForward).
 #pragma once
 
 #include <cstddef>

@@ -25,7 +25,8 @@ bool writesEncoded(const Step& step) {
          step.kind == StepKind::RecvEncoded;
 }
 
-// A received range this large will not be read back from cache: write it with streaming stores.
+// A range written this large (or a call receiving this much) will not be read back from cache:
+// write it with streaming stores.
 constexpr size_t kStreamingRangeBytes = 4 << 20;
 
 // Slices at least this large go in place where the connection can (Connection::sendFrom,
@@ -41,6 +42,27 @@ Step withAliasedBuffers(Step step, bool sendAliasesRecv) {
   return step;
 }
 
+// The Send that forwards what RecvReduce step i writes, unchanged and slice for slice: the
+// first later step that touches i's destination, when it is a Send of exactly that range
+// waiting on i slice by slice and cut into as many slices; -1 otherwise. `named`: the steps as
+// withAliasedBuffers names them.
+int32_t forwardingSend(const std::vector<Step>& named, const PreparedSchedule& plan, size_t i) {
+  const Step& reduce = named[i];
+  for (size_t j = i + 1; j < named.size(); ++j) {
+    const Step& s = named[j];
+    if (isFence(s.kind)) return -1;
+    if (s.kind == StepKind::Send && s.src == reduce.dst) {
+      const auto& deps = plan.dependencies[j];
+      bool waitsSliceBySlice = std::any_of(deps.begin(), deps.end(), [&](const PreparedSchedule::Dependency& d) {
+        return d.step == i && d.sliceAligned;
+      });
+      return waitsSliceBySlice && plan.sliceCounts[j] == plan.sliceCounts[i] ? static_cast<int32_t>(j) : -1;
+    }
+    if (readsWhatWrites(s, reduce) || writesWhatWrites(s, reduce)) return -1;
+  }
+  return -1;
+}
+
 }  // namespace
 
 void prepareSchedule(Schedule schedule, bool sendAliasesRecv, size_t sliceBytes, PreparedSchedule* out) {
@@ -51,6 +73,10 @@ void prepareSchedule(Schedule schedule, bool sendAliasesRecv, size_t sliceBytes,
   out->sliceBytes = sliceBytes;
   out->traffic = trafficOf(out->schedule);
   const auto& steps = out->schedule.steps;
+  size_t receivedBytes = 0;
+  for (const Step& s : steps)
+    if (s.kind == StepKind::Recv) receivedBytes += s.dst.bytes;
+  out->streamsReceives = receivedBytes >= kStreamingRangeBytes;
   out->dependencies.assign(steps.size(), {});
   out->sliceCounts.resize(steps.size());
   std::vector<Step> named;
@@ -104,6 +130,9 @@ void prepareSchedule(Schedule schedule, bool sendAliasesRecv, size_t sliceBytes,
       out->dependencies[i].push_back({static_cast<uint32_t>(j), aligned});
     }
   }
+  out->forwardedBy.assign(steps.size(), -1);
+  for (size_t i = 0; i < steps.size(); ++i)
+    if (steps[i].kind == StepKind::RecvReduce) out->forwardedBy[i] = forwardingSend(named, *out, i);
 }
 
 CollectiveRun::CollectiveRun(const PreparedSchedule* plan, Connection* const* connections, RunBuffers buffers,
@@ -146,8 +175,9 @@ char* CollectiveRun::address(const BufferRange& range) const {
   return reinterpret_cast<char*>(reinterpret_cast<uintptr_t>(base) + range.offset);
 }
 
-bool CollectiveRun::dependenciesReady(size_t step, uint32_t slice) const {
+bool CollectiveRun::dependenciesReady(size_t step, uint32_t slice, size_t ignored) const {
   for (const auto& d : plan_->dependencies[step]) {
+    if (d.step == ignored) continue;
     uint32_t need = d.sliceAligned ? slice + 1 : plan_->sliceCounts[d.step];
     if (slicesDone_[d.step] < need) return false;
   }
@@ -208,13 +238,17 @@ ncclResult_t CollectiveRun::advance(size_t i, bool* progressed) {
         const void* data = nullptr;
         WEFT_CHECK(nextMessage(c, bytes, i, &data));
         if (!data) return ncclSuccess;
-        if (step.kind == StepKind::Recv && step.dst.bytes >= kStreamingRangeBytes)
+        if (step.kind == StepKind::Recv && plan_->streamsReceives)
           streamingCopy(address(step.dst) + offset, data, bytes);  // the last write: keep it out of cache
         else if (step.kind == StepKind::Recv)
           memcpy(address(step.dst) + offset, data, bytes);
-        else
-          reduceBuffers(address(step.dst) + offset, address(step.src) + offset, data, bytes / elementSize_,
-                        reduction_.type, reduction_.op);
+        else {
+          bool forwarded = false;
+          if (plan_->forwardedBy[i] >= 0) WEFT_CHECK(reduceAndForward(i, k, data, offset, bytes, &forwarded));
+          if (!forwarded)
+            reduceBuffers(address(step.dst) + offset, address(step.src) + offset, data, bytes / elementSize_,
+                          reduction_.type, reduction_.op);
+        }
         c->recvRelease();
         break;
       }
@@ -438,12 +472,42 @@ void CollectiveRun::decodeAdd(const Step& step, const CodecSlice& slice, const v
   reduction_.codec.codec->decodeRange(encoded, 0, slice.n, slice.n, out, true, 1.0f);
 }
 
-ncclResult_t CollectiveRun::reserveSend(Connection* c, size_t bytes, void** slot) {
+ncclResult_t CollectiveRun::reserveSend(Connection* c, size_t bytes, void** slot, bool noteFull) {
   if (c->sendBuffer(bytes, slot) != ncclSuccess) {  // the schedule was sliced for another transport
     const std::string reason = lastErrorMessage();
     return fail(ncclInternalError, "%s #%llu: %s", name_, static_cast<unsigned long long>(sequence_), reason.c_str());
   }
-  if (!*slot) noteWait(c);
+  if (!*slot && noteFull) noteWait(c);
+  return ncclSuccess;
+}
+
+ncclResult_t CollectiveRun::reduceAndForward(size_t i, uint32_t k, const void* data, size_t offset, size_t bytes,
+                                             bool* forwarded) {
+  *forwarded = false;
+  const size_t j = static_cast<size_t>(plan_->forwardedBy[i]);
+  // Slices that found no room earlier went into the destination: the Send takes those first.
+  bool sentEarlier = false;
+  if (slicesDone_[j] < k) WEFT_CHECK(advance(j, &sentEarlier));
+  // The Send takes its slices in order, and only once everything it waits for (but this
+  // reduction) is done: the earlier messages on its channel above all.
+  if (slicesDone_[j] != k || !dependenciesReady(j, k, i)) return ncclSuccess;
+  Connection* out = connections_[plan_->schedule.steps[j].peer];
+  if (bytes >= kInPlaceMinBytes && out->transfersInPlace()) return ncclSuccess;  // it sends from the buffer
+  void* slot = nullptr;
+  WEFT_CHECK(reserveSend(out, bytes, &slot, /*noteFull=*/false));
+  if (!slot) return ncclSuccess;  // no room yet: reduce into the destination; the Send reads it later
+  const Step& step = plan_->schedule.steps[i];
+  // One pass writes the result to both places, before the slot is committed (the peer reads it
+  // from then on). Not into the slot first and copied from there: the slot's lines are the
+  // peer's, held in its cache, and ordinary stores would fetch each one across the cores first
+  // (on this project's VM, with its vCPUs far apart, that halved the rate); reduceToTwo's memcpy
+  // or streaming stores write whole lines without reading them.
+  reduceToTwo(address(step.dst) + offset, slot, address(step.src) + offset, data, bytes / elementSize_, reduction_.type,
+              reduction_.op, plan_->streamsReceives);
+  WEFT_CHECK(out->sendCommit(bytes));
+  if (stepStamps_ && stepStamps_[2 * j] == 0) stepStamps_[2 * j] = cycleStamp();
+  ++slicesDone_[j];
+  *forwarded = true;
   return ncclSuccess;
 }
 

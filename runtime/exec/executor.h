@@ -5,6 +5,7 @@
 // straight out of receive slots, and turns any transport failure into an error.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -32,6 +33,15 @@ struct PreparedSchedule {
   std::vector<std::vector<Dependency>> dependencies;  // per step
   std::vector<uint32_t> sliceCounts;                  // per step
   size_t sliceBytes = 0;
+  // The Recv steps together write kStreamingRangeBytes or more: what they receive (and what a
+  // forwarded RecvReduce writes, below) will not be read back from cache, so it is written with
+  // streaming stores (a piece's steps are small, the call is not).
+  bool streamsReceives = false;
+  // Per step: for a RecvReduce whose result a later Send forwards as it is, slice for slice (the
+  // ring's next step), that Send's index; -1 otherwise. Where the Send may go, each slice is
+  // reduced straight into its send slot and copied from there to the destination, instead of
+  // being written there and read back (NCCL's recvReduceCopySend).
+  std::vector<int32_t> forwardedBy;
   std::vector<PeerTraffic> traffic;  // bytes to and from each peer (for the collective record)
   const char* algorithm = "?";       // static text, set by whoever made the schedule
 };
@@ -97,7 +107,12 @@ class CollectiveRun {
   const PreparedSchedule& plan() const { return *plan_; }
 
  private:
-  bool dependenciesReady(size_t step, uint32_t slice) const;
+  // Whether `slice` of `step` may run: its dependencies' slices are done (`ignored`'s aside).
+  bool dependenciesReady(size_t step, uint32_t slice, size_t ignored = SIZE_MAX) const;
+  // Slice k of RecvReduce step i, whose message is `data`, reduced straight into a send slot of
+  // the step that forwards it (PreparedSchedule::forwardedBy) and copied to i's destination;
+  // *forwarded is false (nothing done) when that Send cannot take slice k now.
+  ncclResult_t reduceAndForward(size_t i, uint32_t k, const void* data, size_t offset, size_t bytes, bool* forwarded);
   ncclResult_t advance(size_t step, bool* progressed);
   // One slice of a codec step; *waiting when a peer has no message or no room yet.
   ncclResult_t advanceCodec(size_t step, uint32_t slice, bool* waiting);
@@ -127,7 +142,8 @@ class CollectiveRun {
   void noteWait(Connection* c);
   // A send slot of `bytes` on `c` in *slot, or nullptr (the wait noted) while the peer has no
   // room; ncclInternalError when the message exceeds what the connection carries.
-  ncclResult_t reserveSend(Connection* c, size_t bytes, void** slot);
+  // `noteFull`: a full connection counts as a wait (not when the caller has another way on).
+  ncclResult_t reserveSend(Connection* c, size_t bytes, void** slot, bool noteFull = true);
   // The next message on `c` (*data null, the wait noted, while none has arrived); a message of
   // another size than `expected` is the ranks disagreeing, reported naming the peer and step.
   ncclResult_t nextMessage(Connection* c, size_t expected, size_t step, const void** data);

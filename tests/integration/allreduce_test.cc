@@ -2,6 +2,7 @@
 // and counts smaller than the rank count, against a double-precision reference.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <string>
@@ -72,6 +73,40 @@ TEST_P(AllReduceRanks, EveryTypeOpAndPlacementMatchesReference) {
 
 INSTANTIATE_TEST_SUITE_P(Ranks, AllReduceRanks, ::testing::Values(1, 2, 3, 4, 8));
 
+// A PreMulSum operator in pieces: each piece scales its own span of the input once (the ring's Scale
+// step runs per piece), in and out of place, with a short last piece.
+TEST(AllReduceInPieces, ScalarOperatorScalesEveryElementOnce) {
+  const int n = 2;
+  auto outcomes = runRankProcesses(n, [&](int rank, const ncclUniqueId& id) {
+    setenv("WEFT_RING_PIECE_BYTES", "4096", 1);
+    ncclComm_t comm;
+    if (ncclCommInitRank(&comm, n, id, rank) != ncclSuccess) return 1;
+    const size_t count = 10007;  // pieces of 2 x 4 KiB of doubles: 9 whole, and 791 elements
+    double scalar = 3.0;
+    ncclRedOp_t premul;
+    if (ncclRedOpCreatePreMulSum(&premul, &scalar, ncclFloat64, ncclScalarHostImmediate, comm) != ncclSuccess) return 2;
+    size_t wrong = 0;
+    for (bool inPlace : {false, true}) {
+      std::vector<double> send(count), recv(count);
+      fillInput(send.data(), count, rank, ncclFloat64, ncclSum, 31);
+      double* out = inPlace ? send.data() : recv.data();
+      if (ncclAllReduce(send.data(), out, count, ncclFloat64, premul, comm, nullptr) != ncclSuccess) return 3;
+      for (size_t i = 0; i < count; ++i) {
+        const double want = 3.0 * expectedReduction(n, i, ncclFloat64, ncclSum, 31);
+        if (std::fabs(out[i] - want) > 1e-9 * std::fabs(want) + 1e-12) {
+          if (wrong++ < 5)
+            fprintf(stderr, "rank %d %s element %zu: %g, expected %g\n", rank, inPlace ? "in place" : "out of place", i,
+                    out[i], want);
+        }
+      }
+    }
+    ncclRedOpDestroy(premul, comm);
+    ncclCommDestroy(comm);
+    return wrong == 0 ? 0 : 4;
+  });
+  EXPECT_EQ(describeFailures(outcomes), "");
+}
+
 TEST(AllReduceLarge, TwoRanksSixteenMegabytesAcrossManySlices) {
   const size_t count = (4u << 20) + 5;  // > 64 slices of the default size, plus a ragged end
   auto outcomes = runRankProcesses(2, [&](int rank, const ncclUniqueId& id) {
@@ -104,6 +139,15 @@ TEST_P(ForcedAlgorithm, MatchesReference) {
     } else if (!strcmp(algorithm, "ring x4 channels")) {  // the ring on four channels
       setenv("WEFT_ALGO", "ring", 1);
       setenv("NCCL_MIN_NCHANNELS", "4", 1);
+    } else if (!strcmp(algorithm, "ring in pieces")) {
+      // Pieces of nranks x 8 KiB, two slices a chunk; two-slot rings, so that a reduction finds
+      // the forwarding Send's ring full as often as not (the executor's reduceAndForward then
+      // writes the result only, and the Send catches up later).
+      setenv("WEFT_ALGO", "ring", 1);
+      setenv("WEFT_RING_PIECE_BYTES", "8192", 1);
+      setenv("WEFT_SLICE_BYTES", "4096", 1);
+      setenv("WEFT_SHM_SLOTS", "2", 1);
+      setenv("WEFT_TCP_SLOTS", "2", 1);
     } else {
       setenv("WEFT_ALGO", algorithm, 1);
     }
@@ -133,7 +177,7 @@ TEST_P(ForcedAlgorithm, MatchesReference) {
 
 INSTANTIATE_TEST_SUITE_P(Algorithms, ForcedAlgorithm,
                          ::testing::Combine(::testing::Values("ring", "tree", "rhd", "hier", "doubling",
-                                                              "NCCL_ALGO=Tree", "ring x4 channels"),
+                                                              "NCCL_ALGO=Tree", "ring x4 channels", "ring in pieces"),
                                             ::testing::Values(2, 3, 4, 8)),
                          policyAndRanksName);
 

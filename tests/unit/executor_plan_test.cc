@@ -40,6 +40,39 @@ TEST(ExecutorPlan, ForwardingWaitsSliceBySliceOnTheReduction) {
   EXPECT_TRUE(aligned);
 }
 
+// A reduction the next step forwards as it is goes straight into that Send's slots; not when
+// something else touches the result first (an average's Divide), when the Send sends only part
+// of it, or when the result is the receive buffer that an in-place call's Send reads.
+TEST(ExecutorPlan, ReductionsForwardedAsTheyAreGoStraightToTheSend) {
+  const BufferRange input{BufferKind::Send, 0, 256}, result{BufferKind::Recv, 0, 256};
+  Schedule ring;
+  ring.steps.push_back({StepKind::RecvReduce, 0, input, result, {}});
+  ring.steps.push_back({StepKind::Send, 2, result, {}, {}});
+  ring.steps.push_back({StepKind::Recv, 0, {}, {BufferKind::Recv, 256, 256}, {}});
+  PreparedSchedule plan;
+  prepareSchedule(ring, false, 64, &plan);
+  EXPECT_EQ(plan.forwardedBy, (std::vector<int32_t>{1, -1, -1}));
+
+  Schedule average = ring;
+  average.steps.insert(average.steps.begin() + 1, Step{StepKind::Divide, -1, result, result, {}});
+  prepareSchedule(average, false, 64, &plan);
+  EXPECT_EQ(plan.forwardedBy[0], -1) << "the Send forwards the quotient, not the sum";
+
+  Schedule part = ring;
+  part.steps[1].src.bytes = 128;
+  prepareSchedule(part, false, 64, &plan);
+  EXPECT_EQ(plan.forwardedBy[0], -1) << "slices of different ranges do not line up";
+
+  // Reduce into Recv at 256, then send Send at 256: the same bytes only when in place.
+  Schedule aliased;
+  aliased.steps.push_back({StepKind::RecvReduce, 0, {BufferKind::Send, 256, 256}, {BufferKind::Recv, 256, 256}, {}});
+  aliased.steps.push_back({StepKind::Send, 2, {BufferKind::Send, 256, 256}, {}, {}});
+  prepareSchedule(aliased, false, 64, &plan);
+  EXPECT_EQ(plan.forwardedBy[0], -1) << "out of place the Send sends the input, not the result";
+  prepareSchedule(aliased, true, 64, &plan);
+  EXPECT_EQ(plan.forwardedBy[0], 1) << "in place the input is the result";
+}
+
 TEST(ExecutorPlan, InPlaceMakesSendAndRecvOneBuffer) {
   Schedule s;
   s.steps.push_back({StepKind::Recv, 0, {}, {BufferKind::Recv, 0, 128}, {}});
