@@ -18,14 +18,14 @@ Schedule buildRingAllReduce(const RingAllReduceParams& p) {
                              part.ringOrder = channelRing;
                              return buildRingAllReduce(part);
                            });
-  const size_t pieceElements = p.pieceChunkBytes / p.elementSize * p.ringOrder.size();
-  if (p.ringOrder.size() > 1 && pieceElements && p.count > pieceElements)
-    return buildInPieces(p.count, pieceElements, p.elementSize, [&](size_t elements) {
-      RingAllReduceParams piece = p;
-      piece.count = elements;
-      piece.pieceChunkBytes = 0;
-      return buildRingAllReduce(piece);
-    });
+  if (p.ringOrder.size() > 1 && p.pieceChunkBytes)
+    return buildInPieces(p.count, p.pieceChunkBytes / p.elementSize * p.ringOrder.size(), p.elementSize,
+                         [&](size_t elements) {
+                           RingAllReduceParams piece = p;
+                           piece.count = elements;
+                           piece.pieceChunkBytes = 0;
+                           return buildRingAllReduce(piece);
+                         });
   Schedule schedule;
   const int n = static_cast<int>(p.ringOrder.size());
   schedule.divisor = static_cast<uint64_t>(n);

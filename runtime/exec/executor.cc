@@ -32,6 +32,7 @@ constexpr size_t kStreamingRangeBytes = 4 << 20;
 // Slices at least this large go in place where the connection can (Connection::sendFrom,
 // recvInto): the staging copy is saved; below it a message rides in one slot write.
 constexpr size_t kInPlaceMinBytes = 16 << 10;
+bool movesInPlace(const Connection* c, size_t bytes) { return bytes >= kInPlaceMinBytes && c->transfersInPlace(); }
 
 // The step with its ranges named as the call's buffers are: when the send buffer is the
 // receive buffer, its ranges are Recv ranges, so that hazards between the two are seen.
@@ -207,7 +208,7 @@ ncclResult_t CollectiveRun::advance(size_t i, bool* progressed) {
     switch (step.kind) {
       case StepKind::Send: {
         Connection* c = connections_[step.peer];
-        if (bytes >= kInPlaceMinBytes && c->transfersInPlace()) {
+        if (movesInPlace(c, bytes)) {
           bool sent = false;
           WEFT_CHECK(c->sendFrom(address(step.src) + offset, bytes, &sent));
           if (!sent) {
@@ -226,7 +227,7 @@ ncclResult_t CollectiveRun::advance(size_t i, bool* progressed) {
       case StepKind::Recv:
       case StepKind::RecvReduce: {
         Connection* c = connections_[step.peer];
-        if (step.kind == StepKind::Recv && bytes >= kInPlaceMinBytes && c->transfersInPlace()) {
+        if (step.kind == StepKind::Recv && movesInPlace(c, bytes)) {
           size_t got = 0;
           bool received = false;
           WEFT_CHECK(c->recvInto(address(step.dst) + offset, bytes, &got, &received));
@@ -492,7 +493,7 @@ ncclResult_t CollectiveRun::reduceAndForward(size_t i, uint32_t k, const void* d
   // reduction) is done: the earlier messages on its channel above all.
   if (slicesDone_[j] != k || !dependenciesReady(j, k, i)) return ncclSuccess;
   Connection* out = connections_[plan_->schedule.steps[j].peer];
-  if (bytes >= kInPlaceMinBytes && out->transfersInPlace()) return ncclSuccess;  // it sends from the buffer
+  if (movesInPlace(out, bytes)) return ncclSuccess;  // the Send sends from the destination itself
   void* slot = nullptr;
   WEFT_CHECK(reserveSend(out, bytes, &slot, /*noteFull=*/false));
   if (!slot) return ncclSuccess;  // no room yet: reduce into the destination; the Send reads it later

@@ -39,8 +39,8 @@ struct PreparedSchedule {
   bool streamsReceives = false;
   // Per step: for a RecvReduce whose result a later Send forwards as it is, slice for slice (the
   // ring's next step), that Send's index; -1 otherwise. Where the Send may go, each slice is
-  // reduced straight into its send slot and copied from there to the destination, instead of
-  // being written there and read back (NCCL's recvReduceCopySend).
+  // reduced once into both the destination and the Send's slot, instead of being written to
+  // the destination and read back (NCCL's recvReduceCopySend).
   std::vector<int32_t> forwardedBy;
   std::vector<PeerTraffic> traffic;  // bytes to and from each peer (for the collective record)
   const char* algorithm = "?";       // static text, set by whoever made the schedule
@@ -109,9 +109,9 @@ class CollectiveRun {
  private:
   // Whether `slice` of `step` may run: its dependencies' slices are done (`ignored`'s aside).
   bool dependenciesReady(size_t step, uint32_t slice, size_t ignored = SIZE_MAX) const;
-  // Slice k of RecvReduce step i, whose message is `data`, reduced straight into a send slot of
-  // the step that forwards it (PreparedSchedule::forwardedBy) and copied to i's destination;
-  // *forwarded is false (nothing done) when that Send cannot take slice k now.
+  // Slice k of RecvReduce step i, whose message is `data`, reduced in one pass into i's
+  // destination and a send slot of the step that forwards it (PreparedSchedule::forwardedBy);
+  // *forwarded is false (nothing reduced) when that Send cannot take slice k now.
   ncclResult_t reduceAndForward(size_t i, uint32_t k, const void* data, size_t offset, size_t bytes, bool* forwarded);
   ncclResult_t advance(size_t step, bool* progressed);
   // One slice of a codec step; *waiting when a peer has no message or no room yet.
