@@ -57,6 +57,7 @@ enum class Setting {
   WeftShmSlots,
   WeftTcpSlotBytes,
   WeftTcpSlots,
+  WeftTcpCongestion,
   NcclNsocksPerthread,
   NcclSocketNthreads,
   WeftUcxSlotBytes,

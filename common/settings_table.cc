@@ -83,6 +83,9 @@ constexpr std::array<SettingSpec, static_cast<size_t>(Setting::Count)> kSettings
     {Setting::WeftTcpSlotBytes, "WEFT_TCP_SLOT_BYTES", Size, "524288", 4096, kGiB, 0, nullptr, true, false,
      "bytes of one slot of a TCP staging ring"},
     {Setting::WeftTcpSlots, "WEFT_TCP_SLOTS", Int, "8", 1, 64, 0, nullptr, true, false, "slots of a TCP staging ring"},
+    {Setting::WeftTcpCongestion, "WEFT_TCP_CONGESTION", String, "auto", 0, 0, 0, nullptr, false, false,
+     "congestion control of TCP data sockets: auto (reno for a peer on this host, the system's between hosts), "
+     "system, or a name from /proc/sys/net/ipv4/tcp_available_congestion_control"},
     {Setting::NcclNsocksPerthread, "NCCL_NSOCKS_PERTHREAD", Int, "1", 1, 64, 0, nullptr, true, false,
      "TCP sockets per peer pair = this x NCCL_SOCKET_NTHREADS (at most 64); messages are striped over them"},
     {Setting::NcclSocketNthreads, "NCCL_SOCKET_NTHREADS", Int, "1", 1, 16, 0, nullptr, true, false,

@@ -64,6 +64,29 @@ bool SocketAddress::isLoopback() const {
   return false;
 }
 
+bool SocketAddress::sameHostAs(const SocketAddress& other) const {
+  if (storage.ss_family != other.storage.ss_family) return false;
+  if (storage.ss_family == AF_INET)
+    return reinterpret_cast<const sockaddr_in*>(&storage)->sin_addr.s_addr ==
+           reinterpret_cast<const sockaddr_in*>(&other.storage)->sin_addr.s_addr;
+  if (storage.ss_family == AF_INET6)
+    return IN6_ARE_ADDR_EQUAL(&reinterpret_cast<const sockaddr_in6*>(&storage)->sin6_addr,
+                              &reinterpret_cast<const sockaddr_in6*>(&other.storage)->sin6_addr);
+  return false;
+}
+
+bool connectionWithinHost(const SocketAddress& local, const SocketAddress& peer) {
+  return peer.isLoopback() || peer.sameHostAs(local);
+}
+
+bool connectedWithinHost(int fd) {
+  SocketAddress local, peer;
+  local.length = peer.length = sizeof(sockaddr_storage);
+  if (getsockname(fd, reinterpret_cast<sockaddr*>(&local.storage), &local.length) != 0) return false;
+  if (getpeername(fd, reinterpret_cast<sockaddr*>(&peer.storage), &peer.length) != 0) return false;
+  return connectionWithinHost(local, peer);
+}
+
 ncclResult_t parseSocketAddress(const std::string& text, const char* what, SocketAddress* out) {
   std::string host = text;
   std::string port = "0";

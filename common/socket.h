@@ -25,7 +25,14 @@ struct SocketAddress {
   int port() const;
   void setPort(int port);
   bool isLoopback() const;
+  bool sameHostAs(const SocketAddress& other) const;  // the same IP address, ports aside
 };
+
+// Whether a connection between these two ends stays inside this host, where the kernel carries
+// it over the loopback device: the peer is a loopback address, or the local end's own address.
+bool connectionWithinHost(const SocketAddress& local, const SocketAddress& peer);
+// The same for a connected socket (false when its addresses cannot be read).
+bool connectedWithinHost(int fd);
 
 // Parses "host:port", "[v6]:port" or "host" (port 0); host may be a name. Fails with
 // ncclInvalidArgument naming `what` (the variable the text came from).

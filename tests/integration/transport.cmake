@@ -1,5 +1,7 @@
 # transport/: the connection contract, run against every row of the transport table.
 weft_test(transport_contract_test SOURCES integration/transport_contract_test.cc LIBS weft_test_support)
+# WEFT_TCP_CONGESTION on real loopback connections (transport/tcp/tcp_congestion.h).
+weft_test(tcp_congestion_test SOURCES integration/tcp_congestion_test.cc LIBS weft_test_support)
 if(WEFT_HAVE_UCX)
   # A UCX peer lost between the address swap and the wire-up (transport/ucx).
   weft_test(ucx_peer_loss_test SOURCES integration/ucx_peer_loss_test.cc)

@@ -20,6 +20,7 @@
 #include "common/socket.h"
 #include "common/status.h"
 #include "tests/support/process_usage.h"
+#include "tests/support/transport_side.h"
 #include "transport/transport_table.h"
 
 using namespace weft;
@@ -58,32 +59,10 @@ void useSettingsOf(size_t variant) {
   if (const TcpVariant* v = tcpVariantOf(variant)) setenv(v->variable, v->value, 1);
 }
 
-// One rank's side of a pair: its instance of the table row and what it published.
-struct Side {
-  std::unique_ptr<PeerHandshake> handshake;  // outlives the transport
-  std::unique_ptr<Transport> transport;
-  TransportEndpoint endpoint;
-};
+using Side = weft::testing::TransportSide;
 
-// Both sides claim one host (as two ranks on this machine do) and listen on loopback.
 ncclResult_t listenAs(const TransportEntry& entry, int rank, Side* side) {
-  SocketAddress loopback;
-  WEFT_CHECK(parseSocketAddress("127.0.0.1", "test", &loopback));
-  side->handshake = std::make_unique<PeerHandshake>();
-  WEFT_CHECK(side->handshake->listen(loopback, rank, kSetupTimeout, &side->endpoint.dataAddress));
-  side->handshake->setKey(kKey);
-  TransportSetup setup;
-  setup.rank = rank;
-  setup.nranks = 2;
-  setup.timeoutSeconds = kSetupTimeout;
-  setup.handshake = side->handshake.get();
-  side->transport = entry.create();
-  side->endpoint.rank = rank;
-  side->endpoint.pid = getpid();
-  side->endpoint.hostHash = 0x686f7374;
-  WEFT_CHECK(side->transport->listen(setup, &side->endpoint));
-  side->endpoint.offered |= entry.kind;
-  return ncclSuccess;
+  return weft::testing::listenOnLoopback(entry, rank, kKey, kSetupTimeout, side);
 }
 
 // A byte of message `index` at `position`: different for every message, size and position.

@@ -1,6 +1,6 @@
 // common/socket.h against loopback only: a connect() that gets no answer ends at its deadline
 // (not after the kernel's ~130 s of SYN retries), and every connected socket has keepalive and
-// TCP_USER_TIMEOUT set within WEFT_TIMEOUT.
+// TCP_USER_TIMEOUT set within WEFT_TIMEOUT; which connections stay inside the host.
 #include "common/socket.h"
 
 #include <fcntl.h>
@@ -117,3 +117,19 @@ TEST(ConnectSocket, ConnectedSocketsHaveKeepAliveAndUserTimeout) {
 }
 
 }  // namespace
+
+TEST(ConnectionWithinHost, LoopbackOrTheLocalEndsOwnAddress) {
+  auto address = [](const char* text) {
+    SocketAddress a;
+    EXPECT_EQ(parseSocketAddress(text, "test", &a), ncclSuccess) << text;
+    return a;
+  };
+  EXPECT_TRUE(connectionWithinHost(address("127.0.0.1"), address("127.0.0.1")));
+  EXPECT_TRUE(connectionWithinHost(address("198.18.0.1"), address("127.0.0.5")));
+  EXPECT_TRUE(connectionWithinHost(address("198.18.0.1:40000"), address("198.18.0.1:5000")));
+  EXPECT_FALSE(connectionWithinHost(address("198.18.0.1"), address("198.18.0.2")));
+  EXPECT_TRUE(connectionWithinHost(address("[::1]:7"), address("[::1]:8")));
+  EXPECT_TRUE(connectionWithinHost(address("[2001:db8::1]:7"), address("[2001:db8::1]:8")));
+  EXPECT_FALSE(connectionWithinHost(address("[2001:db8::1]:7"), address("[2001:db8::2]:8")));
+  EXPECT_FALSE(connectionWithinHost(address("[2001:db8::1]:7"), address("198.18.0.1:8")));
+}

@@ -15,6 +15,7 @@
 #include "common/tls_session.h"
 #include "transport/send_reservation.h"
 #include "transport/tcp/striped_tcp_connection.h"
+#include "transport/tcp/tcp_congestion.h"
 #include "transport/tcp/tcp_connection_health.h"
 
 namespace weft {
@@ -398,6 +399,10 @@ ncclResult_t TcpTransport::connect(const TransportEndpoint& peer, std::unique_pt
 ncclResult_t TcpTransport::connectOne(const TransportEndpoint& peer, std::unique_ptr<Connection>* out) {
   int fd = -1;
   WEFT_CHECK(handshake_->join(peer.rank, peer.dataAddress, kTcpTransportTag, 0, &fd));
+  if (ncclResult_t tuned = applyCongestionControl(fd, peer.rank); tuned != ncclSuccess) {
+    closeSocket(fd);
+    return tuned;
+  }
   std::unique_ptr<TlsSession> tls;
   if (tls_) {
     // The rank that joined is TLS's client; the handshake runs with the first traffic.
@@ -421,11 +426,12 @@ ncclResult_t TcpTransport::connectStriped(const TransportEndpoint& peer, std::un
   for (uint32_t stream = 0; stream < settings_.socketsPerPeer; ++stream) {
     int fd = -1;
     ncclResult_t joined = handshake_->join(peer.rank, peer.dataAddress, kTcpTransportTag, stream, &fd);
+    if (joined == ncclSuccess) fds.push_back(fd);
+    if (joined == ncclSuccess) joined = applyCongestionControl(fd, peer.rank);
     if (joined != ncclSuccess) {
       for (int& open : fds) closeSocket(open);
       return joined;
     }
-    fds.push_back(fd);
   }
   WEFT_CHECK(makeStripedTcpConnection(fds, peer.rank, RingGeometry{settings_.slotBytes, settings_.slots},
                                       static_cast<int>(settings_.helperThreads), out));
