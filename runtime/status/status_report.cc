@@ -1,6 +1,7 @@
 #include "runtime/status/status_report.h"
 
 #include <cerrno>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <sstream>
@@ -165,8 +166,8 @@ bool decodeStatus(const std::string& text, std::vector<RankStatus>* communicator
       RankStatus::Stat s;
       uint64_t ns = 0;
       if (f.size() != 6 || !toInt(f[1], &s.kind) || !toInt(f[2], &s.bucket) || !toU64(f[3], &s.count) ||
-          !toU64(f[4], &s.bytes) || !toU64(f[5], &ns))
-        return bad("a malformed stat line");
+          !toU64(f[4], &s.bytes) || !toU64(f[5], &ns) || ns > static_cast<uint64_t>(INT64_MAX))
+        return bad("a malformed stat line");  // ns above INT64_MAX would not encode back as read
       s.ns = static_cast<int64_t>(ns);
       c.stats.push_back(s);
     } else if (tag == "dump") {

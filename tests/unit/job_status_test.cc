@@ -97,6 +97,10 @@ TEST(StatusReport, RefusesMalformedReplies) {
   EXPECT_NE(error.find("line 2"), std::string::npos) << error;
   EXPECT_FALSE(decodeStatus("comm\tx\t0\t2\th\t1\t12x\t0\nend\n", &out, &error));  // not a number
   EXPECT_FALSE(decodeStatus("comm\tx\t0\t2\th\t1\t0\t0\nbogus\nend\n", &out, &error));
+  // A stat's nanoseconds above INT64_MAX would not encode back as read (found by fuzz_status_reply).
+  EXPECT_FALSE(decodeStatus("comm\tx\t0\t2\th\t1\t0\t0\nstat\t0\t1\t1\t8\t12355555555555555456\nend\n", &out, &error));
+  EXPECT_TRUE(decodeStatus("comm\tx\t0\t2\th\t1\t0\t0\nstat\t0\t1\t1\t8\t9223372036854775807\nend\n", &out, &error))
+      << error;
 }
 
 TEST(CollectiveProgress, SnapshotFollowsThePublishedState) {
