@@ -396,13 +396,16 @@ ncclResult_t TcpTransport::connect(const TransportEndpoint& peer, std::unique_pt
   return ncclSuccess;
 }
 
+ncclResult_t TcpTransport::joinDataSocket(const TransportEndpoint& peer, uint32_t stream, int* fd) {
+  WEFT_CHECK(handshake_->join(peer.rank, peer.dataAddress, kTcpTransportTag, stream, fd));
+  ncclResult_t tuned = applyCongestionControl(*fd, peer.rank);
+  if (tuned != ncclSuccess) closeSocket(*fd);
+  return tuned;
+}
+
 ncclResult_t TcpTransport::connectOne(const TransportEndpoint& peer, std::unique_ptr<Connection>* out) {
   int fd = -1;
-  WEFT_CHECK(handshake_->join(peer.rank, peer.dataAddress, kTcpTransportTag, 0, &fd));
-  if (ncclResult_t tuned = applyCongestionControl(fd, peer.rank); tuned != ncclSuccess) {
-    closeSocket(fd);
-    return tuned;
-  }
+  WEFT_CHECK(joinDataSocket(peer, 0, &fd));
   std::unique_ptr<TlsSession> tls;
   if (tls_) {
     // The rank that joined is TLS's client; the handshake runs with the first traffic.
@@ -425,13 +428,12 @@ ncclResult_t TcpTransport::connectStriped(const TransportEndpoint& peer, std::un
   std::vector<int> fds;
   for (uint32_t stream = 0; stream < settings_.socketsPerPeer; ++stream) {
     int fd = -1;
-    ncclResult_t joined = handshake_->join(peer.rank, peer.dataAddress, kTcpTransportTag, stream, &fd);
-    if (joined == ncclSuccess) fds.push_back(fd);
-    if (joined == ncclSuccess) joined = applyCongestionControl(fd, peer.rank);
+    ncclResult_t joined = joinDataSocket(peer, stream, &fd);
     if (joined != ncclSuccess) {
       for (int& open : fds) closeSocket(open);
       return joined;
     }
+    fds.push_back(fd);
   }
   WEFT_CHECK(makeStripedTcpConnection(fds, peer.rank, RingGeometry{settings_.slotBytes, settings_.slots},
                                       static_cast<int>(settings_.helperThreads), out));

@@ -45,6 +45,8 @@ class TcpTransport : public Transport {
   size_t maxMessageBytes() const override { return settings_.slotBytes; }
 
  private:
+  // Stream `stream` of the pair, joined through the handshake, its congestion control set.
+  ncclResult_t joinDataSocket(const TransportEndpoint& peer, uint32_t stream, int* fd);
   ncclResult_t connectOne(const TransportEndpoint& peer, std::unique_ptr<Connection>* out);
   ncclResult_t connectStriped(const TransportEndpoint& peer, std::unique_ptr<Connection>* out);
 
