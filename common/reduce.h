@@ -23,6 +23,14 @@ enum class ReduceOp { Sum, Prod, Max, Min };
 // overlap). `type` must be valid.
 void reduceBuffers(void* dst, const void* a, const void* b, size_t count, ncclDataType_t type, ReduceOp op);
 
+// dst[i] = dst2[i] = a[i] op b[i] over `lines` whole 64-byte lines (kReduceLineBytes each), both
+// destinations aligned to 64 bytes; either may be the same pointer as a or b. Written with
+// non-temporal stores where the instruction set has them, line by line (no fence: the caller
+// fences, common/streaming_copy.h). For common/reduce_to_two.h, which handles the rest.
+constexpr size_t kReduceLineBytes = 64;
+void reduceLinesToTwoStreaming(void* dst, void* dst2, const void* a, const void* b, size_t lines, ncclDataType_t type,
+                               ReduceOp op);
+
 // dst[i] = src[i] * scalar (PreMulSum), with `scalar` one element of `type`; dst may equal src.
 void scaleBuffer(void* dst, const void* src, size_t count, ncclDataType_t type, const void* scalar);
 
