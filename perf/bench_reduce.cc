@@ -1,4 +1,5 @@
-// Bandwidth of reduceBuffers (sum) per type against memcpy at the same buffer sizes.
+// Bandwidth of reduceBuffers (sum) per type against memcpy at the same buffer sizes, and of
+// reduceToTwo's streaming path (the ring's forwarded reductions and the direct all-reduce).
 // bytes_per_second counts bytes moved: reduce reads two buffers and writes one (3x the buffer
 // size), memcpy reads one and writes one (2x). Buffers are allocated and touched once before
 // the timed loop so page faults are not measured. Rates use wall time: on a shared machine
@@ -13,6 +14,7 @@
 
 #include "common/dtype.h"
 #include "common/reduce.h"
+#include "common/reduce_to_two.h"
 
 namespace {
 
@@ -51,6 +53,30 @@ void BM_Memcpy(benchmark::State& state) {
   state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) * 2 * static_cast<int64_t>(bytes));
 }
 
+// reduceToTwo, streaming, float sum over one rank's half of a 128 MiB all-reduce (64 MiB) in 1 MiB
+// calls, as the ring in pieces makes them. Layouts: out of place with both destinations at the
+// same offset within a 64-byte line (reduced and stored line by line), out of place with the
+// second destination 32 bytes further (the 1 KiB tiles), and in place (the destinations are the
+// sources). bytes_per_second counts 2 reads and 2 writes per byte of result.
+enum class TwoLayout { SameLineOffset, OtherLineOffset, InPlace };
+
+void BM_ReduceToTwo(benchmark::State& state, TwoLayout layout) {
+  constexpr size_t kBytes = size_t{64} << 20, kCall = size_t{1} << 20;
+  Bytes a = makeBuffer(kBytes, 0x1), b = makeBuffer(kBytes, 0x2);
+  Bytes d = makeBuffer(kBytes, 0), d2 = makeBuffer(kBytes + 64, 0);
+  unsigned char* to = layout == TwoLayout::InPlace ? a.get() : d.get();
+  unsigned char* to2 =
+      layout == TwoLayout::InPlace ? b.get() : d2.get() + (layout == TwoLayout::OtherLineOffset ? 32 : 0);
+  for (auto _ : state) {
+    for (size_t at = 0; at < kBytes; at += kCall)
+      weft::reduceToTwo(to + at, to2 + at, a.get() + at, b.get() + at, kCall / 4, ncclFloat32, weft::ReduceOp::Sum,
+                        /*streaming=*/true);
+    benchmark::ClobberMemory();
+  }
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) * 4 * static_cast<int64_t>(kBytes));
+  state.SetLabel(weft::kernelIsaName(weft::kernelIsa()));
+}
+
 // The latency path: a two-element float sum.
 void BM_ReduceSumTiny(benchmark::State& state) {
   float a[2] = {1, 2}, b[2] = {3, 4}, d[2];
@@ -71,6 +97,9 @@ BENCHMARK_CAPTURE(BM_ReduceSum, bfloat16, ncclBfloat16)->Apply(sizes)->UseRealTi
 BENCHMARK_CAPTURE(BM_ReduceSum, double, ncclFloat64)->Apply(sizes)->UseRealTime();
 BENCHMARK_CAPTURE(BM_ReduceSum, int32, ncclInt32)->Apply(sizes)->UseRealTime();
 BENCHMARK(BM_ReduceSumTiny);
+BENCHMARK_CAPTURE(BM_ReduceToTwo, out_of_place_lines, TwoLayout::SameLineOffset)->UseRealTime();
+BENCHMARK_CAPTURE(BM_ReduceToTwo, out_of_place_tiles, TwoLayout::OtherLineOffset)->UseRealTime();
+BENCHMARK_CAPTURE(BM_ReduceToTwo, in_place, TwoLayout::InPlace)->UseRealTime();
 
 }  // namespace
 
