@@ -249,8 +249,8 @@ using ReduceTwoFn = void (*)(void*, void*, const void*, const void*, size_t);
 // Streaming reductions into two destinations go line by line: each 64-byte line of the result is
 // reduced into a tile and stored to both destinations before the next line is read, so loads
 // and non-temporal stores interleave closely. On this project's VM that beat 1 KiB tiles by
-// 9-17% alone (bench_reduce's BM_ReduceToTwo) and by 1-48% in the 2-rank all-reduce out of place
-// at 128-256 MiB (docs/performance.md).
+// 9-17% alone (bench_reduce's BM_ReduceToTwo) and by up to 48%, never behind, in the 2-rank
+// all-reduce out of place at 128-256 MiB (docs/performance.md).
 
 struct PortableIsa {
   template <class C, class Op>
