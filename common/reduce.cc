@@ -250,7 +250,9 @@ using ReduceTwoFn = void (*)(void*, void*, const void*, const void*, size_t);
 // reduced into a tile and stored to both destinations before the next line is read, so loads
 // and non-temporal stores interleave closely. On this project's VM that beat 1 KiB tiles by
 // 9-17% alone (bench_reduce's BM_ReduceToTwo) and by up to 48%, never behind, in the 2-rank
-// all-reduce out of place at 128-256 MiB (docs/performance.md).
+// all-reduce out of place at 128-256 MiB (docs/performance.md). Each instruction set writes the
+// loop itself: its stores need the set's target attribute, which a shared template or lambda
+// would not carry (GCC then refuses to inline the intrinsics).
 
 struct PortableIsa {
   template <class C, class Op>

@@ -15,7 +15,7 @@ namespace {
 // to the destinations interleave closely. A whole number of elements of every type.
 constexpr size_t kTileBytes = 1 << 10;
 
-void reduceToTwoByTiles(void* dst, void* dst2, const void* a, const void* b, size_t count, ncclDataType_t type,
+void reduceToTwoByTiles(char* dst, char* dst2, const char* a, const char* b, size_t count, ncclDataType_t type,
                         ReduceOp op) {
   const size_t size = dataTypeSize(type);
   alignas(64) char tile[kTileBytes];
@@ -25,9 +25,9 @@ void reduceToTwoByTiles(void* dst, void* dst2, const void* a, const void* b, siz
     const size_t at = first * size;
     // Both sources are read before either destination is written: in place, a destination
     // is one of them.
-    reduceBuffers(tile, static_cast<const char*>(a) + at, static_cast<const char*>(b) + at, n, type, op);
-    streamingCopyUnfenced(static_cast<char*>(dst) + at, tile, n * size);
-    streamingCopyUnfenced(static_cast<char*>(dst2) + at, tile, n * size);
+    reduceBuffers(tile, a + at, b + at, n, type, op);
+    streamingCopyUnfenced(dst + at, tile, n * size);
+    streamingCopyUnfenced(dst2 + at, tile, n * size);
   }
 }
 
@@ -53,10 +53,10 @@ void reduceToTwo(void* dst, void* dst2, const void* a, const void* b, size_t cou
     return;
   }
   const size_t size = dataTypeSize(type);
-  const uintptr_t d = reinterpret_cast<uintptr_t>(dst);
+  const uintptr_t d = reinterpret_cast<uintptr_t>(to);
   const size_t headBytes = (kReduceLineBytes - d % kReduceLineBytes) % kReduceLineBytes;
-  if ((d - reinterpret_cast<uintptr_t>(dst2)) % kReduceLineBytes != 0 || headBytes % size != 0) {
-    reduceToTwoByTiles(dst, dst2, a, b, count, type, op);
+  if ((d - reinterpret_cast<uintptr_t>(to2)) % kReduceLineBytes != 0 || headBytes % size != 0) {
+    reduceToTwoByTiles(to, to2, x, y, count, type, op);
     streamingFence();
     return;
   }

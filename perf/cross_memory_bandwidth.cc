@@ -49,6 +49,13 @@ double seconds(std::chrono::steady_clock::time_point since) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - since).count();
 }
 
+// Exits (3) unless the kernel moved all `want` bytes.
+void checked(ssize_t moved, size_t want, const char* what) {
+  if (moved == static_cast<ssize_t>(want)) return;
+  fprintf(stderr, "%s: %s\n", what, moved < 0 ? strerror(errno) : "short copy");
+  exit(3);
+}
+
 struct Rates {
   double memcpyIn = 0;   // memory -> cache-sized staging, GB/s of bytes moved
   double readIn = 0;     // peer's memory -> staging, process_vm_readv
@@ -69,10 +76,7 @@ Rates measure(pid_t peer, char* remote, char* local, char* other, size_t bytes, 
     start = std::chrono::steady_clock::now();
     for (size_t at = 0; at < bytes; at += piece) {
       iovec to{staging.data(), piece}, from{remote + at, piece};
-      if (process_vm_readv(peer, &to, 1, &from, 1, 0) != static_cast<ssize_t>(piece)) {
-        fprintf(stderr, "process_vm_readv: %s\n", strerror(errno));
-        exit(3);
-      }
+      checked(process_vm_readv(peer, &to, 1, &from, 1, 0), piece, "process_vm_readv");
     }
     keep(best.readIn, seconds(start));
     start = std::chrono::steady_clock::now();
@@ -81,20 +85,11 @@ Rates measure(pid_t peer, char* remote, char* local, char* other, size_t bytes, 
     start = std::chrono::steady_clock::now();
     for (size_t at = 0; at < bytes; at += piece) {
       iovec from{local + at, piece}, to{remote + at, piece};
-      if (process_vm_writev(peer, &from, 1, &to, 1, 0) != static_cast<ssize_t>(piece)) {
-        fprintf(stderr, "process_vm_writev: %s\n", strerror(errno));
-        exit(3);
-      }
+      checked(process_vm_writev(peer, &from, 1, &to, 1, 0), piece, "process_vm_writev");
     }
     keep(best.writeOut, seconds(start));
   }
   return best;
-}
-
-void checked(ssize_t moved, size_t want, const char* what) {
-  if (moved == static_cast<ssize_t>(want)) return;
-  fprintf(stderr, "%s: %s\n", what, moved < 0 ? strerror(errno) : "short copy");
-  exit(3);
 }
 
 // What the two processes of the all-reduce share: a barrier and where each one's buffers are.
