@@ -18,6 +18,7 @@
 #include "common/cpu_features.h"
 #include "common/log.h"
 #include "common/numeric.h"
+#include "common/streaming_copy.h"
 
 #if defined(__x86_64__)
 #include <immintrin.h>
@@ -304,6 +305,8 @@ struct Avx2Isa {
   [[WEFT_TARGET_AVX2]] static void reduceTwo(void* d, void* d2, const void* a, const void* b, size_t lines) {
     constexpr size_t perLine = kReduceLineBytes / sizeof(typename C::Storage);
     for (size_t at = 0; at < lines * kReduceLineBytes; at += kReduceLineBytes) {
+      prefetchStorePageAhead(static_cast<char*>(d) + at, kReduceLineBytes);
+      prefetchStorePageAhead(static_cast<char*>(d2) + at, kReduceLineBytes);
       alignas(64) char tile[kReduceLineBytes];
       reduce<C, Op>(tile, static_cast<const char*>(a) + at, static_cast<const char*>(b) + at, perLine);
       const __m256i lo = _mm256_load_si256(reinterpret_cast<const __m256i*>(tile));
@@ -343,6 +346,8 @@ struct Avx512Isa {
   [[WEFT_TARGET_AVX512]] static void reduceTwo(void* d, void* d2, const void* a, const void* b, size_t lines) {
     constexpr size_t perLine = kReduceLineBytes / sizeof(typename C::Storage);
     for (size_t at = 0; at < lines * kReduceLineBytes; at += kReduceLineBytes) {
+      prefetchStorePageAhead(static_cast<char*>(d) + at, kReduceLineBytes);
+      prefetchStorePageAhead(static_cast<char*>(d2) + at, kReduceLineBytes);
       alignas(64) char tile[kReduceLineBytes];
       reduce<C, Op>(tile, static_cast<const char*>(a) + at, static_cast<const char*>(b) + at, perLine);
       const __m512i line = _mm512_load_si512(tile);

@@ -21,6 +21,7 @@ __attribute__((target("avx2"))) void streamAvx2(char* dst, const char* src, size
   bytes -= head;
   size_t body = bytes & ~size_t(127);
   for (size_t i = 0; i < body; i += 128) {
+    prefetchStorePageAhead(dst + i, 128);
     __m256i a = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + i));
     __m256i b = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + i + 32));
     __m256i c = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + i + 64));

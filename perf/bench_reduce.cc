@@ -1,5 +1,6 @@
-// Bandwidth of reduceBuffers (sum) per type against memcpy at the same buffer sizes, and of
-// reduceToTwo's streaming path (the ring's forwarded reductions and the direct all-reduce).
+// Bandwidth of reduceBuffers (sum) per type against memcpy at the same buffer sizes, of the
+// ring's last copies out of a slot, and of reduceToTwo's streaming path (the ring's forwarded
+// reductions and the direct all-reduce).
 // bytes_per_second counts bytes moved: reduce reads two buffers and writes one (3x the buffer
 // size), memcpy reads one and writes one (2x). Buffers are allocated and touched once before
 // the timed loop so page faults are not measured. Rates use wall time: on a shared machine
@@ -15,6 +16,7 @@
 #include "common/dtype.h"
 #include "common/reduce.h"
 #include "common/reduce_to_two.h"
+#include "common/streaming_copy.h"
 
 namespace {
 
@@ -51,6 +53,24 @@ void BM_Memcpy(benchmark::State& state) {
     benchmark::ClobberMemory();
   }
   state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) * 2 * static_cast<int64_t>(bytes));
+}
+
+// A ring's last receives: 512 KiB slices out of one cache-resident slot into a 64 MiB
+// destination, with streamingCopy (non-temporal stores, a page prefetched ahead) and with
+// memcpy (ordinary stores at this size: each destination line is read before it is written).
+void BM_CopyFromSlot(benchmark::State& state, bool streaming) {
+  constexpr size_t kBytes = size_t{64} << 20, kSlice = size_t{512} << 10;
+  Bytes slot = makeBuffer(kSlice, 0x1), d = makeBuffer(kBytes, 0);
+  for (auto _ : state) {
+    for (size_t at = 0; at < kBytes; at += kSlice) {
+      if (streaming)
+        weft::streamingCopy(d.get() + at, slot.get(), kSlice);
+      else
+        std::memcpy(d.get() + at, slot.get(), kSlice);
+    }
+    benchmark::ClobberMemory();
+  }
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) * 2 * static_cast<int64_t>(kBytes));
 }
 
 // reduceToTwo, streaming, float sum over one rank's half of a 128 MiB all-reduce (64 MiB) in 1 MiB
@@ -97,6 +117,8 @@ BENCHMARK_CAPTURE(BM_ReduceSum, bfloat16, ncclBfloat16)->Apply(sizes)->UseRealTi
 BENCHMARK_CAPTURE(BM_ReduceSum, double, ncclFloat64)->Apply(sizes)->UseRealTime();
 BENCHMARK_CAPTURE(BM_ReduceSum, int32, ncclInt32)->Apply(sizes)->UseRealTime();
 BENCHMARK(BM_ReduceSumTiny);
+BENCHMARK_CAPTURE(BM_CopyFromSlot, streaming, true)->UseRealTime();
+BENCHMARK_CAPTURE(BM_CopyFromSlot, memcpy, false)->UseRealTime();
 BENCHMARK_CAPTURE(BM_ReduceToTwo, out_of_place_lines, TwoLayout::SameLineOffset)->UseRealTime();
 BENCHMARK_CAPTURE(BM_ReduceToTwo, out_of_place_tiles, TwoLayout::OtherLineOffset)->UseRealTime();
 BENCHMARK_CAPTURE(BM_ReduceToTwo, in_place, TwoLayout::InPlace)->UseRealTime();
