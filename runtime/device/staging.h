@@ -1,7 +1,7 @@
 // Pinned host memory that device-memory calls are staged through: the stream copies a call's
 // device inputs into an area, the progress thread runs the collective on the area, and the
 // stream copies the results back. A batch holds its area until the stream has copied the
-// results out; areas are reused and grown, never allocated per call once the sizes repeat.
+// results out; areas are reused, never allocated per call once the sizes repeat.
 #pragma once
 
 #include <cstddef>
@@ -26,8 +26,9 @@ class StagingPool {
   StagingPool(const StagingPool&) = delete;
   StagingPool& operator=(const StagingPool&) = delete;
 
-  // A free area of at least `bytes`: the smallest that fits, else a free one regrown, else a
-  // new one (sizes rounded up to a power of two, so that a growing workload settles quickly).
+  // A free area of at least `bytes`: the smallest that fits, else a new one (sizes rounded up
+  // to a power of two, so that a growing workload settles quickly). Makes no CUDA call while
+  // it holds the pool's lock; never frees an area (the destructor does).
   ncclResult_t acquire(size_t bytes, StagingArea** out);
   // Returns an area; callable from a stream's host function (no CUDA call, no waiting).
   void release(StagingArea* area);

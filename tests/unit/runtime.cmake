@@ -8,3 +8,5 @@ weft_test(collective_record_test SOURCES unit/collective_record_test.cc)
 weft_test(job_status_test SOURCES unit/job_status_test.cc)
 # runtime/comm: TCP rails (which NIC a peer is joined through).
 weft_test(network_rails_test SOURCES unit/network_rails_test.cc)
+# runtime/device: the staging pool (which area a call gets; no device call under its lock).
+weft_test(staging_pool_test SOURCES unit/staging_pool_test.cc)
