@@ -13,6 +13,7 @@
 #include "runtime/comm/bootstrap.h"
 #include "runtime/comm/communicator.h"
 #include "runtime/comm/unique_id.h"
+#include "runtime/device/device_api.h"
 #include "runtime/device/stream_dispatch.h"
 #include "runtime/exec/group.h"
 #include "weft/weft.h"
@@ -88,7 +89,16 @@ WEFT_API ncclResult_t ncclCommInitAll(ncclComm_t* comms, int ndev, const int* de
   return apiCall("ncclCommInitAll", [&]() -> ncclResult_t {
     if (!comms) return fail(ncclInvalidArgument, "ncclCommInitAll: comm is NULL");
     if (ndev < 1) return fail(ncclInvalidArgument, "ncclCommInitAll: ndev=%d must be at least 1", ndev);
-    ncclUniqueId id;
+    // Rank r is on devlist[r], else on device r as in NCCL; weft allows several ranks on one
+    // device, so without a list the ranks wrap around the devices there are.
+    DeviceApi* device = weft::deviceApi();
+    const int devices = device ? device->deviceCount() : 0;
+    if (devlist)
+      for (int r = 0; r < ndev; ++r)
+        if (devlist[r] < 0 || (device && devlist[r] >= devices))
+          return fail(ncclInvalidArgument, "ncclCommInitAll: devlist[%d]=%d is not a device (this process sees %d)", r,
+                      devlist[r], devices);
+    ncclUniqueId id;  // after the checks: an id starts a rendezvous that waits for its ranks
     WEFT_CHECK(makeUniqueId(&id));
     // Every rank is a thread of this process; each init waits for the others, so they run at once.
     std::vector<ncclResult_t> results(ndev, ncclSuccess);
@@ -96,8 +106,13 @@ WEFT_API ncclResult_t ncclCommInitAll(ncclComm_t* comms, int ndev, const int* de
     std::vector<std::thread> threads;
     for (int r = 0; r < ndev; ++r)
       threads.emplace_back([&, r] {
-        results[r] = apiCall("ncclCommInitAll", [&] { return weft::initRank(&comms[r], ndev, id, r, nullptr); });
-        if (results[r] == ncclSuccess && devlist) comms[r]->cudaDevice = devlist[r];
+        results[r] = apiCall("ncclCommInitAll", [&]() -> ncclResult_t {
+          const int rankDevice = devlist ? devlist[r] : (devices > 0 ? r % devices : -1);
+          if (device && rankDevice >= 0) WEFT_CHECK(device->setCurrentDevice(rankDevice));
+          WEFT_CHECK(weft::initRank(&comms[r], ndev, id, r, nullptr));
+          if (!device && devlist) comms[r]->cudaDevice = devlist[r];  // recorded, though nothing runs there
+          return ncclSuccess;
+        });
         messages[r] = lastErrorMessage();
       });
     for (auto& t : threads) t.join();

@@ -19,6 +19,7 @@
 #include "runtime/api/api_call.h"
 #include "runtime/comm/init_barrier.h"
 #include "runtime/comm/network_rails.h"
+#include "runtime/device/device_api.h"
 #include "runtime/device/stream_dispatch.h"
 #include "runtime/exec/collective_trace.h"
 #include "runtime/status/status_server.h"
@@ -507,6 +508,10 @@ ncclResult_t initializeCommunicator(ncclComm* comm, const ncclUniqueId& id) {
 ncclResult_t initRank(ncclComm_t* comm, int nranks, const ncclUniqueId& commId, int rank, const ncclConfig_t* config) {
   ncclComm* created = nullptr;
   WEFT_CHECK(newCommunicator(nranks, rank, config, &created));
+  // The device current on the calling thread, as NCCL records it: ncclCommCuDevice reports it,
+  // and the communicator's stream work and progress thread use it.
+  if (DeviceApi* device = deviceApi(); device && device->currentDevice(&created->cudaDevice) != ncclSuccess)
+    created->cudaDevice = -1;
   if (created->config.blocking == 0) {
     // Non-blocking: hand the communicator back now; ncclCommGetAsyncError says ncclInProgress
     // until the initialization running in the background is done.

@@ -8,6 +8,10 @@
 
 namespace weft {
 
+namespace {
+thread_local int currentCpuDevice = 0;  // per thread, as CUDA's current device
+}  // namespace
+
 // One stream: operations run in order on the stream's own thread.
 class CpuDevice::Stream {
  public:
@@ -78,22 +82,38 @@ CpuDevice::Stream* CpuDevice::streamOf(cudaStream_t stream) {
   return stream ? reinterpret_cast<Stream*>(stream) : nullStream_;
 }
 
-bool CpuDevice::isDeviceMemory(const void* pointer) {
-  const char* p = static_cast<const char*>(pointer);
-  std::lock_guard<std::mutex> lock(mutex_);
-  auto it = deviceAllocations_.upper_bound(p);
-  if (it == deviceAllocations_.begin()) return false;
+namespace {
+bool inside(const std::map<const char*, size_t>& allocations, const char* p) {
+  auto it = allocations.upper_bound(p);
+  if (it == allocations.begin()) return false;
   --it;
   return p < it->first + it->second;
+}
+}  // namespace
+
+MemoryKind CpuDevice::memoryKind(const void* pointer) {
+  const char* p = static_cast<const char*>(pointer);
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (inside(deviceAllocations_, p)) return MemoryKind::Device;
+  if (inside(pinnedAllocations_, p)) return MemoryKind::PinnedHost;
+  return MemoryKind::Host;
 }
 
 ncclResult_t CpuDevice::allocatePinned(size_t bytes, void** out) {
   *out = std::calloc(1, std::max<size_t>(bytes, 1));
   if (!*out) return fail(ncclSystemError, "could not allocate %zu bytes of (emulated) pinned memory", bytes);
+  std::lock_guard<std::mutex> lock(mutex_);
+  pinnedAllocations_[static_cast<const char*>(*out)] = std::max<size_t>(bytes, 1);
   return ncclSuccess;
 }
 
-void CpuDevice::freePinned(void* pointer) { std::free(pointer); }
+void CpuDevice::freePinned(void* pointer) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    pinnedAllocations_.erase(static_cast<const char*>(pointer));
+  }
+  std::free(pointer);
+}
 
 ncclResult_t CpuDevice::copyToHost(void* dst, const void* src, size_t bytes) {
   memcpy(dst, src, bytes);
@@ -106,6 +126,7 @@ ncclResult_t CpuDevice::copyAsync(void* dst, const void* src, size_t bytes, cuda
 }
 
 ncclResult_t CpuDevice::launchHostFunction(cudaStream_t stream, void (*function)(void*), void* argument) {
+  hostFunctionDevice_.store(currentCpuDevice);
   streamOf(stream)->enqueue([=] { function(argument); });
   return ncclSuccess;
 }
@@ -121,6 +142,19 @@ ncclResult_t CpuDevice::waitValue(cudaStream_t stream, std::atomic<uint32_t>* fl
 
 ncclResult_t CpuDevice::isCapturing(cudaStream_t stream, bool* capturing) {
   *capturing = streamOf(stream)->capturing;
+  return ncclSuccess;
+}
+
+ncclResult_t CpuDevice::currentDevice(int* device) {
+  *device = currentCpuDevice;
+  return ncclSuccess;
+}
+
+ncclResult_t CpuDevice::setCurrentDevice(int device) {
+  if (device < 0 || device >= devices_.load())
+    return fail(ncclUnhandledCudaError, "cudaSetDevice(%d): invalid device ordinal (the CPU device has %d)", device,
+                devices_.load());
+  currentCpuDevice = device;
   return ncclSuccess;
 }
 

@@ -24,7 +24,8 @@ class CpuDevice : public DeviceApi {
   ~CpuDevice() override;
 
   const char* name() const override { return "cpu"; }
-  bool isDeviceMemory(const void* pointer) override;
+  // Device memory is what allocateDevice gave, pinned host memory what allocatePinned gave.
+  MemoryKind memoryKind(const void* pointer) override;
   ncclResult_t allocatePinned(size_t bytes, void** out) override;
   void freePinned(void* pointer) override;
   ncclResult_t copyToHost(void* dst, const void* src, size_t bytes) override;
@@ -32,6 +33,10 @@ class CpuDevice : public DeviceApi {
   ncclResult_t launchHostFunction(cudaStream_t stream, void (*function)(void*), void* argument) override;
   ncclResult_t waitValue(cudaStream_t stream, std::atomic<uint32_t>* flag, uint32_t value) override;
   ncclResult_t isCapturing(cudaStream_t stream, bool* capturing) override;
+  // Each thread's current device starts at 0, as CUDA's does; there are `devices()` of them.
+  ncclResult_t currentDevice(int* device) override;
+  ncclResult_t setCurrentDevice(int device) override;
+  int deviceCount() override { return devices_.load(); }
 
   // What a CUDA program would do with cudaMalloc, cudaStreamCreate and friends.
   void* allocateDevice(size_t bytes);
@@ -44,6 +49,10 @@ class CpuDevice : public DeviceApi {
   void enqueue(cudaStream_t stream, std::function<void()> work);
   // Marks `stream` as capturing into a graph (cudaStreamBeginCapture), or not.
   void setCapturing(cudaStream_t stream, bool capturing);
+  // How many devices the CPU device pretends to have (1 unless a test says otherwise).
+  void setDeviceCount(int devices) { devices_.store(devices); }
+  // The device that was current on the thread that launched the latest host function.
+  int hostFunctionDevice() const { return hostFunctionDevice_.load(); }
 
  private:
   class Stream;
@@ -51,8 +60,11 @@ class CpuDevice : public DeviceApi {
 
   std::mutex mutex_;
   std::map<const char*, size_t> deviceAllocations_;  // start -> bytes
+  std::map<const char*, size_t> pinnedAllocations_;
   std::vector<std::unique_ptr<Stream>> streams_;
   Stream* nullStream_ = nullptr;  // stream 0 (cudaStreamLegacy), created with the device
+  std::atomic<int> devices_{1};
+  std::atomic<int> hostFunctionDevice_{-1};
 };
 
 }  // namespace weft

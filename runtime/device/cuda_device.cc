@@ -29,13 +29,18 @@ class CudaDevice : public DeviceApi {
  public:
   const char* name() const override { return "cuda"; }
 
-  bool isDeviceMemory(const void* pointer) override {
+  MemoryKind memoryKind(const void* pointer) override {
     cudaPointerAttributes attributes{};
     if (cudaPointerGetAttributes(&attributes, pointer) != cudaSuccess) {
       cudaGetLastError();  // an unregistered host pointer is not an error here
-      return false;
+      return MemoryKind::Host;
     }
-    return attributes.type == cudaMemoryTypeDevice || attributes.type == cudaMemoryTypeManaged;
+    switch (attributes.type) {
+      case cudaMemoryTypeDevice:
+      case cudaMemoryTypeManaged: return MemoryKind::Device;
+      case cudaMemoryTypeHost: return MemoryKind::PinnedHost;
+      default: return MemoryKind::Host;  // cudaMemoryTypeUnregistered
+    }
   }
 
   ncclResult_t allocatePinned(size_t bytes, void** out) override {
@@ -72,6 +77,25 @@ class CudaDevice : public DeviceApi {
     return ncclSuccess;
   }
 
+  ncclResult_t currentDevice(int* device) override {
+    WEFT_CUDA_CHECK(cudaGetDevice(device));
+    return ncclSuccess;
+  }
+
+  ncclResult_t setCurrentDevice(int device) override {
+    WEFT_CUDA_CHECK(cudaSetDevice(device));
+    return ncclSuccess;
+  }
+
+  int deviceCount() override {
+    int devices = 0;
+    if (cudaGetDeviceCount(&devices) != cudaSuccess) {
+      cudaGetLastError();
+      return 0;
+    }
+    return devices;
+  }
+
   ncclResult_t isCapturing(cudaStream_t stream, bool* capturing) override {
     cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
     WEFT_CUDA_CHECK(cudaStreamIsCapturing(stream, &status));
@@ -84,9 +108,13 @@ class CudaDevice : public DeviceApi {
     std::call_once(loaded_, [&] {
       void* function = nullptr;
       cudaDriverEntryPointQueryResult found = cudaDriverEntryPointSymbolNotFound;
-      if (cudaGetDriverEntryPointByVersion("cuStreamWaitValue32", &function, 12000, cudaEnableDefault, &found) ==
-              cudaSuccess &&
-          found == cudaDriverEntryPointSuccess)
+#if CUDART_VERSION >= 12050
+      const cudaError_t looked =
+          cudaGetDriverEntryPointByVersion("cuStreamWaitValue32", &function, 12000, cudaEnableDefault, &found);
+#else  // the versioned lookup is CUDA 12.5's; before it, the default version is CUDA 12's here
+      const cudaError_t looked = cudaGetDriverEntryPoint("cuStreamWaitValue32", &function, cudaEnableDefault, &found);
+#endif
+      if (looked == cudaSuccess && found == cudaDriverEntryPointSuccess)
         streamWaitValue32_ = reinterpret_cast<StreamWaitValue32>(function);
       else
         cudaGetLastError();

@@ -17,9 +17,22 @@ DeviceApi* deviceApi() {
 
 void installDeviceApi(DeviceApi* api) { installedApi.store(api, std::memory_order_release); }
 
-bool isDeviceMemory(const void* pointer) {
+MemoryKind memoryKind(const void* pointer) {
   DeviceApi* api = deviceApi();
-  return pointer && api && api->isDeviceMemory(pointer);
+  return pointer && api ? api->memoryKind(pointer) : MemoryKind::Host;
+}
+
+CurrentDeviceScope::CurrentDeviceScope(int device) {
+  DeviceApi* api = deviceApi();
+  if (!api || device < 0) return;
+  int current = -1;
+  if (api->currentDevice(&current) != ncclSuccess || current == device) return;
+  result_ = api->setCurrentDevice(device);
+  if (result_ == ncclSuccess) previous_ = current;
+}
+
+CurrentDeviceScope::~CurrentDeviceScope() {
+  if (previous_ >= 0) deviceApi()->setCurrentDevice(previous_);
 }
 
 ncclResult_t copyToHost(void* dst, const void* src, size_t bytes) {

@@ -13,15 +13,21 @@
 
 namespace weft {
 
+// Where a buffer lives, as far as stream order goes.
+enum class MemoryKind {
+  Host,        // pageable host memory: a call on it runs when it is made
+  PinnedHost,  // page-locked (cudaHostAlloc, cudaHostRegister): the device reaches it, so a call
+               // on it is stream-ordered, as in NCCL, and reads and writes it in place
+  Device,      // device or managed memory: stream-ordered, staged through pinned host memory
+};
+
 class DeviceApi {
  public:
   virtual ~DeviceApi() = default;
   // "cuda" or "cpu" (for logs and test names).
   virtual const char* name() const = 0;
 
-  // True when only stream-ordered device operations may touch `pointer` (device or managed
-  // memory); host memory, pinned or not, is false.
-  virtual bool isDeviceMemory(const void* pointer) = 0;
+  virtual MemoryKind memoryKind(const void* pointer) = 0;
   // Host memory that device operations can read and write (cudaHostAlloc, mapped), and that
   // a stream can wait on (waitValue); zero-filled.
   virtual ncclResult_t allocatePinned(size_t bytes, void** out) = 0;
@@ -41,6 +47,15 @@ class DeviceApi {
   virtual ncclResult_t waitValue(cudaStream_t stream, std::atomic<uint32_t>* flag, uint32_t value) = 0;
   // Whether `stream` is being captured into a CUDA graph.
   virtual ncclResult_t isCapturing(cudaStream_t stream, bool* capturing) = 0;
+
+  // The calling thread's current device (cudaGetDevice), making one current (cudaSetDevice),
+  // and how many there are. A communicator records the device it was created on and makes it
+  // current wherever it calls the device (the caller's thread, its progress thread), as NCCL
+  // does: a CUDA call from a thread that never chose a device would create a context on
+  // device 0, and stream 0 means the legacy stream of the current device.
+  virtual ncclResult_t currentDevice(int* device) = 0;
+  virtual ncclResult_t setCurrentDevice(int device) = 0;
+  virtual int deviceCount() = 0;
 };
 
 // The device API the runtime uses: the one installed for testing, else CUDA when weft was built
@@ -50,10 +65,28 @@ DeviceApi* deviceApi();
 // default. Install before the first communicator is created and keep the object alive.
 void installDeviceApi(DeviceApi* api);
 
-// True when `pointer` is device memory of the current device API (false when there is none).
-bool isDeviceMemory(const void* pointer);
+// Where `pointer` lives for the current device API (host memory when there is none).
+MemoryKind memoryKind(const void* pointer);
+// True when only stream-ordered device operations may touch `pointer` (device or managed memory).
+inline bool isDeviceMemory(const void* pointer) { return memoryKind(pointer) == MemoryKind::Device; }
 // Copies `bytes` from host or device memory into host memory, synchronously.
 ncclResult_t copyToHost(void* dst, const void* src, size_t bytes);
+
+// Makes a communicator's device current on this thread for the scope's life, then the caller's
+// again. Does nothing without a device API or for a device < 0 (none recorded).
+class CurrentDeviceScope {
+ public:
+  explicit CurrentDeviceScope(int device);
+  ~CurrentDeviceScope();
+  CurrentDeviceScope(const CurrentDeviceScope&) = delete;
+  CurrentDeviceScope& operator=(const CurrentDeviceScope&) = delete;
+  // Whether the device could be made current (true when there was nothing to do).
+  ncclResult_t result() const { return result_; }
+
+ private:
+  int previous_ = -1;
+  ncclResult_t result_ = ncclSuccess;
+};
 
 // Whether cyclic counter `value` has reached `target` (the comparison waitValue makes).
 inline bool counterReached(uint32_t value, uint32_t target) { return static_cast<int32_t>(value - target) >= 0; }

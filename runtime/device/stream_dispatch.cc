@@ -37,11 +37,13 @@ Spans significantSpans(const CollectiveCall& call) {
 }
 
 bool onDevice(const void* pointer, size_t bytes) { return bytes && isDeviceMemory(pointer); }
+bool streamOrdered(const void* pointer, size_t bytes) { return bytes && memoryKind(pointer) != MemoryKind::Host; }
 
-bool touchesDeviceMemory(const CollectiveCall& call) {
+// Device memory, and pinned host memory (read and written in place, but in stream order).
+bool touchesStreamOrderedMemory(const CollectiveCall& call) {
   const Spans spans = significantSpans(call);
-  return onDevice(call.sendbuff, spans.send) || onDevice(call.recvbuff, spans.recv) ||
-         onDevice(call.residual, call.count * sizeof(float)) || onDevice(call.preMulSum.address, 8);
+  return streamOrdered(call.sendbuff, spans.send) || streamOrdered(call.recvbuff, spans.recv) ||
+         streamOrdered(call.residual, call.count * sizeof(float)) || streamOrdered(call.preMulSum.address, 8);
 }
 
 // Places each device buffer of the batch's calls in its staging area, keeping how the caller's
@@ -147,7 +149,7 @@ ncclResult_t prepareBatch(CommCalls& share, DeviceApi* device) {
       batch->streams.push_back(call->stream);
   }
   const size_t bytes = layOutStaging(share.calls, batch, nullptr);
-  if (bytes == 0) return ncclSuccess;  // host buffers only: ordered on the streams, nothing to copy
+  if (bytes == 0) return ncclSuccess;  // pinned and host buffers only: ordered on the streams, nothing to copy
   WEFT_CHECK(queue->staging().acquire(bytes, &batch->staging));
   layOutStaging(share.calls, batch, batch->staging->data);
   return ncclSuccess;
@@ -158,7 +160,7 @@ ncclResult_t prepareBatch(CommCalls& share, DeviceApi* device) {
 ncclResult_t dispatchCollectives(const std::vector<CollectiveCall>& calls) {
   DeviceApi* device = deviceApi();
   if (!device) return runCollectives(calls);
-  if (std::none_of(calls.begin(), calls.end(), touchesDeviceMemory)) {
+  if (std::none_of(calls.begin(), calls.end(), touchesStreamOrderedMemory)) {
     // Host memory only (the usual case; nothing allocated): after the device calls made before.
     for (const CollectiveCall& call : calls)
       if (StreamQueue* queue = existingQueue(call.comm))
@@ -171,7 +173,7 @@ ncclResult_t dispatchCollectives(const std::vector<CollectiveCall>& calls) {
     auto it = std::find_if(shares.begin(), shares.end(), [&](const CommCalls& s) { return s.comm == call.comm; });
     if (it == shares.end()) it = shares.insert(shares.end(), CommCalls{call.comm, {}});
     it->calls.push_back(&call);
-    it->device = it->device || touchesDeviceMemory(call);
+    it->device = it->device || touchesStreamOrderedMemory(call);
   }
   for (const CommCalls& share : shares)
     if (share.device)
@@ -179,10 +181,14 @@ ncclResult_t dispatchCollectives(const std::vector<CollectiveCall>& calls) {
 
   // Every batch's first half before any second half (stream_queue.h), then each goes to its
   // communicator's progress thread; a failure still submits the batch, to complete unrun.
+  // Each communicator's stream operations run with its device current (stream 0 is that
+  // device's legacy stream), the caller's restored afterwards.
   ncclResult_t result = ncclSuccess;
   for (CommCalls& share : shares) {
     if (!share.device) continue;
-    ncclResult_t r = prepareBatch(share, device);
+    CurrentDeviceScope onDevice(share.comm->cudaDevice);
+    ncclResult_t r = onDevice.result();
+    if (r == ncclSuccess) r = prepareBatch(share, device);
     if (r == ncclSuccess) r = share.batch->queue->enqueueInputs(share.batch);
     if (r != ncclSuccess) {
       if (share.batch) share.batch->failedToEnqueue = true;
@@ -193,7 +199,9 @@ ncclResult_t dispatchCollectives(const std::vector<CollectiveCall>& calls) {
   for (CommCalls& share : shares) {
     if (!share.batch) continue;
     if (!share.batch->failedToEnqueue) {
-      ncclResult_t r = share.batch->queue->enqueueOutputs(share.batch);
+      CurrentDeviceScope onDevice(share.comm->cudaDevice);
+      ncclResult_t r = onDevice.result();
+      if (r == ncclSuccess) r = share.batch->queue->enqueueOutputs(share.batch);
       if (r != ncclSuccess) {
         share.batch->failedToEnqueue = true;
         setCommunicatorError(share.comm, r);

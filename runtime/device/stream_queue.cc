@@ -113,6 +113,11 @@ void StreamQueue::complete(StreamBatch* batch) {
 }
 
 void StreamQueue::progressLoop() {
+  // The communicator's device, so that what this thread asks CUDA (whether a pointer is device
+  // memory, a PreMulSum scalar) never creates a context on device 0.
+  if (comm_->cudaDevice >= 0 && device_->setCurrentDevice(comm_->cudaDevice) != ncclSuccess)
+    WEFT_WARN("rank %d: the progress thread could not select device %d: %s", comm_->rank, comm_->cudaDevice,
+              lastErrorMessage().c_str());
   std::unique_lock<std::mutex> lock(mutex_);
   for (;;) {
     StreamBatch* next = nullptr;

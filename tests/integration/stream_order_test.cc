@@ -5,6 +5,7 @@
 // are functions queued on a stream.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstring>
@@ -61,6 +62,107 @@ struct OneProcessRanks {
   }
   CpuDevice& device() { return cpu.cpu(); }
 };
+
+// A communicator records the device it was created on (ncclCommInitAll: devlist[r], else rank r
+// wrapping around the devices there are, since weft allows ranks to share one), and its stream
+// work is enqueued with that device current, the caller's restored afterwards.
+TEST(StreamOrder, CommunicatorsRecordAndUseTheirDevice) {
+  CpuTestDevice cpu;
+  cpu.cpu().setDeviceCount(2);
+  std::vector<ncclComm_t> comms(3);
+  ASSERT_EQ(ncclCommInitAll(comms.data(), 3, nullptr), ncclSuccess) << ncclGetLastError(nullptr);
+  for (int r = 0; r < 3; ++r) {
+    int device = -1;
+    ASSERT_EQ(ncclCommCuDevice(comms[r], &device), ncclSuccess);
+    EXPECT_EQ(device, r % 2) << "rank " << r;
+  }
+  std::vector<cudaStream_t> streams;
+  std::vector<StreamChecks> checks;
+  std::vector<char*> buffers;
+  for (int r = 0; r < 3; ++r) {
+    streams.push_back(cpu.createStream());
+    checks.emplace_back(cpu, r);
+    buffers.push_back(checks[r].input(streams[r], 100, ncclFloat32, ncclSum, 7));
+  }
+  ASSERT_EQ(cpu.cpu().setCurrentDevice(0), ncclSuccess);
+  ASSERT_EQ(ncclGroupStart(), ncclSuccess);
+  for (int r = 0; r < 3; ++r)
+    ASSERT_EQ(ncclAllReduce(buffers[r], buffers[r], 100, ncclFloat32, ncclSum, comms[r], streams[r]), ncclSuccess);
+  ASSERT_EQ(ncclGroupEnd(), ncclSuccess);
+  EXPECT_EQ(cpu.cpu().hostFunctionDevice(), 0);  // rank 2's, the last enqueued: device 0
+  int current = -1;
+  ASSERT_EQ(cpu.cpu().currentDevice(&current), ncclSuccess);
+  EXPECT_EQ(current, 0) << "the caller's device was not restored";
+  ASSERT_EQ(ncclAllReduce(buffers[1], buffers[1], 100, ncclFloat32, ncclSum, comms[1], streams[1]), ncclSuccess)
+      << "a lone call on a 3-rank communicator completes only once the others join";
+  EXPECT_EQ(cpu.cpu().hostFunctionDevice(), 1);  // rank 1's communicator is on device 1
+  ASSERT_EQ(cpu.cpu().currentDevice(&current), ncclSuccess);
+  EXPECT_EQ(current, 0);
+  ASSERT_EQ(ncclGroupStart(), ncclSuccess);
+  for (int r : {0, 2})
+    ASSERT_EQ(ncclAllReduce(buffers[r], buffers[r], 100, ncclFloat32, ncclSum, comms[r], streams[r]), ncclSuccess);
+  ASSERT_EQ(ncclGroupEnd(), ncclSuccess);
+  for (int r = 0; r < 3; ++r) {
+    checks[r].expect(
+        streams[r], buffers[r], 100, ncclFloat32,
+        [](size_t i) { return 3 * expectedReduction(3, i, ncclFloat32, ncclSum, 7); }, 3, ncclSum,
+        "two all-reduces, the second's input the first's result");
+    cpu.synchronize(streams[r]);
+    EXPECT_EQ(checks[r].mismatches(), 0u);
+  }
+  for (ncclComm_t c : comms) ncclCommDestroy(c);
+  for (auto s : streams) cpu.destroyStream(s);
+
+  const int onDeviceOne[] = {1, 1};
+  ASSERT_EQ(ncclCommInitAll(comms.data(), 2, onDeviceOne), ncclSuccess) << ncclGetLastError(nullptr);
+  for (int r = 0; r < 2; ++r) {
+    int device = -1;
+    ASSERT_EQ(ncclCommCuDevice(comms[r], &device), ncclSuccess);
+    EXPECT_EQ(device, 1);
+    ncclCommDestroy(comms[r]);
+  }
+  const int missing[] = {0, 2};
+  EXPECT_EQ(ncclCommInitAll(comms.data(), 2, missing), ncclInvalidArgument);
+  EXPECT_NE(std::string(ncclGetLastError(nullptr)).find("devlist[1]=2"), std::string::npos)
+      << ncclGetLastError(nullptr);
+}
+
+// Pinned host memory (cudaHostAlloc) is stream-ordered as in NCCL: the call returns at once,
+// reads the input a stream writes after a gate, and its result is there for work queued after it.
+TEST(StreamOrder, PinnedHostBuffersAreReadAndWrittenInStreamOrder) {
+  OneProcessRanks ranks(2);
+  constexpr size_t kCount = 4096;
+  std::atomic<bool> gateOpen{false};
+  std::vector<float*> buffers(ranks.n);
+  std::vector<std::vector<float>> seen(ranks.n, std::vector<float>(kCount, -1));
+  ASSERT_EQ(ncclGroupStart(), ncclSuccess);
+  for (int r = 0; r < ranks.n; ++r) {
+    void* pinned = nullptr;
+    ASSERT_EQ(ranks.device().allocatePinned(kCount * sizeof(float), &pinned), ncclSuccess);
+    buffers[r] = static_cast<float*>(pinned);
+    ranks.device().enqueue(ranks.streams[r], [&, r] {
+      while (!gateOpen.load()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      for (size_t i = 0; i < kCount; ++i) buffers[r][i] = static_cast<float>(i % 97) * (r + 1);
+    });
+    ASSERT_EQ(ncclAllReduce(buffers[r], buffers[r], kCount, ncclFloat32, ncclSum, ranks.comms[r], ranks.streams[r]),
+              ncclSuccess);
+  }
+  const auto before = Clock::now();
+  ASSERT_EQ(ncclGroupEnd(), ncclSuccess);  // where the group's calls reach their streams
+  EXPECT_LT(Clock::now() - before, std::chrono::milliseconds(500)) << "the call waited for its streams";
+  for (int r = 0; r < ranks.n; ++r)
+    ranks.device().enqueue(ranks.streams[r], [&, r] { std::copy(buffers[r], buffers[r] + kCount, seen[r].begin()); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  for (int r = 0; r < ranks.n; ++r) EXPECT_EQ(seen[r][1], -1) << "rank " << r << ": work after the call ran first";
+  gateOpen = true;
+  for (int r = 0; r < ranks.n; ++r) {
+    ranks.device().synchronize(ranks.streams[r]);
+    size_t wrong = 0;
+    for (size_t i = 0; i < kCount; ++i) wrong += seen[r][i] != static_cast<float>(i % 97) * 3;
+    EXPECT_EQ(wrong, 0u) << "rank " << r;
+  }
+  for (float* b : buffers) ranks.device().freePinned(b);
+}
 
 // A device call returns before its stream reaches it: one thread enqueues an all-reduce on every
 // rank, one after the other and without a group (on host memory the first would wait for the
