@@ -1,25 +1,32 @@
 #!/usr/bin/env bash
-# The CUDA codecs on a lent GPU machine, in one prepared call. It checks that the CPU and CUDA
-# versions produce the same bytes, and measures the CUDA codecs against the device-to-device
-# copy bandwidth.
+# Device memory and the CUDA codecs on a lent GPU machine, in one prepared call: collectives on
+# cudaMalloc buffers in stream order against the reference, PyTorch's DDP with backend "nccl" on
+# weft's libnccl.so.2, the CUDA codecs' bytes against the CPU codecs', and the codecs' speed
+# against the device-to-device copy.
 #
 # With the device tool, from this repository (the command runs in the root of a copy of it):
 #     tools/scripts/gpu-check.sh --fetch-deps      # once, here: .debs the device may lack
 #     run(command="bash tools/scripts/gpu-check.sh", carry=[".gpu-deps"], timeout_s=450)
 # Steps, each bounded by a timeout, all output under $OUT (else ./gpu-check-out):
-#   1. nvidia-smi -L; without a usable GPU it stops here (exit 2) before building anything,
+#   1. nvidia-smi -L, the driver's CUDA version and nvcc's; without a usable GPU, or with a
+#      toolkit newer than the driver runs, it stops here (exit 2) before building anything,
 #      unless WEFT_GPU_CHECK_NO_GPU=continue (then the GPU programs report themselves skipped).
 #   2. dependencies (GoogleTest, Google Benchmark, hwloc, pkg-config): if any is missing, the
 #      packages carried in .gpu-deps/ (made by --fetch-deps) are unpacked into a private prefix
 #      (never into /; WEFT_GPU_CHECK_FORCE_CARRIED=1 uses them even when nothing is missing);
-#      else, if apt-get can reach a registry, tools/scripts/install-deps.sh; else it stops
+#      else, if a registry's name resolves (5 s), tools/scripts/install-deps.sh; else it stops
 #      (exit 3) naming what is missing.
 #   3. configure ${WEFT_GPU_BUILD_DIR:-/tmp/weft-gpu-check} (Release, -DWEFT_WITH_CUDA=ON,
-#      WEFT_TEST_AREAS=compression;stream_order) and build compression_cuda_test,
+#      WEFT_TEST_AREAS=compression;stream_order) and build libnccl.so.2, compression_cuda_test,
 #      stream_order_cuda_test, bench_compression_cuda and bench_compression with -j$(nproc).
 #   4. compression_cuda_test: the CUDA codecs give the CPU codecs' bytes (test.log).
-#   4b. stream_order_cuda_test: every collective on cudaMalloc buffers in stream order, 2 and 4
-#      rank processes sharing the GPU, against the reference (stream_order.log).
+#   4b. stream_order_cuda_test: every collective on cudaMalloc buffers in stream order, 2 and then
+#      4 rank processes sharing the GPU, against the reference, WEFT_TIMEOUT=30 (stream_order.log).
+#   4c. PyTorch, when python3 imports a torch built with CUDA: the nccl* symbols its libraries
+#      import, each checked against libnccl.so.2's exports; then tests/gpu/ddp_check.py, 2
+#      processes on the one GPU with backend "nccl" and weft's libnccl.so.2 in LD_PRELOAD (four
+#      collectives checked, 20 DDP steps), and the same training with backend "gloo" on the CPU:
+#      the losses must agree (pytorch.log). Without such a torch the step says so and is skipped.
 #   5. bench_compression_cuda: GB/s of float32 input for each CUDA encode/decode on 64 MiB
 #      beside cudaMemcpyAsync device to device, 3 repetitions (bench_cuda.txt / .json).
 #   6. bench_compression: the CPU codecs on one core, for comparison (bench_cpu.txt / .json).
@@ -101,6 +108,16 @@ elif ! echo "$gpus" | grep -q '^GPU '; then
 else
   echo "$gpus" | tee -a "$summary"
 fi
+if ! command -v nvcc >/dev/null && [ -x /usr/local/cuda/bin/nvcc ]; then export PATH=/usr/local/cuda/bin:$PATH; fi
+# A toolkit of a newer major version than the driver's builds programs that find no device (minor
+# versions are compatible): say so before building.
+driver_cuda=$(timeout 30 nvidia-smi 2>/dev/null | grep -o 'CUDA Version: [0-9.]*' | head -n 1 | awk '{print $3}')
+toolkit_cuda=$(nvcc --version 2>/dev/null | grep -o 'release [0-9.]*' | awk '{print $2}')
+say "CUDA toolkit ${toolkit_cuda:-none (nvcc not found)}; driver supports CUDA ${driver_cuda:-unknown}"
+if [ -z "$gpu_why" ] && [ -n "$driver_cuda" ] && [ -n "$toolkit_cuda" ] &&
+  [ "${toolkit_cuda%%.*}" -gt "${driver_cuda%%.*}" ]; then
+  gpu_why="nvcc $toolkit_cuda is newer than the CUDA $driver_cuda the driver runs"
+fi
 if [ -n "$gpu_why" ]; then
   if [ "${WEFT_GPU_CHECK_NO_GPU:-}" != continue ]; then
     say "no usable NVIDIA GPU: $gpu_why; stopping before the build (WEFT_GPU_CHECK_NO_GPU=continue builds and runs anyway)"
@@ -110,7 +127,6 @@ if [ -n "$gpu_why" ]; then
 fi
 
 # ---- 2. dependencies ----
-if ! command -v nvcc >/dev/null && [ -x /usr/local/cuda/bin/nvcc ]; then export PATH=/usr/local/cuda/bin:$PATH; fi
 
 missing_deps() {
   local m=() d found
@@ -162,7 +178,7 @@ if { [ -n "$missing" ] || [ "${WEFT_GPU_CHECK_FORCE_CARRIED:-}" = 1 ]; } && comp
   use_carried_debs || say "unpacking the carried packages failed (setup.log)"
   missing=$(missing_deps)
 fi
-if [ -n "$missing" ] && command -v apt-get >/dev/null; then
+if [ -n "$missing" ] && command -v apt-get >/dev/null && timeout 5 getent hosts deb.debian.org >/dev/null 2>&1; then
   say "missing: $missing; trying apt-get"
   if step "apt-get update" "$setup" 60 apt-get update -qq; then
     step "install-deps.sh" "$setup" 180 bash "$root/tools/scripts/install-deps.sh"
@@ -185,7 +201,7 @@ cmake_args=(-S "$root" -B "$build" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release 
 cmake_args+=(${WEFT_GPU_CHECK_CMAKE_ARGS:-})
 step configure "$setup" 120 cmake "${cmake_args[@]}" || exit 1
 step build "$setup" 300 cmake --build "$build" -j "${WEFT_GPU_CHECK_JOBS:-$(nproc)}" \
-  --target compression_cuda_test stream_order_cuda_test bench_compression_cuda bench_compression || exit 1
+  --target nccl compression_cuda_test stream_order_cuda_test bench_compression_cuda bench_compression || exit 1
 
 # ---- 4. CPU and CUDA bytes ----
 test_log="$out/test.log"
@@ -201,11 +217,49 @@ fi
 
 # ---- 4b. device-memory collectives in stream order ----
 order_log="$out/stream_order.log"
-NCCL_SOCKET_IFNAME=lo step "stream_order_cuda_test" "$order_log" 120 "$build/tests/stream_order_cuda_test" --gtest_color=no
-sed -n '/^\[==========\] .* ran\./,$p' "$order_log" | head -n 20 >>"$summary"
+# One run per rank count, each with its own timeout, and weft's time-out well inside it, so that a
+# hang ends as weft's error message rather than as the step's timeout.
+for ranks in 2 4; do
+  case $ranks in 2) filter='*/0' ;; 4) filter='*/1' ;; esac
+  WEFT_TIMEOUT=30 NCCL_SOCKET_IFNAME=lo step "stream_order_cuda_test, $ranks ranks" "$order_log" 75 \
+    "$build/tests/stream_order_cuda_test" --gtest_color=no --gtest_filter="$filter"
+  sed -n '/^\[==========\] .* ran\./,$p' "$order_log" | tail -n +1 | head -n 12 >>"$summary"
+done
 if [ -z "$gpu_why" ] && grep -q '^\[  SKIPPED \] [0-9]' "$order_log"; then
   say "stream_order_cuda_test: FAILED: tests skipped although nvidia-smi lists a GPU"
   status=1
+fi
+
+# ---- 4c. PyTorch's NCCL backend on weft ----
+torch_log="$out/pytorch.log"
+libnccl="$build/libnccl.so.2"
+torch_lib=$(timeout 60 python3 -c 'import os, torch; assert torch.cuda.is_available(), "no CUDA device for torch"; print(os.path.join(os.path.dirname(torch.__file__), "lib"))' 2>>"$torch_log")
+if [ -z "$torch_lib" ]; then
+  say "PyTorch: skipped: python3 has no torch that sees the GPU ($(tail -n 1 "$torch_log" 2>/dev/null))"
+elif [ ! -f "$libnccl" ]; then
+  say "PyTorch: FAILED: $libnccl was not built"
+  status=1
+else
+  imported=$(for so in "$torch_lib"/*.so*; do nm -D --undefined-only "$so" 2>/dev/null; done | awk '$NF ~ /^nccl/ {print $NF}' | sed 's/@.*//' | sort -u)
+  exported=$(nm -D --defined-only "$libnccl" | awk '{print $NF}' | sed 's/@.*//' | sort -u)
+  if [ -z "$imported" ]; then
+    say "PyTorch: its libraries import no nccl* symbol (NCCL linked in statically?): LD_PRELOAD cannot replace it"
+    status=1
+  else
+    missing_symbols=$(comm -23 <(echo "$imported") <(echo "$exported"))
+    say "PyTorch imports $(echo "$imported" | wc -l) nccl* symbols; weft lacks ${missing_symbols:-none of them}"
+    echo "$imported" >"$out/torch_nccl_symbols.txt"
+    [ -n "$missing_symbols" ] && status=1
+  fi
+  WEFT_TIMEOUT=60 LD_PRELOAD="$libnccl" step "PyTorch DDP, backend nccl on weft" "$torch_log" 150 \
+    sh -c "python3 '$root/tests/gpu/ddp_check.py' --backend nccl --device cuda --expect-nccl '$libnccl' --timeout 120 >'$out/ddp_nccl.json'"
+  step "PyTorch DDP, backend gloo on the CPU (reference)" "$torch_log" 90 \
+    sh -c "python3 '$root/tests/gpu/ddp_check.py' --backend gloo --device cpu --timeout 80 >'$out/ddp_gloo.json'"
+  if [ -s "$out/ddp_nccl.json" ] && [ -s "$out/ddp_gloo.json" ]; then
+    step "PyTorch DDP losses, weft against the reference" "$torch_log" 30 \
+      python3 "$root/tests/gpu/ddp_check.py" --compare "$out/ddp_nccl.json" "$out/ddp_gloo.json"
+    grep -A 1 '== PyTorch DDP losses' "$torch_log" | tail -n 1 >>"$summary"
+  fi
 fi
 
 # ---- 5, 6. benchmarks ----
