@@ -16,7 +16,6 @@
 #include "runtime/comm/communicator.h"
 #include "runtime/comm/shrink_rendezvous.h"
 #include "runtime/comm/unique_id.h"
-#include "runtime/device/device_api.h"
 #include "runtime/exec/collective.h"
 
 using namespace weft;
@@ -71,10 +70,8 @@ WEFT_API ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, ncclCom
     WEFT_CHECK(parentAllGather(comm, &myId, ids.data(), sizeof(ncclUniqueId)));
     if (color == NCCL_SPLIT_NOCOLOR) return ncclSuccess;
     int newRank = static_cast<int>(std::find(members.begin(), members.end(), comm->rank) - members.begin());
-    CurrentDeviceScope onParentDevice(comm->cudaDevice);  // the new communicator records the parent's device
-    WEFT_CHECK(onParentDevice.result());
     return initRank(newcomm, static_cast<int>(members.size()), ids[members.front()], newRank,
-                    inheritedConfig(comm, config));
+                    inheritedConfig(comm, config), comm->cudaDevice);  // on the parent's device
   });
 }
 WEFT_PROFILING_ALIAS(ncclResult_t, ncclCommSplit, ncclComm_t comm, int color, int key, ncclComm_t* newcomm,
@@ -127,9 +124,8 @@ WEFT_API ncclResult_t ncclCommShrink(ncclComm_t comm, int* excludeRanksList, int
       WEFT_CHECK(receiveShrinkId(comm, survivors.front(), sequence, &id, deadline));
     }
     int newRank = static_cast<int>(std::find(survivors.begin(), survivors.end(), comm->rank) - survivors.begin());
-    CurrentDeviceScope onParentDevice(comm->cudaDevice);  // the new communicator records the parent's device
-    WEFT_CHECK(onParentDevice.result());
-    return initRank(newcomm, static_cast<int>(survivors.size()), id, newRank, inheritedConfig(comm, config));
+    return initRank(newcomm, static_cast<int>(survivors.size()), id, newRank, inheritedConfig(comm, config),
+                    comm->cudaDevice);  // on the parent's device
   });
 }
 WEFT_PROFILING_ALIAS(ncclResult_t, ncclCommShrink, ncclComm_t comm, int* excludeRanksList, int excludeRanksCount,

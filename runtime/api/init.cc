@@ -70,7 +70,10 @@ WEFT_API ncclResult_t ncclCommInitRankConfig(ncclComm_t* comm, int nranks, ncclU
       *comm = nullptr;
       std::shared_ptr<ncclConfig_t> copy;
       if (config) copy = std::make_shared<ncclConfig_t>(*config);
-      groupEnqueueInit([=] { return weft::initRank(comm, nranks, commId, rank, copy.get()); });
+      // The device current now, not on the thread ncclGroupEnd runs the init on (NCCL's
+      // one-process pattern sets each rank's device before its ncclCommInitRank).
+      const int device = currentDeviceOrNone();
+      groupEnqueueInit([=] { return weft::initRank(comm, nranks, commId, rank, copy.get(), device); });
       return ncclSuccess;
     }
     return weft::initRank(comm, nranks, commId, rank, config);
@@ -106,13 +109,9 @@ WEFT_API ncclResult_t ncclCommInitAll(ncclComm_t* comms, int ndev, const int* de
     std::vector<std::thread> threads;
     for (int r = 0; r < ndev; ++r)
       threads.emplace_back([&, r] {
-        results[r] = apiCall("ncclCommInitAll", [&]() -> ncclResult_t {
-          const int rankDevice = devlist ? devlist[r] : (devices > 0 ? r % devices : -1);
-          if (device && rankDevice >= 0) WEFT_CHECK(device->setCurrentDevice(rankDevice));
-          WEFT_CHECK(weft::initRank(&comms[r], ndev, id, r, nullptr));
-          if (!device && devlist) comms[r]->cudaDevice = devlist[r];  // recorded, though nothing runs there
-          return ncclSuccess;
-        });
+        const int rankDevice = devlist ? devlist[r] : (devices > 0 ? r % devices : -1);
+        results[r] =
+            apiCall("ncclCommInitAll", [&] { return weft::initRank(&comms[r], ndev, id, r, nullptr, rankDevice); });
         messages[r] = lastErrorMessage();
       });
     for (auto& t : threads) t.join();

@@ -505,13 +505,12 @@ ncclResult_t initializeCommunicator(ncclComm* comm, const ncclUniqueId& id) {
   return ncclSuccess;
 }
 
-ncclResult_t initRank(ncclComm_t* comm, int nranks, const ncclUniqueId& commId, int rank, const ncclConfig_t* config) {
+ncclResult_t initRank(ncclComm_t* comm, int nranks, const ncclUniqueId& commId, int rank, const ncclConfig_t* config,
+                      int cudaDevice) {
   ncclComm* created = nullptr;
   WEFT_CHECK(newCommunicator(nranks, rank, config, &created));
-  // The device current on the calling thread, as NCCL records it: ncclCommCuDevice reports it,
-  // and the communicator's stream work and progress thread use it.
-  if (DeviceApi* device = deviceApi(); device && device->currentDevice(&created->cudaDevice) != ncclSuccess)
-    created->cudaDevice = -1;
+  // ncclCommCuDevice reports it; the communicator's stream work and progress thread use it.
+  created->cudaDevice = cudaDevice == kDeviceOfCaller ? currentDeviceOrNone() : cudaDevice;
   if (created->config.blocking == 0) {
     // Non-blocking: hand the communicator back now; ncclCommGetAsyncError says ncclInProgress
     // until the initialization running in the background is done.
@@ -594,6 +593,7 @@ void destroyCommunicator(ncclComm* comm) {
     WEFT_WARN("WEFT_METRICS_FILE: %s", lastErrorMessage().c_str());
   statusServerRemove(comm);
   comm->magic = 0;
+  CurrentDeviceScope onDevice(comm->cudaDevice);  // its pinned memory is freed on its own device
   delete comm;
 }
 

@@ -170,8 +170,11 @@ ncclResult_t newCommunicator(int nranks, int rank, const ncclConfig_t* config, n
 // Bootstrap, topology layout, transports and ring-neighbour connections for one rank.
 ncclResult_t initializeCommunicator(ncclComm* comm, const ncclUniqueId& id);
 // ncclCommInitRankConfig's work: blocking, or (config->blocking == 0) in the background,
-// returning ncclInProgress.
-ncclResult_t initRank(ncclComm_t* comm, int nranks, const ncclUniqueId& commId, int rank, const ncclConfig_t* config);
+// returning ncclInProgress. The communicator's CUDA device is `cudaDevice` (-1: none), or the
+// one current on the calling thread (kDeviceOfCaller), as NCCL records it.
+constexpr int kDeviceOfCaller = -2;
+ncclResult_t initRank(ncclComm_t* comm, int nranks, const ncclUniqueId& commId, int rank, const ncclConfig_t* config,
+                      int cudaDevice = kDeviceOfCaller);
 // Waits for a non-blocking initialization, if one is running.
 void finishNonBlockingInit(ncclComm* comm);
 void destroyCommunicator(ncclComm* comm);

@@ -38,7 +38,9 @@ class CudaDevice : public DeviceApi {
     switch (attributes.type) {
       case cudaMemoryTypeDevice:
       case cudaMemoryTypeManaged: return MemoryKind::Device;
-      case cudaMemoryTypeHost: return MemoryKind::PinnedHost;
+      // Registered memory's device address may differ from its host one (where the device cannot
+      // use host pointers): given that address, the host must not read it; stage it like device memory.
+      case cudaMemoryTypeHost: return attributes.hostPointer == pointer ? MemoryKind::PinnedHost : MemoryKind::Device;
       default: return MemoryKind::Host;  // cudaMemoryTypeUnregistered
     }
   }

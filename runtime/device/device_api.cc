@@ -22,17 +22,24 @@ MemoryKind memoryKind(const void* pointer) {
   return pointer && api ? api->memoryKind(pointer) : MemoryKind::Host;
 }
 
-CurrentDeviceScope::CurrentDeviceScope(int device) {
+int currentDeviceOrNone() {
   DeviceApi* api = deviceApi();
-  if (!api || device < 0) return;
+  int device = -1;
+  if (api && api->currentDevice(&device) != ncclSuccess) device = -1;
+  return device;
+}
+
+CurrentDeviceScope::CurrentDeviceScope(int device) : api_(deviceApi()) {
+  if (!api_ || device < 0) return;
   int current = -1;
-  if (api->currentDevice(&current) != ncclSuccess || current == device) return;
-  result_ = api->setCurrentDevice(device);
+  result_ = api_->currentDevice(&current);
+  if (result_ != ncclSuccess || current == device) return;
+  result_ = api_->setCurrentDevice(device);
   if (result_ == ncclSuccess) previous_ = current;
 }
 
 CurrentDeviceScope::~CurrentDeviceScope() {
-  if (previous_ >= 0) deviceApi()->setCurrentDevice(previous_);
+  if (previous_ >= 0) api_->setCurrentDevice(previous_);
 }
 
 ncclResult_t copyToHost(void* dst, const void* src, size_t bytes) {

@@ -72,6 +72,9 @@ inline bool isDeviceMemory(const void* pointer) { return memoryKind(pointer) == 
 // Copies `bytes` from host or device memory into host memory, synchronously.
 ncclResult_t copyToHost(void* dst, const void* src, size_t bytes);
 
+// The calling thread's current device, or -1 without a device API (or when CUDA cannot say).
+int currentDeviceOrNone();
+
 // Makes a communicator's device current on this thread for the scope's life, then the caller's
 // again. Does nothing without a device API or for a device < 0 (none recorded).
 class CurrentDeviceScope {
@@ -84,6 +87,7 @@ class CurrentDeviceScope {
   ncclResult_t result() const { return result_; }
 
  private:
+  DeviceApi* api_;
   int previous_ = -1;
   ncclResult_t result_ = ncclSuccess;
 };

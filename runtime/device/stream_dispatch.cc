@@ -175,9 +175,12 @@ ncclResult_t dispatchCollectives(const std::vector<CollectiveCall>& calls) {
     it->calls.push_back(&call);
     it->device = it->device || touchesStreamOrderedMemory(call);
   }
-  for (const CommCalls& share : shares)
-    if (share.device)
-      for (const CollectiveCall* call : share.calls) WEFT_CHECK(refuseGraphCapture(device, *call));
+  for (const CommCalls& share : shares) {
+    if (!share.device) continue;
+    CurrentDeviceScope onDevice(share.comm->cudaDevice);  // stream 0 is the communicator's device's
+    WEFT_CHECK(onDevice.result());
+    for (const CollectiveCall* call : share.calls) WEFT_CHECK(refuseGraphCapture(device, *call));
+  }
 
   // Every batch's first half before any second half (stream_queue.h), then each goes to its
   // communicator's progress thread; a failure still submits the batch, to complete unrun.

@@ -125,6 +125,38 @@ TEST(StreamOrder, CommunicatorsRecordAndUseTheirDevice) {
   EXPECT_EQ(ncclCommInitAll(comms.data(), 2, missing), ncclInvalidArgument);
   EXPECT_NE(std::string(ncclGetLastError(nullptr)).find("devlist[1]=2"), std::string::npos)
       << ncclGetLastError(nullptr);
+
+  // NCCL's one-process pattern: each rank's device made current before its ncclCommInitRank in
+  // a group; the inits run at ncclGroupEnd, on other threads, and still record those devices.
+  ncclUniqueId id;
+  ASSERT_EQ(ncclGetUniqueId(&id), ncclSuccess);
+  ASSERT_EQ(ncclGroupStart(), ncclSuccess);
+  for (int r = 0; r < 2; ++r) {
+    ASSERT_EQ(cpu.cpu().setCurrentDevice(1 - r), ncclSuccess);
+    ASSERT_EQ(ncclCommInitRank(&comms[r], 2, id, r), ncclSuccess);
+  }
+  ASSERT_EQ(ncclGroupEnd(), ncclSuccess) << ncclGetLastError(nullptr);
+  for (int r = 0; r < 2; ++r) {
+    int device = -1;
+    ASSERT_EQ(ncclCommCuDevice(comms[r], &device), ncclSuccess);
+    EXPECT_EQ(device, 1 - r) << "rank " << r;
+  }
+  // A split records its parent's device, whatever is current on the thread that splits.
+  ncclComm_t split[2] = {nullptr, nullptr};
+  ncclResult_t splitResult[2];
+  std::vector<std::thread> splitters;
+  for (int r = 0; r < 2; ++r)
+    splitters.emplace_back([&, r] { splitResult[r] = ncclCommSplit(comms[r], 0, r, &split[r], nullptr); });
+  for (auto& t : splitters) t.join();
+  for (int r = 0; r < 2; ++r) {
+    ASSERT_EQ(splitResult[r], ncclSuccess) << ncclGetLastError(nullptr);
+    int device = -1;
+    ASSERT_EQ(ncclCommCuDevice(split[r], &device), ncclSuccess);
+    EXPECT_EQ(device, 1 - r) << "rank " << r << "'s split (its thread is on device 0)";
+    ncclCommDestroy(split[r]);
+  }
+  for (int r = 0; r < 2; ++r) ncclCommDestroy(comms[r]);
+  ASSERT_EQ(cpu.cpu().setCurrentDevice(0), ncclSuccess);
 }
 
 // Pinned host memory (cudaHostAlloc) is stream-ordered as in NCCL: the call returns at once,
