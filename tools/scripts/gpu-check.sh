@@ -6,7 +6,7 @@
 #
 # With the device tool, from this repository (the command runs in the root of a copy of it):
 #     tools/scripts/gpu-check.sh --fetch-deps      # once, here: .debs the device may lack
-#     run(command="bash tools/scripts/gpu-check.sh", carry=[".gpu-deps"], timeout_s=450)
+#     run(command="bash tools/scripts/gpu-check.sh", carry=[".gpu-deps"], timeout_s=540)
 # Steps, each bounded by a timeout, all output under $OUT (else ./gpu-check-out):
 #   1. nvidia-smi -L, the driver's CUDA version and nvcc's; without a usable GPU, or with a
 #      toolkit newer than the driver runs, it stops here (exit 2) before building anything,
@@ -21,7 +21,8 @@
 #      stream_order_cuda_test, bench_compression_cuda and bench_compression with -j$(nproc).
 #   4. compression_cuda_test: the CUDA codecs give the CPU codecs' bytes (test.log).
 #   4b. stream_order_cuda_test: every collective on cudaMalloc buffers in stream order, 2 and then
-#      4 rank processes sharing the GPU, against the reference, WEFT_TIMEOUT=30 (stream_order.log).
+#      4 rank processes sharing the GPU, against the reference, WEFT_TIMEOUT=30
+#      (stream_order_2ranks.log, stream_order_4ranks.log).
 #   4c. PyTorch, when python3 imports a torch built with CUDA: the nccl* symbols its libraries
 #      import, each checked against libnccl.so.2's exports; then tests/gpu/ddp_check.py, 2
 #      processes on the one GPU with backend "nccl" and weft's libnccl.so.2 in LD_PRELOAD (four
@@ -34,7 +35,7 @@
 # repetitions, % of the copy measured in the same run); setup.log the dependency, configure and
 # build output. Exit status: 0 all passed, 1 a step failed, 2 no usable GPU, 3 missing
 # dependencies. Every step has its own timeout, and none runs past WEFT_GPU_CHECK_DEADLINE
-# (default 400 s from the start), so the summary is written well inside a 450 s timeout_s.
+# (default 480 s from the start), so the summary is written well inside a 540 s timeout_s.
 set -uo pipefail
 
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -54,7 +55,7 @@ out=${OUT:-$PWD/gpu-check-out}
 build=${WEFT_GPU_BUILD_DIR:-/tmp/weft-gpu-check}
 prefix=${WEFT_GPU_DEPS_PREFIX:-/tmp/weft-gpu-deps}
 # Every step ends by this many seconds after the start; keep it below the device tool's timeout_s.
-deadline=${WEFT_GPU_CHECK_DEADLINE:-400}
+deadline=${WEFT_GPU_CHECK_DEADLINE:-480}
 mkdir -p "$out"
 summary="$out/summary.txt"
 setup="$out/setup.log"
@@ -216,19 +217,19 @@ if [ -z "$gpu_why" ] && grep -q '^\[  SKIPPED \] [0-9]' "$test_log"; then
 fi
 
 # ---- 4b. device-memory collectives in stream order ----
-order_log="$out/stream_order.log"
-# One run per rank count, each with its own timeout, and weft's time-out well inside it, so that a
-# hang ends as weft's error message rather than as the step's timeout.
+# One run per rank count, each with its own timeout and log, and weft's time-out well inside it,
+# so that a hang ends as weft's error message rather than as the step's timeout.
 for ranks in 2 4; do
   case $ranks in 2) filter='*/0' ;; 4) filter='*/1' ;; esac
-  WEFT_TIMEOUT=30 NCCL_SOCKET_IFNAME=lo step "stream_order_cuda_test, $ranks ranks" "$order_log" 75 \
+  order_log="$out/stream_order_${ranks}ranks.log"
+  step "stream_order_cuda_test, $ranks ranks" "$order_log" 75 env WEFT_TIMEOUT=30 NCCL_SOCKET_IFNAME=lo \
     "$build/tests/stream_order_cuda_test" --gtest_color=no --gtest_filter="$filter"
-  sed -n '/^\[==========\] .* ran\./,$p' "$order_log" | tail -n +1 | head -n 12 >>"$summary"
+  sed -n '/^\[==========\] .* ran\./,$p' "$order_log" | head -n 12 >>"$summary"
+  if [ -z "$gpu_why" ] && grep -q '^\[  SKIPPED \] [0-9]' "$order_log"; then
+    say "stream_order_cuda_test, $ranks ranks: FAILED: tests skipped although nvidia-smi lists a GPU"
+    status=1
+  fi
 done
-if [ -z "$gpu_why" ] && grep -q '^\[  SKIPPED \] [0-9]' "$order_log"; then
-  say "stream_order_cuda_test: FAILED: tests skipped although nvidia-smi lists a GPU"
-  status=1
-fi
 
 # ---- 4c. PyTorch's NCCL backend on weft ----
 torch_log="$out/pytorch.log"
@@ -251,8 +252,11 @@ else
     echo "$imported" >"$out/torch_nccl_symbols.txt"
     [ -n "$missing_symbols" ] && status=1
   fi
-  WEFT_TIMEOUT=60 LD_PRELOAD="$libnccl" step "PyTorch DDP, backend nccl on weft" "$torch_log" 150 \
-    sh -c "python3 '$root/tests/gpu/ddp_check.py' --backend nccl --device cuda --expect-nccl '$libnccl' --timeout 120 >'$out/ddp_nccl.json'"
+  # What torch will run on with weft preloaded (weft's libnccl.so.2 brings its own libcudart).
+  { echo "== torch and weft's libraries"; python3 -c 'import torch; print("torch", torch.__version__, "CUDA", torch.version.cuda)';
+    ldd "$libnccl"; } >>"$torch_log" 2>&1
+  step "PyTorch DDP, backend nccl on weft" "$torch_log" 150 sh -c "WEFT_TIMEOUT=60 LD_PRELOAD='$libnccl' python3 \
+    '$root/tests/gpu/ddp_check.py' --backend nccl --device cuda --expect-nccl '$libnccl' --timeout 120 >'$out/ddp_nccl.json'"
   step "PyTorch DDP, backend gloo on the CPU (reference)" "$torch_log" 90 \
     sh -c "python3 '$root/tests/gpu/ddp_check.py' --backend gloo --device cpu --timeout 80 >'$out/ddp_gloo.json'"
   if [ -s "$out/ddp_nccl.json" ] && [ -s "$out/ddp_gloo.json" ]; then
