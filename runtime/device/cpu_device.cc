@@ -100,10 +100,11 @@ MemoryKind CpuDevice::memoryKind(const void* pointer) {
 }
 
 ncclResult_t CpuDevice::allocatePinned(size_t bytes, void** out) {
-  *out = std::calloc(1, std::max<size_t>(bytes, 1));
+  const size_t size = std::max<size_t>(bytes, 1);
+  *out = std::calloc(1, size);
   if (!*out) return fail(ncclSystemError, "could not allocate %zu bytes of (emulated) pinned memory", bytes);
   std::lock_guard<std::mutex> lock(mutex_);
-  pinnedAllocations_[static_cast<const char*>(*out)] = std::max<size_t>(bytes, 1);
+  pinnedAllocations_[static_cast<const char*>(*out)] = size;
   return ncclSuccess;
 }
 

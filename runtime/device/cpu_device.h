@@ -33,7 +33,7 @@ class CpuDevice : public DeviceApi {
   ncclResult_t launchHostFunction(cudaStream_t stream, void (*function)(void*), void* argument) override;
   ncclResult_t waitValue(cudaStream_t stream, std::atomic<uint32_t>* flag, uint32_t value) override;
   ncclResult_t isCapturing(cudaStream_t stream, bool* capturing) override;
-  // Each thread's current device starts at 0, as CUDA's does; there are `devices()` of them.
+  // Each thread's current device starts at 0, as CUDA's does; there are deviceCount() of them.
   ncclResult_t currentDevice(int* device) override;
   ncclResult_t setCurrentDevice(int device) override;
   int deviceCount() override { return devices_.load(); }
