@@ -1,5 +1,6 @@
 #include "common/numeric.h"
 
+#include <bit>
 #include <cmath>
 #include <cstring>
 

@@ -3,30 +3,58 @@
 //
 // All float -> narrow conversions round to nearest, ties to even. The conversions are written
 // without data-dependent branches (selects only), so loops over them auto-vectorize; the
-// reduction kernels rely on that for bfloat16 and for half on CPUs without F16C.
+// reduction kernels rely on that for bfloat16 and for half on CPUs without F16C. They are
+// host-and-device functions: the CUDA kernels (common/cuda, compression/cuda) use these same
+// definitions, so device and host round identically.
 #pragma once
 
-#include <bit>
 #include <cstdint>
+#include <cstring>
+#if !defined(__CUDACC__)
+#include <bit>
+#endif
 
+#include "common/host_device.h"
 #include "nccl.h"
 
 namespace weft {
 
 namespace numeric_detail {
-inline float bitsToFloat(uint32_t bits) { return std::bit_cast<float>(bits); }
-inline uint32_t floatToBits(float value) { return std::bit_cast<uint32_t>(value); }
+// The device has its own instructions. The host code of a .cu file is C++17 (nvcc), so it has
+// no std::bit_cast; everywhere else std::bit_cast, which GCC vectorizes best in the CPU loops.
+WEFT_HOST_DEVICE inline float bitsToFloat(uint32_t bits) {
+#if defined(__CUDA_ARCH__)
+  return __uint_as_float(bits);
+#elif defined(__CUDACC__)
+  float value;
+  std::memcpy(&value, &bits, sizeof(value));
+  return value;
+#else
+  return std::bit_cast<float>(bits);
+#endif
+}
+WEFT_HOST_DEVICE inline uint32_t floatToBits(float value) {
+#if defined(__CUDA_ARCH__)
+  return __float_as_uint(value);
+#elif defined(__CUDACC__)
+  uint32_t bits;
+  std::memcpy(&bits, &value, sizeof(bits));
+  return bits;
+#else
+  return std::bit_cast<uint32_t>(value);
+#endif
+}
 // condition ? a : b without a branch. Written with masks so that GCC keeps the float operations
 // feeding `a` and `b` unconditional: with a ternary it moves them into a branch, and under the
 // default -ftrapping-math it may then not if-convert (and vectorize) the loop.
-inline uint32_t select(bool condition, uint32_t a, uint32_t b) {
+WEFT_HOST_DEVICE inline uint32_t select(bool condition, uint32_t a, uint32_t b) {
   return b ^ ((a ^ b) & (0u - static_cast<uint32_t>(condition)));
 }
 }  // namespace numeric_detail
 
 // ---- IEEE binary16 ----
 
-inline float halfToFloat(uint16_t h) {
+WEFT_FORCE_INLINE WEFT_HOST_DEVICE float halfToFloat(uint16_t h) {
   using namespace numeric_detail;
   // Move exponent and mantissa into float position and rebias; then fix up the two special
   // exponents (after F. Giesen's half_to_float_fast).
@@ -45,7 +73,7 @@ inline float halfToFloat(uint16_t h) {
   return bitsToFloat(magnitude | sign);
 }
 
-inline uint16_t floatToHalf(float value) {
+WEFT_FORCE_INLINE WEFT_HOST_DEVICE uint16_t floatToHalf(float value) {
   using namespace numeric_detail;
   uint32_t bits = floatToBits(value);
   uint32_t sign = (bits >> 16) & 0x8000u;
@@ -65,9 +93,11 @@ inline uint16_t floatToHalf(float value) {
 
 // ---- bfloat16 (the top half of a float) ----
 
-inline float bfloat16ToFloat(uint16_t b) { return numeric_detail::bitsToFloat(static_cast<uint32_t>(b) << 16); }
+WEFT_FORCE_INLINE WEFT_HOST_DEVICE float bfloat16ToFloat(uint16_t b) {
+  return numeric_detail::bitsToFloat(static_cast<uint32_t>(b) << 16);
+}
 
-inline uint16_t floatToBfloat16(float value) {
+WEFT_FORCE_INLINE WEFT_HOST_DEVICE uint16_t floatToBfloat16(float value) {
   uint32_t bits = numeric_detail::floatToBits(value);
   uint32_t rounded = (bits + 0x7fffu + ((bits >> 16) & 1u)) >> 16;
   // Rounding would carry a NaN's payload into the exponent; keep it NaN and make it quiet.
@@ -77,7 +107,7 @@ inline uint16_t floatToBfloat16(float value) {
 
 // ---- fp8 E4M3FN (OCP): bias 7, no infinity, S.1111.111 is NaN, max 448 ----
 
-inline float fp8e4m3ToFloat(uint8_t v) {
+WEFT_FORCE_INLINE WEFT_HOST_DEVICE float fp8e4m3ToFloat(uint8_t v) {
   using namespace numeric_detail;
   uint32_t sign = static_cast<uint32_t>(v & 0x80u) << 24;
   uint32_t exponent = (v >> 3) & 0xfu;
@@ -90,7 +120,7 @@ inline float fp8e4m3ToFloat(uint8_t v) {
 
 // Saturating like CUDA's __nv_cvt_float_to_fp8(x, __NV_SATFINITE, __NV_E4M3): finite values
 // and infinities beyond 448 become +-448; NaN becomes 0x7f (with the sign).
-inline uint8_t floatToFp8e4m3(float value) {
+WEFT_FORCE_INLINE WEFT_HOST_DEVICE uint8_t floatToFp8e4m3(float value) {
   using namespace numeric_detail;
   uint32_t bits = floatToBits(value);
   uint32_t sign = (bits >> 24) & 0x80u;
@@ -107,10 +137,12 @@ inline uint8_t floatToFp8e4m3(float value) {
 
 // ---- fp8 E5M2: the top byte of a binary16 (bias 15, with infinity and NaN) ----
 
-inline float fp8e5m2ToFloat(uint8_t v) { return halfToFloat(static_cast<uint16_t>(v << 8)); }
+WEFT_FORCE_INLINE WEFT_HOST_DEVICE float fp8e5m2ToFloat(uint8_t v) {
+  return halfToFloat(static_cast<uint16_t>(v << 8));
+}
 
 // Not saturating (__NV_NOSAT): >= 61440 rounds to infinity; NaN stays a quiet NaN.
-inline uint8_t floatToFp8e5m2(float value) {
+WEFT_FORCE_INLINE WEFT_HOST_DEVICE uint8_t floatToFp8e5m2(float value) {
   using namespace numeric_detail;
   uint32_t bits = floatToBits(value);
   uint32_t sign = (bits >> 24) & 0x80u;

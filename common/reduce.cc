@@ -7,8 +7,12 @@
 // and no setup, so tiny reductions stay cheap.
 #include "common/reduce.h"
 
+// The operator functors (reduce_element.h) take and return __m256/__m512 by value; they are
+// always inlined into code of the matching instruction set, so the ABI note GCC gives for them
+// does not apply. Before the includes: GCC places the note at the functors' definitions.
+#pragma GCC diagnostic ignored "-Wpsabi"
+
 #include <atomic>
-#include <concepts>
 #include <cstring>
 #include <string>
 #include <tuple>
@@ -18,6 +22,7 @@
 #include "common/cpu_features.h"
 #include "common/log.h"
 #include "common/numeric.h"
+#include "common/reduce_element.h"
 #include "common/streaming_copy.h"
 
 #if defined(__x86_64__)
@@ -30,9 +35,6 @@
 #define WEFT_X86 0
 #endif
 
-// The operator functors take and return __m256/__m512 by value; they are always inlined into
-// code of the matching instruction set, so the ABI note GCC gives for them does not apply.
-#pragma GCC diagnostic ignored "-Wpsabi"
 // GCC 12 reports the deliberately undefined vector inside _mm512_cvtph_ps as uninitialized.
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 
@@ -40,84 +42,7 @@ namespace weft {
 
 namespace {
 
-// ---- Operators, written once for scalars and for GCC vector types (__m256, __m512) ----
-
-// Integer arithmetic goes through the unsigned type: wraps without undefined behaviour.
-template <class T>
-struct Wrap {
-  using type = T;
-};
-template <std::integral T>
-struct Wrap<T> {
-  using type = std::make_unsigned_t<T>;
-};
-template <class T>
-using WrapType = typename Wrap<T>::type;
-
-struct SumOp {
-  template <class T>
-  [[gnu::always_inline]] static T apply(const T& a, const T& b) {
-    return static_cast<T>(static_cast<WrapType<T>>(a) + static_cast<WrapType<T>>(b));
-  }
-};
-struct ProdOp {
-  template <class T>
-  [[gnu::always_inline]] static T apply(const T& a, const T& b) {
-    return static_cast<T>(static_cast<WrapType<T>>(a) * static_cast<WrapType<T>>(b));
-  }
-};
-// `a != a` is the NaN test (always false, and folded away, for integers).
-struct MaxOp {
-  template <class T>
-  [[gnu::always_inline]] static T apply(const T& a, const T& b) {
-    return (a > b || a != a) ? a : b;
-  }
-};
-struct MinOp {
-  template <class T>
-  [[gnu::always_inline]] static T apply(const T& a, const T& b) {
-    return (a < b || a != a) ? a : b;
-  }
-};
-
-// ---- Codecs: how an element of each type is stored and in which type it is computed ----
-
-template <class T>
-struct Plain {
-  using Storage = T;
-  using Compute = T;
-  static T load(T v) { return v; }
-  static T store(T v) { return v; }
-};
-struct Half {
-  using Storage = uint16_t;
-  using Compute = float;
-  static float load(uint16_t v) { return halfToFloat(v); }
-  static uint16_t store(float v) { return floatToHalf(v); }
-};
-struct Bfloat16 {
-  using Storage = uint16_t;
-  using Compute = float;
-  static float load(uint16_t v) { return bfloat16ToFloat(v); }
-  static uint16_t store(float v) { return floatToBfloat16(v); }
-};
-struct Fp8e4m3 {
-  using Storage = uint8_t;
-  using Compute = float;
-  static float load(uint8_t v) { return fp8e4m3ToFloat(v); }
-  static uint8_t store(float v) { return floatToFp8e4m3(v); }
-};
-struct Fp8e5m2 {
-  using Storage = uint8_t;
-  using Compute = float;
-  static float load(uint8_t v) { return fp8e5m2ToFloat(v); }
-  static uint8_t store(float v) { return floatToFp8e5m2(v); }
-};
-
-// Indexed by ncclDataType_t.
-using Codecs = std::tuple<Plain<int8_t>, Plain<uint8_t>, Plain<int32_t>, Plain<uint32_t>, Plain<int64_t>,
-                          Plain<uint64_t>, Half, Plain<float>, Plain<double>, Bfloat16, Fp8e4m3, Fp8e5m2>;
-static_assert(std::tuple_size_v<Codecs> == ncclNumTypes);
+using namespace elementwise;  // the operators and codecs, shared with the CUDA kernels
 
 // ---- The loops (inlined into each instruction-set entry point below) ----
 // `ivdep`: dst may equal a source, but element i is only read before element i is written,

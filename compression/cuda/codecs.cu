@@ -1,5 +1,6 @@
 // CUDA kernels of the casts, int8/int4 block quantization and sign codecs; see codecs.h.
-// Every float operation is an explicitly rounded intrinsic (__fmul_rn, __fadd_rn, ...), so the
+// Every float operation is an explicitly rounded intrinsic (__fmul_rn, __fadd_rn, ...), and the
+// half and bfloat16 conversions are common/numeric.h's own (host-and-device functions), so the
 // results equal the CPU kernels' bit for bit.
 #include "compression/cuda/codecs.h"
 
@@ -7,6 +8,7 @@
 
 #include <cstdint>
 
+#include "common/numeric.h"
 #include "compression/cuda/topk.h"
 #include "compression/cuda/workspace.h"
 #include "compression/rng.h"
@@ -17,44 +19,6 @@ namespace {
 constexpr float kRoundMagic = 12582912.0f;
 constexpr uint32_t kTinyBits = 0x0d800000u;  // 2^-100, as quantize.h
 
-// ---- common/numeric.h's conversions, written with device intrinsics ----
-
-__device__ __forceinline__ uint16_t floatToHalfDev(float value) {
-  uint32_t bits = __float_as_uint(value);
-  uint32_t sign = (bits >> 16) & 0x8000u;
-  uint32_t magnitude = bits & 0x7fffffffu;
-  uint32_t nan = 0x7e00u | ((magnitude >> 13) & 0x3ffu);
-  uint32_t overflow = magnitude > 0x7f800000u ? nan : 0x7c00u;
-  uint32_t subnormal = __float_as_uint(__fadd_rn(__uint_as_float(magnitude), 0.5f)) - 0x3f000000u;
-  uint32_t lsb = (magnitude >> 13) & 1u;
-  uint32_t normal = (magnitude + ((15u - 127u) << 23) + 0xfffu + lsb) >> 13;
-  uint32_t result = magnitude >= 0x477ff000u ? overflow : magnitude < 0x38800000u ? subnormal : normal;
-  return static_cast<uint16_t>(result | sign);
-}
-
-__device__ __forceinline__ float halfToFloatDev(uint16_t h) {
-  uint32_t sign = static_cast<uint32_t>(h & 0x8000u) << 16;
-  uint32_t bits = static_cast<uint32_t>(h & 0x7fffu) << 13;
-  uint32_t exponent = bits & 0x0f800000u;
-  bits += (127u - 15u) << 23;
-  uint32_t special = bits + ((128u - 16u) << 23);
-  special |= (special & 0x007fffffu) ? 0x00400000u : 0u;
-  float subnormal = __fsub_rn(__uint_as_float(bits + (1u << 23)), __uint_as_float(113u << 23));
-  uint32_t magnitude = exponent == 0x0f800000u ? special : exponent == 0 ? __float_as_uint(subnormal) : bits;
-  return __uint_as_float(magnitude | sign);
-}
-
-__device__ __forceinline__ uint16_t floatToBfloat16Dev(float value) {
-  uint32_t bits = __float_as_uint(value);
-  uint32_t rounded = (bits + 0x7fffu + ((bits >> 16) & 1u)) >> 16;
-  bool isNan = (bits & 0x7fffffffu) > 0x7f800000u;
-  return static_cast<uint16_t>(isNan ? (bits >> 16) | 0x40u : rounded);
-}
-
-__device__ __forceinline__ float bfloat16ToFloatDev(uint16_t b) {
-  return __uint_as_float(static_cast<uint32_t>(b) << 16);
-}
-
 __device__ __forceinline__ float combine(float old, float v, bool accumulate, float alpha) {
   return accumulate ? __fadd_rn(old, __fmul_rn(alpha, v)) : v;
 }
@@ -64,13 +28,13 @@ __device__ __forceinline__ float combine(float old, float v, bool accumulate, fl
 __global__ void castEncodeKernel(const float* x, size_t n, uint16_t* out, bool bf16) {
   for (size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x; i < n;
        i += static_cast<size_t>(gridDim.x) * blockDim.x)
-    out[i] = bf16 ? floatToBfloat16Dev(x[i]) : floatToHalfDev(x[i]);
+    out[i] = bf16 ? floatToBfloat16(x[i]) : floatToHalf(x[i]);
 }
 
 __global__ void castDecodeKernel(const uint16_t* in, size_t n, float* out, bool bf16, bool accumulate, float alpha) {
   for (size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x; i < n;
        i += static_cast<size_t>(gridDim.x) * blockDim.x) {
-    float v = bf16 ? bfloat16ToFloatDev(in[i]) : halfToFloatDev(in[i]);
+    float v = bf16 ? bfloat16ToFloat(in[i]) : halfToFloat(in[i]);
     out[i] = combine(out[i], v, accumulate, alpha);
   }
 }

@@ -2,6 +2,8 @@
 weft_test(numeric_test SOURCES unit/numeric_test.cc)
 weft_test(reduce_test SOURCES unit/reduce_test.cc)
 weft_test(reduce_to_two_test SOURCES unit/reduce_to_two_test.cc)
+# The element arithmetic the CUDA reduction kernels share with the CPU (common/reduce_element.h).
+weft_test(reduce_element_test SOURCES unit/reduce_element_test.cc)
 # common/settings: the declared environment variables, and the README's table of them.
 weft_test(settings_test SOURCES unit/settings_test.cc)
 weft_test(settings_digest_test SOURCES unit/settings_digest_test.cc)
