@@ -22,10 +22,14 @@
 
 #include "compression/cuda/codecs.h"
 #include "compression/types.h"
+#include "perf/cuda_bench.h"
 
 namespace {
 
 using namespace weft::compression;
+using weft::perf::CudaTiming;
+using weft::perf::cudaWhy;
+using weft::perf::timeCudaBatches;
 
 constexpr size_t kBytes = 64ull << 20;
 constexpr size_t kCount = kBytes / sizeof(float);
@@ -33,8 +37,7 @@ constexpr int kBatch = 8;
 
 // Device buffers shared by every benchmark, made once by main() on a usable device.
 struct Device {
-  cudaStream_t stream = nullptr;
-  cudaEvent_t start = nullptr, stop = nullptr;
+  CudaTiming timing;
   float* x = nullptr;    // the gradient: kCount normal floats
   float* out = nullptr;  // decode target / memcpy destination
   void* enc = nullptr;   // encoded chunk, the largest codec's size
@@ -42,24 +45,17 @@ struct Device {
 };
 Device dev;
 
-std::string cudaWhy(const char* what, cudaError_t err) { return std::string(what) + ": " + cudaGetErrorString(err); }
-
 // Empty when the device is usable and the buffers are ready; else the reason.
 std::string setUp(size_t encBytes) {
-  int devices = 0;
-  cudaError_t err = cudaGetDeviceCount(&devices);
-  if (err != cudaSuccess) return cudaWhy("cudaGetDeviceCount", err);
-  if (devices == 0) return "no CUDA device present";
-  if ((err = cudaSetDevice(0)) != cudaSuccess || (err = cudaFree(nullptr)) != cudaSuccess)
-    return cudaWhy("creating a context on device 0", err);
+  std::string why = openDevice(&dev.timing);
+  if (!why.empty()) return why;
   std::vector<float> host(kCount);
   std::mt19937 gen(1);
   std::normal_distribution<float> normal(0.0f, 1.0f);
   for (float& v : host) v = normal(gen);
   dev.encBytes = encBytes;
-  if ((err = cudaStreamCreateWithFlags(&dev.stream, cudaStreamNonBlocking)) != cudaSuccess ||
-      (err = cudaEventCreate(&dev.start)) != cudaSuccess || (err = cudaEventCreate(&dev.stop)) != cudaSuccess ||
-      (err = cudaMalloc(&dev.x, kBytes)) != cudaSuccess || (err = cudaMalloc(&dev.out, kBytes)) != cudaSuccess ||
+  cudaError_t err;
+  if ((err = cudaMalloc(&dev.x, kBytes)) != cudaSuccess || (err = cudaMalloc(&dev.out, kBytes)) != cudaSuccess ||
       (err = cudaMalloc(&dev.enc, encBytes)) != cudaSuccess ||
       (err = cudaMemcpy(dev.x, host.data(), kBytes, cudaMemcpyHostToDevice)) != cudaSuccess ||
       (err = cudaMemset(dev.out, 0, kBytes)) != cudaSuccess || (err = cudaMemset(dev.enc, 0, encBytes)) != cudaSuccess)
@@ -71,9 +67,7 @@ void tearDown() {
   cudaFree(dev.x);
   cudaFree(dev.out);
   cudaFree(dev.enc);
-  if (dev.start) cudaEventDestroy(dev.start);
-  if (dev.stop) cudaEventDestroy(dev.stop);
-  if (dev.stream) cudaStreamDestroy(dev.stream);
+  closeDevice(&dev.timing);
 }
 
 struct Case {
@@ -100,36 +94,10 @@ std::vector<Case> cases() {
           make("topk_approx_1pct", CodecKind::kTopKApprox)};
 }
 
-// Runs `call` kBatch times per iteration between the two events and reports the mean time per
-// call. `call(n)` (n counts the calls) returns an empty string on success, else the reason,
-// which ends the benchmark through SkipWithError.
+// Mean time per call of kBatch calls in a row (perf/cuda_bench.h); GB/s of float32 input.
 template <typename Call>
 void timeBatches(benchmark::State& state, Call&& call) {
-  for (int i = 0; i < 2; ++i) {  // warm-up: kernel loading, top-k's workspace
-    std::string why = call(i);
-    cudaError_t err = why.empty() ? cudaStreamSynchronize(dev.stream) : cudaSuccess;
-    if (err != cudaSuccess) why = cudaWhy("warm-up", err);
-    if (!why.empty()) {
-      state.SkipWithError(why.c_str());
-      return;
-    }
-  }
-  uint64_t calls = 2;
-  for (auto _ : state) {
-    std::string why;
-    cudaEventRecord(dev.start, dev.stream);
-    for (int i = 0; i < kBatch && why.empty(); ++i) why = call(calls++);
-    cudaEventRecord(dev.stop, dev.stream);
-    cudaError_t err = cudaEventSynchronize(dev.stop);
-    float ms = 0;
-    if (why.empty() && err == cudaSuccess) err = cudaEventElapsedTime(&ms, dev.start, dev.stop);
-    if (why.empty() && err != cudaSuccess) why = cudaWhy("timing", err);
-    if (!why.empty()) {
-      state.SkipWithError(why.c_str());
-      break;
-    }
-    state.SetIterationTime(ms / 1e3 / kBatch);
-  }
+  timeCudaBatches(state, dev.timing, kBatch, call);
   state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) * kBytes);
 }
 
@@ -140,7 +108,7 @@ std::string codecWhy(const char* what, ncclResult_t r) {
 
 void BM_MemcpyD2D(benchmark::State& state) {
   timeBatches(state, [](uint64_t) {
-    cudaError_t err = cudaMemcpyAsync(dev.out, dev.x, kBytes, cudaMemcpyDeviceToDevice, dev.stream);
+    cudaError_t err = cudaMemcpyAsync(dev.out, dev.x, kBytes, cudaMemcpyDeviceToDevice, dev.timing.stream);
     return err == cudaSuccess ? std::string() : cudaWhy("cudaMemcpyAsync", err);
   });
   state.SetLabel("memcpy_d2d");
@@ -150,7 +118,8 @@ void BM_MemcpyD2D(benchmark::State& state) {
 void BM_Encode(benchmark::State& state) {
   const Case c = cases()[state.range(0)];
   timeBatches(state, [&](uint64_t call) {
-    return codecWhy("encode", cuda::encode(c.config, dev.x, kCount, dev.enc, EncodeContext{call, 0}, dev.stream));
+    return codecWhy("encode",
+                    cuda::encode(c.config, dev.x, kCount, dev.enc, EncodeContext{call, 0}, dev.timing.stream));
   });
   state.SetLabel(c.label);
 }
@@ -158,13 +127,14 @@ void BM_Encode(benchmark::State& state) {
 // Decodes (out = x') or decode-adds (out += x') what one encode of the gradient produced.
 void decodeBench(benchmark::State& state, bool accumulate) {
   const Case c = cases()[state.range(0)];
-  std::string why = codecWhy("encode", cuda::encode(c.config, dev.x, kCount, dev.enc, EncodeContext{1, 0}, dev.stream));
+  std::string why =
+      codecWhy("encode", cuda::encode(c.config, dev.x, kCount, dev.enc, EncodeContext{1, 0}, dev.timing.stream));
   if (!why.empty()) {
     state.SkipWithError(why.c_str());
     return;
   }
   timeBatches(state, [&](uint64_t) {
-    return codecWhy("decode", cuda::decode(c.config, dev.enc, kCount, dev.out, accumulate, 1.0f, dev.stream));
+    return codecWhy("decode", cuda::decode(c.config, dev.enc, kCount, dev.out, accumulate, 1.0f, dev.timing.stream));
   });
   state.SetLabel(c.label);
 }

@@ -17,9 +17,12 @@
 #      else, if a registry's name resolves (5 s), tools/scripts/install-deps.sh; else it stops
 #      (exit 3) naming what is missing.
 #   3. configure ${WEFT_GPU_BUILD_DIR:-/tmp/weft-gpu-check} (Release, -DWEFT_WITH_CUDA=ON,
-#      WEFT_TEST_AREAS=compression;stream_order) and build libnccl.so.2, compression_cuda_test,
-#      stream_order_cuda_test, bench_compression_cuda and bench_compression with -j$(nproc).
-#   4. compression_cuda_test: the CUDA codecs give the CPU codecs' bytes (test.log).
+#      WEFT_TEST_AREAS=compression;stream_order;reduce_cuda) and build libnccl.so.2,
+#      compression_cuda_test, reduce_cuda_test, stream_order_cuda_test, bench_compression_cuda,
+#      bench_reduce_cuda and bench_compression with -j$(nproc).
+#   4. compression_cuda_test: the CUDA codecs give the CPU codecs' bytes (test.log);
+#      reduce_cuda_test: the CUDA reduction kernels give the CPU kernels' results for every
+#      type and operator, and read a device PreMulSum scalar in stream order (reduce.log).
 #   4b. stream_order_cuda_test: every collective on cudaMalloc buffers in stream order, 2 and then
 #      4 rank processes sharing the GPU, against the reference, WEFT_TIMEOUT=30
 #      (stream_order_2ranks.log, stream_order_4ranks.log).
@@ -30,6 +33,8 @@
 #      the losses must agree (pytorch.log). Without such a torch the step says so and is skipped.
 #   5. bench_compression_cuda: GB/s of float32 input for each CUDA encode/decode on 64 MiB
 #      beside cudaMemcpyAsync device to device, 3 repetitions (bench_cuda.txt / .json).
+#   5b. bench_reduce_cuda: the CUDA reduction kernels on 64 MiB, memory traffic beside the same
+#      copy (bench_reduce_cuda.txt / .json).
 #   6. bench_compression: the CPU codecs on one core, for comparison (bench_cpu.txt / .json).
 # summary.txt holds each step's status, the test summary and both tables (median of the
 # repetitions, % of the copy measured in the same run); setup.log the dependency, configure and
@@ -196,13 +201,14 @@ status=0  # a failed apt-get that was not needed after all does not count
 generator=()
 command -v ninja >/dev/null && generator=(-G Ninja)
 cmake_args=(-S "$root" -B "$build" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release -DWEFT_WITH_CUDA=ON
-            "-DWEFT_TEST_AREAS=compression;stream_order")
+            "-DWEFT_TEST_AREAS=compression;stream_order;reduce_cuda")
 [ -n "${PKG_CONFIG:-}" ] && cmake_args+=(-DPKG_CONFIG_EXECUTABLE="$PKG_CONFIG")
 # shellcheck disable=SC2206
 cmake_args+=(${WEFT_GPU_CHECK_CMAKE_ARGS:-})
 step configure "$setup" 120 cmake "${cmake_args[@]}" || exit 1
 step build "$setup" 300 cmake --build "$build" -j "${WEFT_GPU_CHECK_JOBS:-$(nproc)}" \
-  --target nccl compression_cuda_test stream_order_cuda_test bench_compression_cuda bench_compression || exit 1
+  --target nccl compression_cuda_test reduce_cuda_test stream_order_cuda_test bench_compression_cuda \
+  bench_reduce_cuda bench_compression || exit 1
 
 # ---- 4. CPU and CUDA bytes ----
 test_log="$out/test.log"
@@ -213,6 +219,15 @@ grep -m 1 -A 1 ': Skipped$' "$test_log" | tail -n 1 | sed 's/^/first skip: /' >>
 # With a GPU listed, a skip means the programs could not use it: that is a failure here.
 if [ -z "$gpu_why" ] && grep -q '^\[  SKIPPED \] [0-9]' "$test_log"; then
   say "compression_cuda_test: FAILED: tests skipped although nvidia-smi lists a GPU"
+  status=1
+fi
+
+reduce_log="$out/reduce.log"
+step "reduce_cuda_test" "$reduce_log" 120 "$build/tests/reduce_cuda_test" --gtest_color=no
+sed -n '/^\[==========\] .* ran\./,$p' "$reduce_log" | head -n 20 >>"$summary"
+# (Its one test for machines without a device skips by design where there is one.)
+if [ -z "$gpu_why" ] && grep -q '^\[  SKIPPED \] EveryType/ReduceCuda' "$reduce_log"; then
+  say "reduce_cuda_test: FAILED: kernel tests skipped although nvidia-smi lists a GPU"
   status=1
 fi
 
@@ -268,16 +283,22 @@ fi
 
 # ---- 5, 6. benchmarks ----
 bench_flags=(--benchmark_repetitions=3 --benchmark_out_format=json)
-step "bench_compression_cuda" "$out/bench_cuda.txt" 120 "$build/perf/bench_compression_cuda" \
-  --benchmark_min_time="${WEFT_GPU_CHECK_MIN_TIME:-0.05}" "${bench_flags[@]}" --benchmark_out="$out/bench_cuda.json"
-if grep -q '^skipped:' "$out/bench_cuda.txt"; then
-  say "bench_compression_cuda: $(grep -m 1 '^skipped:' "$out/bench_cuda.txt")"
-  [ -z "$gpu_why" ] && { say "bench_compression_cuda: FAILED: skipped although nvidia-smi lists a GPU"; status=1; }
-fi
-if grep -q 'ERROR OCCURRED' "$out/bench_cuda.txt"; then
-  say "bench_compression_cuda: FAILED: $(grep -c 'ERROR OCCURRED' "$out/bench_cuda.txt") benchmarks stopped with an error (bench_cuda.txt)"
-  status=1
-fi
+# cuda_bench NAME TXT JSON SECONDS: runs perf/NAME; a skip with a GPU listed, or a benchmark
+# that stopped with an error, fails the check.
+cuda_bench() {
+  step "$1" "$out/$2" "$4" "$build/perf/$1" --benchmark_min_time="${WEFT_GPU_CHECK_MIN_TIME:-0.05}" "${bench_flags[@]}" \
+    --benchmark_out="$out/$3"
+  if grep -q '^skipped:' "$out/$2"; then
+    say "$1: $(grep -m 1 '^skipped:' "$out/$2")"
+    [ -z "$gpu_why" ] && { say "$1: FAILED: skipped although nvidia-smi lists a GPU"; status=1; }
+  fi
+  if grep -q 'ERROR OCCURRED' "$out/$2"; then
+    say "$1: FAILED: $(grep -c 'ERROR OCCURRED' "$out/$2") benchmarks stopped with an error ($2)"
+    status=1
+  fi
+}
+cuda_bench bench_compression_cuda bench_cuda.txt bench_cuda.json 120
+cuda_bench bench_reduce_cuda bench_reduce_cuda.txt bench_reduce_cuda.json 90
 step "bench_compression (CPU, one core)" "$out/bench_cpu.txt" 120 "$build/perf/bench_compression" \
   --benchmark_min_time="${WEFT_GPU_CHECK_CPU_MIN_TIME:-0.2}" "${bench_flags[@]}" --benchmark_out="$out/bench_cpu.json"
 
@@ -303,11 +324,34 @@ for r in rows:
     print(f"| {name(r).replace('BM_', '')} | {r.get('label', '')} | {t:.1f} | {(64 << 20) / t / 1e3:.1f} | {share} |")
 EOF
 }
+# The reduction kernels: memory traffic (the benchmark's `traffic` counter, in 64 MiB units)
+# per second, and its share of the device-to-device copy's traffic per second.
+traffic_table() {
+  python3 - "$1" <<'EOF'
+import json, sys
+try:
+    runs = json.load(open(sys.argv[1]))["benchmarks"]
+except Exception as e:
+    print(f"(no results in {sys.argv[1]}: {e})"); sys.exit(0)
+rows = [r for r in runs if r.get("aggregate_name") == "median"] or [r for r in runs if r.get("run_type") == "iteration"]
+scale = {"ns": 1e-3, "us": 1.0, "ms": 1e3, "s": 1e6}
+gbs = lambda r: r.get("traffic", 0) * (64 << 20) / (r["real_time"] * scale[r["time_unit"]]) / 1e3
+copy = next((gbs(r) for r in rows if r["run_name"].startswith("BM_MemcpyD2D")), None)
+print("| kernel | type | us / 64 MiB | memory GB/s | vs copy |")
+print("| --- | --- | --- | --- | --- |")
+for r in rows:
+    share = f"{100 * gbs(r) / copy:.0f}%" if copy else "-"
+    name = r["run_name"].split("/")[0].replace("BM_", "")
+    print(f"| {name} | {r.get('label', '')} | {r['real_time'] * scale[r['time_unit']]:.1f} | {gbs(r):.0f} | {share} |")
+EOF
+}
 if command -v python3 >/dev/null; then
   for pair in bench_cuda.json:BM_MemcpyD2D bench_cpu.json:BM_Memcpy; do
     json=${pair%%:*}
     [ -s "$out/$json" ] && { echo; echo "$json (median of 3):"; table "$out/$json" "${pair#*:}"; } >>"$summary"
   done
+  [ -s "$out/bench_reduce_cuda.json" ] &&
+    { echo; echo "bench_reduce_cuda.json (median of 3):"; traffic_table "$out/bench_reduce_cuda.json"; } >>"$summary"
 fi
 say "done, exit $status"
 echo "==== summary.txt"
