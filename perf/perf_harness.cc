@@ -143,7 +143,7 @@ void Runner::printHeader() {
   // Every rank's line, gathered in rank order with an all-reduce of zero-padded slots.
   std::vector<uint8_t> mine(kRankLine * nranks_, 0), all(kRankLine * nranks_, 0);
   std::string line = formatRankLine(rank_, 0, static_cast<int>(getpid()), hostName(), localRankFromEnv(), 0,
-                                    o_.memAlloc ? "host memory (ncclMemAlloc)" : "host memory");
+                                    o_.memAlloc ? "host memory (weftMemAllocHost)" : "host memory");
   line.resize(std::min(line.size(), kRankLine - 1));
   std::memcpy(mine.data() + kRankLine * rank_, line.data(), line.size());
   check(ncclAllReduce(mine.data(), all.data(), mine.size(), ncclUint8, ncclSum, comm_, nullptr),
@@ -162,7 +162,7 @@ void Runner::printHeader() {
 void* Runner::alloc(size_t bytes) {
   void* p = nullptr;
   if (o_.memAlloc) {
-    check(ncclMemAlloc(&p, bytes), "ncclMemAlloc");
+    check(weftMemAllocHost(&p, bytes), "weftMemAllocHost");  // ncclMemAlloc's host memory, GPU or not
   } else {
     p = std::aligned_alloc(kPage, bytes);
     if (!p) throw PerfError("cannot allocate " + std::to_string(bytes) + " bytes");

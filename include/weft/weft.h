@@ -36,6 +36,12 @@ ncclResult_t weftCommInitFromEnv(ncclComm_t* comm);
  * asks. In a group of calls on several communicators the smallest applies. */
 ncclResult_t weftCommSetTimeout(ncclComm_t comm, double seconds);
 
+/* Host memory that the other ranks on this host can map: what ncclMemAlloc returns where there is
+ * no GPU. With such buffers a large all-reduce on one host reads and writes the peers' buffers
+ * directly (docs/algorithms.md, "direct"). Where a GPU is present ncclMemAlloc returns device
+ * memory, as NCCL's does; this call keeps the host memory. Free with ncclMemFree. */
+ncclResult_t weftMemAllocHost(void** ptr, size_t size);
+
 #ifdef __cplusplus
 }
 #endif

@@ -159,20 +159,28 @@ ncclResult_t CpuDevice::setCurrentDevice(int device) {
   return ncclSuccess;
 }
 
-void* CpuDevice::allocateDevice(size_t bytes) {
+ncclResult_t CpuDevice::allocateDevice(size_t bytes, void** out) {
   char* p = static_cast<char*>(std::calloc(1, std::max<size_t>(bytes, 1)));
-  if (!p) return nullptr;
+  if (!p) return fail(ncclSystemError, "cudaMalloc(%zu) on the CPU device: out of memory", bytes);
   std::lock_guard<std::mutex> lock(mutex_);
   deviceAllocations_[p] = bytes;
-  return p;
+  *out = p;
+  return ncclSuccess;
 }
 
-void CpuDevice::freeDevice(void* pointer) {
+ncclResult_t CpuDevice::freeDevice(void* pointer) {
   std::lock_guard<std::mutex> lock(mutex_);
   auto it = deviceAllocations_.find(static_cast<const char*>(pointer));
-  if (it == deviceAllocations_.end()) return;
+  if (it == deviceAllocations_.end())
+    return fail(ncclInvalidArgument, "cudaFree(%p) on the CPU device: not an allocation of it", pointer);
   deviceAllocations_.erase(it);
   std::free(pointer);
+  return ncclSuccess;
+}
+
+size_t CpuDevice::deviceAllocationCount() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return deviceAllocations_.size();
 }
 
 cudaStream_t CpuDevice::createStream() {

@@ -38,9 +38,11 @@ class CpuDevice : public DeviceApi {
   ncclResult_t setCurrentDevice(int device) override;
   int deviceCount() override { return devices_.load(); }
 
-  // What a CUDA program would do with cudaMalloc, cudaStreamCreate and friends.
-  void* allocateDevice(size_t bytes);
-  void freeDevice(void* pointer);
+  // Zero-filled here; ncclInvalidArgument when freeing anything else.
+  ncclResult_t allocateDevice(size_t bytes, void** out) override;
+  ncclResult_t freeDevice(void* pointer) override;
+
+  // What a CUDA program would do with cudaStreamCreate and friends.
   cudaStream_t createStream();
   void destroyStream(cudaStream_t stream);  // after synchronizing it
   // Waits until everything queued on `stream` so far is done (cudaStreamSynchronize).
@@ -49,6 +51,8 @@ class CpuDevice : public DeviceApi {
   void enqueue(cudaStream_t stream, std::function<void()> work);
   // Marks `stream` as capturing into a graph (cudaStreamBeginCapture), or not.
   void setCapturing(cudaStream_t stream, bool capturing);
+  // How many allocations of device memory are live (tests of freeing).
+  size_t deviceAllocationCount();
   // How many devices the CPU device pretends to have (1 unless a test says otherwise).
   void setDeviceCount(int devices) { devices_.store(devices); }
   // The device that was current on the thread that launched the latest host function.

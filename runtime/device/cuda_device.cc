@@ -6,7 +6,9 @@
 #include <cuda_runtime.h>
 
 #include <mutex>
+#include <type_traits>
 
+#include "common/log.h"
 #include "common/status.h"
 
 namespace weft {
@@ -24,6 +26,98 @@ ncclResult_t cudaFailure(cudaError_t error, const char* what) {
   } while (0)
 
 using StreamWaitValue32 = CUresult (*)(CUstream, CUdeviceptr, cuuint32_t, unsigned int);
+
+// A driver function by name, as CUDA 12's version of it, without linking libcuda; null when the
+// driver has none.
+void* driverFunction(const char* name) {
+  void* function = nullptr;
+  cudaDriverEntryPointQueryResult found = cudaDriverEntryPointSymbolNotFound;
+#if CUDART_VERSION >= 12050
+  const cudaError_t looked = cudaGetDriverEntryPointByVersion(name, &function, 12000, cudaEnableDefault, &found);
+#else  // the versioned lookup is CUDA 12.5's; before it, the default version is CUDA 12's here
+  const cudaError_t looked = cudaGetDriverEntryPoint(name, &function, cudaEnableDefault, &found);
+#endif
+  if (looked == cudaSuccess && found == cudaDriverEntryPointSuccess) return function;
+  cudaGetLastError();
+  return nullptr;
+}
+
+// The driver's virtual memory management (cuMem), which ncclMemAlloc uses as NCCL does: physical
+// memory with an exportable handle, mapped at a reserved address.
+struct CuMem {
+  decltype(&::cuDeviceGet) deviceGet = nullptr;
+  decltype(&::cuMemGetAllocationGranularity) granularity = nullptr;
+  decltype(&::cuMemCreate) create = nullptr;
+  decltype(&::cuMemAddressReserve) reserve = nullptr;
+  decltype(&::cuMemMap) map = nullptr;
+  decltype(&::cuMemSetAccess) setAccess = nullptr;
+  decltype(&::cuMemRetainAllocationHandle) retainHandle = nullptr;
+  decltype(&::cuMemGetAddressRange) addressRange = nullptr;
+  decltype(&::cuMemUnmap) unmap = nullptr;
+  decltype(&::cuMemRelease) release = nullptr;
+  decltype(&::cuMemAddressFree) addressFree = nullptr;
+
+  bool load() {
+    auto get = [](auto* slot, const char* name) {
+      *slot = reinterpret_cast<std::remove_pointer_t<decltype(slot)>>(driverFunction(name));
+      return *slot != nullptr;
+    };
+    return get(&deviceGet, "cuDeviceGet") && get(&granularity, "cuMemGetAllocationGranularity") &&
+           get(&create, "cuMemCreate") && get(&reserve, "cuMemAddressReserve") && get(&map, "cuMemMap") &&
+           get(&setAccess, "cuMemSetAccess") && get(&retainHandle, "cuMemRetainAllocationHandle") &&
+           get(&addressRange, "cuMemGetAddressRange") && get(&unmap, "cuMemUnmap") && get(&release, "cuMemRelease") &&
+           get(&addressFree, "cuMemAddressFree");
+  }
+
+  // `bytes` of device memory on `device`, its handle exportable as a POSIX file descriptor.
+  // Undoes what it did on failure and returns the driver's code.
+  CUresult allocate(int device, size_t bytes, void** out) const {
+    CUdevice handleDevice = 0;
+    CUresult r = deviceGet(&handleDevice, device);
+    if (r != CUDA_SUCCESS) return r;
+    CUmemAllocationProp prop{};
+    prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+    prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    prop.location.id = handleDevice;
+    prop.requestedHandleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
+    size_t unit = 0;
+    if ((r = granularity(&unit, &prop, CU_MEM_ALLOC_GRANULARITY_RECOMMENDED)) != CUDA_SUCCESS) return r;
+    const size_t size = (bytes + unit - 1) / unit * unit;
+    CUmemGenericAllocationHandle handle = 0;
+    if ((r = create(&handle, size, &prop, 0)) != CUDA_SUCCESS) return r;
+    CUdeviceptr address = 0;
+    if ((r = reserve(&address, size, unit, 0, 0)) != CUDA_SUCCESS) {
+      release(handle);
+      return r;
+    }
+    CUmemAccessDesc access{};
+    access.location = prop.location;
+    access.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+    if ((r = map(address, size, 0, handle, 0)) != CUDA_SUCCESS ||
+        (r = setAccess(address, size, &access, 1)) != CUDA_SUCCESS) {
+      unmap(address, size);  // harmless when the map failed
+      addressFree(address, size);
+      release(handle);
+      return r;
+    }
+    *out = reinterpret_cast<void*>(address);
+    return CUDA_SUCCESS;
+  }
+
+  // Frees what allocate() gave; false when `pointer` is not cuMem memory (then nothing happened).
+  bool free(void* pointer) const {
+    CUmemGenericAllocationHandle handle = 0;
+    if (retainHandle(&handle, pointer) != CUDA_SUCCESS) return false;
+    release(handle);  // the reference the retain took
+    CUdeviceptr base = 0;
+    size_t size = 0;
+    if (addressRange(&base, &size, reinterpret_cast<CUdeviceptr>(pointer)) != CUDA_SUCCESS) return false;
+    unmap(base, size);
+    release(handle);  // the allocation's own reference: freed once unmapped
+    addressFree(base, size);
+    return true;
+  }
+};
 
 class CudaDevice : public DeviceApi {
  public:
@@ -52,6 +146,32 @@ class CudaDevice : public DeviceApi {
   }
 
   void freePinned(void* pointer) override { cudaFreeHost(pointer); }
+
+  ncclResult_t allocateDevice(size_t bytes, void** out) override {
+    int device = 0;
+    WEFT_CUDA_CHECK(cudaGetDevice(&device));
+    WEFT_CUDA_CHECK(cudaFree(nullptr));  // the device's primary context, which the memory will live in
+    if (const CuMem* cuMem = loadCuMem()) {
+      const CUresult r = cuMem->allocate(device, bytes, out);
+      if (r == CUDA_SUCCESS) {
+        WEFT_INFO(kLogAlloc, "ncclMemAlloc: %zu bytes at %p on device %d (cuMem, POSIX fd handle)", bytes, *out,
+                  device);
+        return ncclSuccess;
+      }
+      WEFT_INFO(kLogAlloc, "ncclMemAlloc: cuMem refused %zu bytes on device %d (CUresult %d); using cudaMalloc", bytes,
+                device, static_cast<int>(r));
+    }
+    WEFT_CUDA_CHECK(cudaMalloc(out, bytes));
+    WEFT_INFO(kLogAlloc, "ncclMemAlloc: %zu bytes at %p on device %d (cudaMalloc)", bytes, *out, device);
+    return ncclSuccess;
+  }
+
+  ncclResult_t freeDevice(void* pointer) override {
+    const CuMem* cuMem = loadCuMem();
+    if (cuMem && cuMem->free(pointer)) return ncclSuccess;
+    WEFT_CUDA_CHECK(cudaFree(pointer));
+    return ncclSuccess;
+  }
 
   ncclResult_t copyToHost(void* dst, const void* src, size_t bytes) override {
     WEFT_CUDA_CHECK(cudaMemcpy(dst, src, bytes, cudaMemcpyDefault));
@@ -108,18 +228,7 @@ class CudaDevice : public DeviceApi {
  private:
   ncclResult_t loadStreamWait() {
     std::call_once(loaded_, [&] {
-      void* function = nullptr;
-      cudaDriverEntryPointQueryResult found = cudaDriverEntryPointSymbolNotFound;
-#if CUDART_VERSION >= 12050
-      const cudaError_t looked =
-          cudaGetDriverEntryPointByVersion("cuStreamWaitValue32", &function, 12000, cudaEnableDefault, &found);
-#else  // the versioned lookup is CUDA 12.5's; before it, the default version is CUDA 12's here
-      const cudaError_t looked = cudaGetDriverEntryPoint("cuStreamWaitValue32", &function, cudaEnableDefault, &found);
-#endif
-      if (looked == cudaSuccess && found == cudaDriverEntryPointSuccess)
-        streamWaitValue32_ = reinterpret_cast<StreamWaitValue32>(function);
-      else
-        cudaGetLastError();
+      streamWaitValue32_ = reinterpret_cast<StreamWaitValue32>(driverFunction("cuStreamWaitValue32"));
     });
     if (!streamWaitValue32_)
       return fail(ncclUnhandledCudaError,
@@ -128,8 +237,17 @@ class CudaDevice : public DeviceApi {
     return ncclSuccess;
   }
 
+  // Null when the driver lacks any of cuMem's functions.
+  const CuMem* loadCuMem() {
+    std::call_once(cuMemLoaded_, [&] { cuMemUsable_ = cuMem_.load(); });
+    return cuMemUsable_ ? &cuMem_ : nullptr;
+  }
+
   std::once_flag loaded_;
   StreamWaitValue32 streamWaitValue32_ = nullptr;
+  std::once_flag cuMemLoaded_;
+  CuMem cuMem_;
+  bool cuMemUsable_ = false;
 };
 
 }  // namespace

@@ -32,6 +32,12 @@ class DeviceApi {
   // a stream can wait on (waitValue); zero-filled.
   virtual ncclResult_t allocatePinned(size_t bytes, void** out) = 0;
   virtual void freePinned(void* pointer) = 0;
+  // ncclMemAlloc's memory on the calling thread's current device, not zero-filled (as NCCL's).
+  // CUDA: cuMem memory whose handle can be exported as a POSIX file descriptor (for peers on the
+  // host, as NCCL's), or cudaMalloc's where the driver refuses that.
+  virtual ncclResult_t allocateDevice(size_t bytes, void** out) = 0;
+  // Frees what allocateDevice gave.
+  virtual ncclResult_t freeDevice(void* pointer) = 0;
   // A synchronous copy out of device (or host) memory; not for the stream-ordered path, which
   // must never wait on the device from its progress thread.
   virtual ncclResult_t copyToHost(void* dst, const void* src, size_t bytes) = 0;

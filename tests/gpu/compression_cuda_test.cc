@@ -18,6 +18,8 @@
 #if defined(WEFT_HAVE_CUDA)
 #include <cuda_runtime.h>
 
+#include "tests/support/cuda_gpu.h"
+
 #include "compression/cuda/codecs.h"
 #include "compression/cuda/topk.h"
 #endif
@@ -27,17 +29,8 @@ namespace {
 
 #if defined(WEFT_HAVE_CUDA)
 bool haveGpu(std::string* why) {
-  int devices = 0;
-  cudaError_t err = cudaGetDeviceCount(&devices);
-  if (err != cudaSuccess) {
-    *why = std::string("no usable CUDA device: ") + cudaGetErrorString(err);
-    return false;
-  }
-  if (devices == 0) {
-    *why = "no CUDA device present";
-    return false;
-  }
-  return true;
+  *why = weft::testing::whyNoCudaGpu();
+  return why->empty();
 }
 
 // One chunk through encode, decode and decodeAdd (onto 0.25 with alpha -1), on the CPU codec

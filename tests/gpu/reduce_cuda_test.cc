@@ -18,6 +18,8 @@
 #if defined(WEFT_HAVE_CUDA)
 #include <cuda_runtime.h>
 
+#include "tests/support/cuda_gpu.h"
+
 #include "common/cuda/reduce.h"
 #endif
 
@@ -28,14 +30,7 @@ namespace {
 
 using weft::testing::sameElement;
 
-// Empty when a CUDA device is usable, else why not.
-std::string whyNoGpu() {
-  int devices = 0;
-  const cudaError_t err = cudaGetDeviceCount(&devices);
-  if (err != cudaSuccess) return std::string("no usable CUDA device: ") + cudaGetErrorString(err);
-  if (devices == 0) return "no CUDA device present";
-  return "";
-}
+using weft::testing::whyNoCudaGpu;
 
 // Every bit pattern (NaNs, infinities, subnormals, the narrow types' extremes included).
 std::vector<unsigned char> randomBytes(size_t bytes, uint64_t seed) {
@@ -86,7 +81,7 @@ const ReduceOp kOps[] = {ReduceOp::Sum, ReduceOp::Prod, ReduceOp::Max, ReduceOp:
 class ReduceCuda : public ::testing::TestWithParam<int> {
  protected:
   void SetUp() override {
-    const std::string why = whyNoGpu();
+    const std::string why = whyNoCudaGpu();
     if (!why.empty()) GTEST_SKIP() << why;
   }
   ncclDataType_t type() const { return static_cast<ncclDataType_t>(GetParam()); }
@@ -188,7 +183,7 @@ TEST(ReduceCudaArguments, AreCheckedBeforeCuda) {
 
 // Without a GPU a launch fails with ncclUnhandledCudaError and says why, never a crash.
 TEST(ReduceCudaArguments, ALaunchWithoutADeviceFailsWithCudasReason) {
-  if (whyNoGpu().empty()) GTEST_SKIP() << "a CUDA device is present: this test is for machines without one";
+  if (whyNoCudaGpu().empty()) GTEST_SKIP() << "a CUDA device is present: this test is for machines without one";
   float value = 1.0f;
   EXPECT_EQ(cuda::reduceBuffers(&value, &value, &value, 1, ncclFloat32, ReduceOp::Sum, nullptr),
             ncclUnhandledCudaError);

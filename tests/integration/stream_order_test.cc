@@ -21,6 +21,7 @@
 #include "tests/support/multiprocess.h"
 #include "tests/support/reference.h"
 #include "tests/support/test_device.h"
+#include "weft/weft.h"
 
 using namespace weft;
 using namespace weft::testing;
@@ -377,6 +378,51 @@ TEST(StreamOrder, DeviceScalarIsReadInStreamOrder) {
     EXPECT_EQ(checks[r].mismatches(), 0u);
     EXPECT_EQ(ncclRedOpDestroy(ops[r], ranks.comms[r]), ncclSuccess);
   }
+}
+
+// ncclMemAlloc gives device memory where there is a device (here the CPU device), as NCCL's, and
+// a collective on it is stream-ordered; ncclMemFree returns it to the device. weftMemAllocHost
+// still gives host memory (the direct all-reduce's), which ncclMemFree also frees.
+TEST(StreamOrder, MemAllocGivesDeviceMemoryWhereThereIsADevice) {
+  OneProcessRanks ranks(2);
+  constexpr size_t kCount = 4096;
+  const size_t allocationsBefore = ranks.device().deviceAllocationCount();
+  std::vector<float*> buffers(ranks.n);
+  std::vector<std::vector<float>> seen(ranks.n, std::vector<float>(kCount, -1));
+  for (int r = 0; r < ranks.n; ++r) {
+    void* p = nullptr;
+    ASSERT_EQ(ncclMemAlloc(&p, kCount * sizeof(float)), ncclSuccess);
+    EXPECT_EQ(memoryKind(p), MemoryKind::Device) << "rank " << r;
+    buffers[r] = static_cast<float*>(p);
+  }
+  EXPECT_EQ(ranks.device().deviceAllocationCount(), allocationsBefore + ranks.n);
+  ASSERT_EQ(ncclGroupStart(), ncclSuccess);
+  for (int r = 0; r < ranks.n; ++r) {
+    ranks.device().enqueue(ranks.streams[r], [&, r] {
+      for (size_t i = 0; i < kCount; ++i) buffers[r][i] = static_cast<float>(i % 89) * (r + 1);
+    });
+    ASSERT_EQ(ncclAllReduce(buffers[r], buffers[r], kCount, ncclFloat32, ncclSum, ranks.comms[r], ranks.streams[r]),
+              ncclSuccess);
+  }
+  ASSERT_EQ(ncclGroupEnd(), ncclSuccess);
+  for (int r = 0; r < ranks.n; ++r) {
+    ranks.device().enqueue(ranks.streams[r], [&, r] { std::copy(buffers[r], buffers[r] + kCount, seen[r].begin()); });
+    ranks.device().synchronize(ranks.streams[r]);
+    size_t wrong = 0;
+    for (size_t i = 0; i < kCount; ++i) wrong += seen[r][i] != static_cast<float>(i % 89) * 3;
+    EXPECT_EQ(wrong, 0u) << "rank " << r;
+  }
+  for (float* b : buffers) EXPECT_EQ(ncclMemFree(b), ncclSuccess);
+  EXPECT_EQ(ranks.device().deviceAllocationCount(), allocationsBefore);
+
+  void* host = nullptr;
+  ASSERT_EQ(weftMemAllocHost(&host, 1 << 16), ncclSuccess);
+  EXPECT_EQ(memoryKind(host), MemoryKind::Host);
+  EXPECT_EQ(ncclMemFree(host), ncclSuccess);
+  EXPECT_EQ(ncclMemAlloc(nullptr, 64), ncclInvalidArgument);
+  EXPECT_NE(std::string(ncclGetLastError(nullptr)).find("ptr"), std::string::npos) << ncclGetLastError(nullptr);
+  void* none = nullptr;
+  EXPECT_EQ(ncclMemAlloc(&none, 0), ncclInvalidArgument);
 }
 
 }  // namespace

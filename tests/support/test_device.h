@@ -37,7 +37,10 @@ class CpuTestDevice : public TestDevice {
   CpuTestDevice() { installDeviceApi(&device_); }
   ~CpuTestDevice() override { installDeviceApi(nullptr); }
   const char* name() const override { return "cpu"; }
-  void* allocate(size_t bytes) override { return device_.allocateDevice(bytes); }
+  void* allocate(size_t bytes) override {
+    void* pointer = nullptr;
+    return device_.allocateDevice(bytes, &pointer) == ncclSuccess ? pointer : nullptr;
+  }
   void release(void* pointer) override { device_.freeDevice(pointer); }
   cudaStream_t createStream() override { return device_.createStream(); }
   void destroyStream(cudaStream_t stream) override { device_.destroyStream(stream); }

@@ -17,12 +17,15 @@
 #      else, if a registry's name resolves (5 s), tools/scripts/install-deps.sh; else it stops
 #      (exit 3) naming what is missing.
 #   3. configure ${WEFT_GPU_BUILD_DIR:-/tmp/weft-gpu-check} (Release, -DWEFT_WITH_CUDA=ON,
-#      WEFT_TEST_AREAS=compression;stream_order;reduce_cuda) and build libnccl.so.2,
-#      compression_cuda_test, reduce_cuda_test, stream_order_cuda_test, bench_compression_cuda,
-#      bench_reduce_cuda and bench_compression with -j$(nproc).
+#      WEFT_TEST_AREAS=compression;stream_order;reduce_cuda;memalloc_cuda) and build
+#      libnccl.so.2, compression_cuda_test, reduce_cuda_test, memalloc_cuda_test,
+#      stream_order_cuda_test, bench_compression_cuda, bench_reduce_cuda and bench_compression
+#      with -j$(nproc).
 #   4. compression_cuda_test: the CUDA codecs give the CPU codecs' bytes (test.log);
 #      reduce_cuda_test: the CUDA reduction kernels give the CPU kernels' results for every
-#      type and operator, and read a device PreMulSum scalar in stream order (reduce.log).
+#      type and operator, and read a device PreMulSum scalar in stream order (reduce.log);
+#      memalloc_cuda_test: ncclMemAlloc gives cuMem device memory whose handle exports as a
+#      POSIX fd, and a 2-rank all-reduce in one process runs on it in stream order (memalloc.log).
 #   4b. stream_order_cuda_test: every collective on cudaMalloc buffers in stream order, 2 and then
 #      4 rank processes sharing the GPU, against the reference, WEFT_TIMEOUT=30
 #      (stream_order_2ranks.log, stream_order_4ranks.log).
@@ -201,35 +204,34 @@ status=0  # a failed apt-get that was not needed after all does not count
 generator=()
 command -v ninja >/dev/null && generator=(-G Ninja)
 cmake_args=(-S "$root" -B "$build" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release -DWEFT_WITH_CUDA=ON
-            "-DWEFT_TEST_AREAS=compression;stream_order;reduce_cuda")
+            "-DWEFT_TEST_AREAS=compression;stream_order;reduce_cuda;memalloc_cuda")
 [ -n "${PKG_CONFIG:-}" ] && cmake_args+=(-DPKG_CONFIG_EXECUTABLE="$PKG_CONFIG")
 # shellcheck disable=SC2206
 cmake_args+=(${WEFT_GPU_CHECK_CMAKE_ARGS:-})
 step configure "$setup" 120 cmake "${cmake_args[@]}" || exit 1
 step build "$setup" 300 cmake --build "$build" -j "${WEFT_GPU_CHECK_JOBS:-$(nproc)}" \
-  --target nccl compression_cuda_test reduce_cuda_test stream_order_cuda_test bench_compression_cuda \
-  bench_reduce_cuda bench_compression || exit 1
+  --target nccl compression_cuda_test reduce_cuda_test memalloc_cuda_test stream_order_cuda_test \
+  bench_compression_cuda bench_reduce_cuda bench_compression || exit 1
 
-# ---- 4. CPU and CUDA bytes ----
-test_log="$out/test.log"
-step "compression_cuda_test" "$test_log" 240 "$build/tests/compression_cuda_test" --gtest_color=no
-# GoogleTest's closing summary (counts, then each failed or skipped test), and the first skip's reason.
-sed -n '/^\[==========\] .* ran\./,$p' "$test_log" | head -n 60 >>"$summary"
-grep -m 1 -A 1 ': Skipped$' "$test_log" | tail -n 1 | sed 's/^/first skip: /' >>"$summary"
-# With a GPU listed, a skip means the programs could not use it: that is a failure here.
-if [ -z "$gpu_why" ] && grep -q '^\[  SKIPPED \] [0-9]' "$test_log"; then
-  say "compression_cuda_test: FAILED: tests skipped although nvidia-smi lists a GPU"
-  status=1
-fi
-
-reduce_log="$out/reduce.log"
-step "reduce_cuda_test" "$reduce_log" 120 "$build/tests/reduce_cuda_test" --gtest_color=no
-sed -n '/^\[==========\] .* ran\./,$p' "$reduce_log" | head -n 20 >>"$summary"
-# (Its one test for machines without a device skips by design where there is one.)
-if [ -z "$gpu_why" ] && grep -q '^\[  SKIPPED \] EveryType/ReduceCuda' "$reduce_log"; then
-  say "reduce_cuda_test: FAILED: kernel tests skipped although nvidia-smi lists a GPU"
-  status=1
-fi
+# ---- 4. CPU and CUDA bytes, ncclMemAlloc ----
+# gpu_test NAME LOG SECONDS SKIPPED: runs tests/NAME; GoogleTest's closing summary (counts, then
+# each failed or skipped test) and the first skip's reason go to the summary. With a GPU listed, a
+# skipped test matching SKIPPED (an extended grep pattern) means the program could not use the
+# GPU: that fails the check.
+gpu_test() {
+  step "$1" "$2" "$3" "$build/tests/$1" --gtest_color=no
+  sed -n '/^\[==========\] .* ran\./,$p' "$2" | head -n 40 >>"$summary"
+  grep -m 1 -A 1 ': Skipped$' "$2" | tail -n 1 | sed "s/^/$1, first skip: /" >>"$summary"
+  if [ -z "$gpu_why" ] && grep -qE "^\[  SKIPPED \] ($4)" "$2"; then
+    say "$1: FAILED: tests skipped although nvidia-smi lists a GPU"
+    status=1
+  fi
+}
+gpu_test compression_cuda_test "$out/test.log" 240 '[0-9]'
+# reduce_cuda_test's one test for machines without a device skips by design where there is one;
+# memalloc_cuda_test's export test may skip where a sandbox refuses to export handles (it says so).
+gpu_test reduce_cuda_test "$out/reduce.log" 120 'EveryType/ReduceCuda'
+gpu_test memalloc_cuda_test "$out/memalloc.log" 60 'MemAllocCuda\.(Gives|Collectives|WeftMem)'
 
 # ---- 4b. device-memory collectives in stream order ----
 # One run per rank count, each with its own timeout and log, and weft's time-out well inside it,
