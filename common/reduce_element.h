@@ -112,11 +112,17 @@ WEFT_HOST_DEVICE inline typename C::Storage divideElement(typename C::Storage sr
   if constexpr (!std::is_integral_v<Compute>) {
     return C::store(C::load(src) / static_cast<Compute>(divisor));
   } else if constexpr (std::is_signed_v<S>) {
+    // Up to 32 bits with a divisor that fits, 32-bit division: a GPU emulates 64-bit division.
+    if constexpr (sizeof(S) <= 4)
+      if (divisor <= static_cast<uint64_t>(INT32_MAX))
+        return static_cast<S>(static_cast<int32_t>(src) / static_cast<int32_t>(divisor));
     const int64_t value = static_cast<int64_t>(src);
     if (divisor > static_cast<uint64_t>(INT64_MAX))  // |quotient| < 1 except -2^63 / 2^63
       return static_cast<S>((value == INT64_MIN && divisor == (uint64_t{1} << 63)) ? -1 : 0);
     return static_cast<S>(value / static_cast<int64_t>(divisor));
   } else {
+    if constexpr (sizeof(S) <= 4)
+      if (divisor <= UINT32_MAX) return static_cast<S>(static_cast<uint32_t>(src) / static_cast<uint32_t>(divisor));
     return static_cast<S>(static_cast<uint64_t>(src) / divisor);
   }
 }

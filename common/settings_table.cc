@@ -109,7 +109,7 @@ constexpr std::array<SettingSpec, static_cast<size_t>(Setting::Count)> kSettings
     {Setting::WeftTuningFile, "WEFT_TUNING_FILE", String, nullptr, 0, 0, 0, nullptr, false, false,
      "measured link latency/bandwidth terms for the cost model; rank 0's file is used by every rank"},
     {Setting::WeftDirect, "WEFT_DIRECT", Bool, "1", 0, 1, 0, nullptr, true, false,
-     "0 turns off the direct all-reduce on ncclMemAlloc'd buffers"},
+     "0 turns off the direct all-reduce on host buffers from ncclMemAlloc (without a GPU) or weftMemAllocHost"},
     {Setting::WeftDirectMinBytes, "WEFT_DIRECT_MIN_BYTES", Size, "1048576", 0, kNoLimit, 0, nullptr, true, false,
      "smallest all-reduce in bytes that takes the direct path"},
     {Setting::WeftOneShotMaxBytes, "WEFT_ONE_SHOT_MAX_BYTES", Size, "4096", 0, 16384, 0, nullptr, true, false,

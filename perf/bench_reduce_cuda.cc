@@ -59,8 +59,9 @@ void tearDown() {
 
 // Fills a and b with values of `type` in [0.5, 1.5) (integers: 0 to 6; a 64 KiB pattern
 // repeated), and the scalar with 1. Kept while the type stays the same.
+int filled = -1;  // the type the inputs hold, -1 after they were overwritten
+
 std::string fillInputs(ncclDataType_t type) {
-  static int filled = -1;
   if (filled == static_cast<int>(type)) return "";
   const size_t size = dataTypeSize(type), patternBytes = 64 << 10;
   std::vector<char> host(kBytes);
@@ -111,6 +112,7 @@ void BM_Reduce(benchmark::State& state, ncclDataType_t type, ReduceOp op, bool i
   timeBatches(state, 3, [&] {
     return weftWhy("reduceBuffers", cuda::reduceBuffers(dst, dev.a, dev.b, count, type, op, dev.timing.stream));
   });
+  if (inPlace) filled = -1;  // a now holds sums
   state.SetLabel(std::string(dataTypeName(type)) + (inPlace ? ", in place" : ""));
 }
 

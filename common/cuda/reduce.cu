@@ -90,13 +90,19 @@ bool aligned(const void* p) { return (reinterpret_cast<uintptr_t>(p) % kVectorBy
 template <class S, class F>
 ncclResult_t launch(const char* what, void* dst, const void* a, const void* b, size_t count, F f, void* stream) {
   if (count == 0) return ncclSuccess;
-  const bool vectorized = aligned(dst) && aligned(a) && (!b || aligned(b));
+  bool vectorized = aligned(dst) && aligned(a) && (!b || aligned(b));
   constexpr size_t kPerVector = kVectorBytes / sizeof(S);
   const size_t items = vectorized ? (count + kPerVector - 1) / kPerVector : count;  // a thread each
   const size_t blocks = std::min(kMaxBlocks, (items + kThreads - 1) / kThreads);
-  elementwiseKernel<S, F><<<static_cast<unsigned>(blocks), kThreads, 0, static_cast<cudaStream_t>(stream)>>>(
-      static_cast<S*>(dst), static_cast<const S*>(a), static_cast<const S*>(b), count, vectorized, f);
-  const cudaError_t err = cudaGetLastError();
+  // cudaLaunchKernel returns this launch's own status; cudaGetLastError after <<<>>> would also
+  // report (and clear) an earlier error of the application's.
+  S* d = static_cast<S*>(dst);
+  const S* x = static_cast<const S*>(a);
+  const S* y = static_cast<const S*>(b);
+  void* arguments[] = {&d, &x, &y, &count, &vectorized, &f};
+  const cudaError_t err =
+      cudaLaunchKernel(reinterpret_cast<const void*>(&elementwiseKernel<S, F>), dim3(static_cast<unsigned>(blocks)),
+                       dim3(kThreads), arguments, 0, static_cast<cudaStream_t>(stream));
   if (err != cudaSuccess)
     return fail(ncclUnhandledCudaError, "%s: launching the CUDA kernel failed: %s", what, cudaGetErrorString(err));
   return ncclSuccess;

@@ -2,8 +2,8 @@
 // operations as common/reduce.h, with the same results for every type and operator, because
 // the kernels use the same element arithmetic (common/reduce_element.h, numeric.h's
 // conversions; half, bfloat16 and fp8 compute in float and round once per element).
-// Floating-point NaN results may differ in their payload: the GPU's arithmetic returns the
-// canonical NaN.
+// A NaN that a sum or product produces may differ in sign and payload: the GPU's arithmetic
+// returns its canonical NaN (0x7fffffff; half then stores 0x7fff), the CPU keeps an operand's.
 //
 // Pointers are device pointers (or host memory the device reaches); `stream` is a
 // cudaStream_t (null: the current device's legacy stream). Each call returns once the kernel is

@@ -1,8 +1,8 @@
 // Buffer registration (ncclCommRegister) and memory windows (ncclCommWindowRegister). Host
 // transports gain nothing from registering ordinary memory: shared-memory peers can only read
-// buffers that live in a shared segment, which is what ncclMemAlloc provides (and what the
-// direct all-reduce looks for by address, registered or not). The handles are real, checked on
-// release, and owned by their communicator.
+// buffers that live in a shared segment, which is what ncclMemAlloc provides without a GPU and
+// weftMemAllocHost always (and what the direct all-reduce looks for by address, registered or
+// not). The handles are real, checked on release, and owned by their communicator.
 #include <memory>
 
 #include "common/status.h"

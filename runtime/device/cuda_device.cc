@@ -7,6 +7,7 @@
 
 #include <mutex>
 #include <type_traits>
+#include <vector>
 
 #include "common/log.h"
 #include "common/status.h"
@@ -90,11 +91,29 @@ struct CuMem {
       release(handle);
       return r;
     }
-    CUmemAccessDesc access{};
-    access.location = prop.location;
-    access.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+    // Read-write for its device and every device that can reach it, as NCCL grants: peer access
+    // (cudaDeviceEnablePeerAccess) does not extend to cuMem memory.
+    std::vector<CUmemAccessDesc> access;
+    int devices = 0;
+    if (cudaGetDeviceCount(&devices) != cudaSuccess) devices = 0;
+    for (int peer = 0; peer < devices; ++peer) {
+      int reaches = 0;
+      if (peer != device && (cudaDeviceCanAccessPeer(&reaches, peer, device) != cudaSuccess || !reaches)) continue;
+      CUmemAccessDesc grant{};
+      grant.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+      grant.location.id = peer;
+      grant.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+      access.push_back(grant);
+    }
+    cudaGetLastError();    // a refused peer query is not the caller's error
+    if (access.empty()) {  // the device count failed: its own device at least
+      CUmemAccessDesc own{};
+      own.location = prop.location;
+      own.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+      access.push_back(own);
+    }
     if ((r = map(address, size, 0, handle, 0)) != CUDA_SUCCESS ||
-        (r = setAccess(address, size, &access, 1)) != CUDA_SUCCESS) {
+        (r = setAccess(address, size, access.data(), access.size())) != CUDA_SUCCESS) {
       unmap(address, size);  // harmless when the map failed
       addressFree(address, size);
       release(handle);
@@ -104,18 +123,19 @@ struct CuMem {
     return CUDA_SUCCESS;
   }
 
-  // Frees what allocate() gave; false when `pointer` is not cuMem memory (then nothing happened).
-  bool free(void* pointer) const {
+  // Frees what allocate() gave. *isCuMem false: `pointer` is not cuMem memory, nothing happened.
+  CUresult free(void* pointer, bool* isCuMem) const {
     CUmemGenericAllocationHandle handle = 0;
-    if (retainHandle(&handle, pointer) != CUDA_SUCCESS) return false;
-    release(handle);  // the reference the retain took
+    *isCuMem = retainHandle(&handle, pointer) == CUDA_SUCCESS;
+    if (!*isCuMem) return CUDA_SUCCESS;
     CUdeviceptr base = 0;
     size_t size = 0;
-    if (addressRange(&base, &size, reinterpret_cast<CUdeviceptr>(pointer)) != CUDA_SUCCESS) return false;
-    unmap(base, size);
-    release(handle);  // the allocation's own reference: freed once unmapped
-    addressFree(base, size);
-    return true;
+    CUresult r = addressRange(&base, &size, reinterpret_cast<CUdeviceptr>(pointer));
+    release(handle);  // the reference the retain took
+    if (r != CUDA_SUCCESS) return r;
+    if ((r = unmap(base, size)) != CUDA_SUCCESS) return r;
+    if ((r = release(handle)) != CUDA_SUCCESS) return r;  // the allocation's own: freed, being unmapped
+    return addressFree(base, size);
   }
 };
 
@@ -167,10 +187,25 @@ class CudaDevice : public DeviceApi {
   }
 
   ncclResult_t freeDevice(void* pointer) override {
+    // With the buffer's device current, as NCCL frees it (cudaFree needs its context).
+    cudaPointerAttributes attributes{};
+    WEFT_CUDA_CHECK(cudaPointerGetAttributes(&attributes, pointer));
+    int caller = 0;
+    WEFT_CUDA_CHECK(cudaGetDevice(&caller));
+    if (attributes.device >= 0 && attributes.device != caller) WEFT_CUDA_CHECK(cudaSetDevice(attributes.device));
+    ncclResult_t result = ncclSuccess;
+    bool isCuMem = false;
     const CuMem* cuMem = loadCuMem();
-    if (cuMem && cuMem->free(pointer)) return ncclSuccess;
-    WEFT_CUDA_CHECK(cudaFree(pointer));
-    return ncclSuccess;
+    const CUresult freed = cuMem ? cuMem->free(pointer, &isCuMem) : CUDA_SUCCESS;
+    if (isCuMem && freed != CUDA_SUCCESS)
+      result = fail(ncclUnhandledCudaError, "ncclMemFree(%p): freeing cuMem memory failed (CUresult %d)", pointer,
+                    static_cast<int>(freed));
+    if (!isCuMem) {
+      const cudaError_t err = cudaFree(pointer);
+      if (err != cudaSuccess) result = cudaFailure(err, "cudaFree");
+    }
+    if (attributes.device >= 0 && attributes.device != caller) cudaSetDevice(caller);
+    return result;
   }
 
   ncclResult_t copyToHost(void* dst, const void* src, size_t bytes) override {

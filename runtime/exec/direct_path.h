@@ -1,5 +1,6 @@
 // Choosing the direct all-reduce: it needs every rank on one host and every rank's buffers in
-// memory the others can map (ncclMemAlloc). Each rank knows only its own buffers, so before a
+// memory the others can map (ncclMemAlloc's host memory: weftMemAllocHost, or ncclMemAlloc
+// without a GPU). Each rank knows only its own buffers, so before a
 // large all-reduce the ranks exchange descriptors (a tiny schedule of its own), and every rank
 // reaches the same verdict from the same table.
 #pragma once

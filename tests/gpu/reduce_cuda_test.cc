@@ -62,8 +62,11 @@ std::vector<unsigned char> fromDevice(const void* device, size_t bytes) {
   return host;
 }
 
+// Synchronized: a copy from pageable memory may return before its DMA is done, and the kernels
+// run on streams that do not wait for the legacy stream.
 void toDevice(void* device, const std::vector<unsigned char>& host) {
   ASSERT_EQ(cudaMemcpy(device, host.data(), host.size(), cudaMemcpyHostToDevice), cudaSuccess);
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
 }
 
 void expectSame(const std::vector<unsigned char>& want, const std::vector<unsigned char>& got, ncclDataType_t type,
@@ -77,6 +80,36 @@ void expectSame(const std::vector<unsigned char>& want, const std::vector<unsign
 
 const size_t kCounts[] = {1, 15, 4099, 1000003};
 const ReduceOp kOps[] = {ReduceOp::Sum, ReduceOp::Prod, ReduceOp::Max, ReduceOp::Min};
+
+// `want` from a op b in every placement: out of place aligned (the 16-byte path); the destination,
+// or the first source, one element off (the element-by-element path); in place on a and on b.
+void expectPlacementsMatch(const std::vector<unsigned char>& want, const std::vector<unsigned char>& a,
+                           const std::vector<unsigned char>& b, size_t count, ncclDataType_t t, ReduceOp op) {
+  const size_t size = dataTypeSize(t), bytes = count * size;
+  const std::string what = "count " + std::to_string(count) + " op " + std::to_string(static_cast<int>(op));
+  struct Placement {
+    const char* name;
+    size_t dstOffset, aOffset;
+  };
+  for (const Placement& p :
+       {Placement{"aligned", 0, 0}, Placement{"destination off", size, 0}, Placement{"source off", 0, size}}) {
+    DeviceBuffer da(bytes, p.aOffset), db(bytes, 0), dd(bytes, p.dstOffset);
+    toDevice(da.get(), a);
+    toDevice(db.get(), b);
+    ASSERT_EQ(cuda::reduceBuffers(dd.get(), da.get(), db.get(), count, t, op, nullptr), ncclSuccess);
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    expectSame(want, fromDevice(dd.get(), bytes), t, what + ", " + p.name);
+  }
+  for (bool intoA : {true, false}) {
+    DeviceBuffer da(bytes, 0), db(bytes, 0);
+    toDevice(da.get(), a);
+    toDevice(db.get(), b);
+    void* dst = intoA ? da.get() : db.get();
+    ASSERT_EQ(cuda::reduceBuffers(dst, da.get(), db.get(), count, t, op, nullptr), ncclSuccess);
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    expectSame(want, fromDevice(dst, bytes), t, what + (intoA ? ", in place on a" : ", in place on b"));
+  }
+}
 
 class ReduceCuda : public ::testing::TestWithParam<int> {
  protected:
@@ -96,25 +129,21 @@ TEST_P(ReduceCuda, EveryOperatorMatchesTheCpuKernels) {
     for (ReduceOp op : kOps) {
       std::vector<unsigned char> want(bytes);
       reduceBuffers(want.data(), a.data(), b.data(), count, t, op);
-      // Out of place aligned, out of place with the destination one element off (the
-      // element-by-element path), and in place.
-      for (size_t offset : {size_t{0}, size}) {
-        DeviceBuffer da(bytes, 0), db(bytes, 0), dd(bytes, offset);
-        toDevice(da.get(), a);
-        toDevice(db.get(), b);
-        ASSERT_EQ(cuda::reduceBuffers(dd.get(), da.get(), db.get(), count, t, op, nullptr), ncclSuccess);
-        ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
-        expectSame(want, fromDevice(dd.get(), bytes), t,
-                   "count " + std::to_string(count) + " op " + std::to_string(static_cast<int>(op)) + " offset " +
-                       std::to_string(offset));
-      }
-      DeviceBuffer da(bytes, 0), db(bytes, 0);
-      toDevice(da.get(), a);
-      toDevice(db.get(), b);
-      ASSERT_EQ(cuda::reduceBuffers(da.get(), da.get(), db.get(), count, t, op, nullptr), ncclSuccess);
-      ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
-      expectSame(want, fromDevice(da.get(), bytes), t, "in place, count " + std::to_string(count));
+      expectPlacementsMatch(want, a, b, count, t, op);
     }
+  }
+}
+
+// Counts beyond one pass of the largest grid (kMaxBlocks x 256 threads, 16 bytes each on the
+// vector path), so that the grid-stride loops go round more than once on both paths.
+TEST_P(ReduceCuda, LargeBuffersLoopOverTheGrid) {
+  const ncclDataType_t t = type();
+  const size_t size = dataTypeSize(t), count = (size_t{8192} * 256 * 16 + 40) / size, bytes = count * size;
+  const std::vector<unsigned char> a = randomBytes(bytes, 21), b = randomBytes(bytes, 22);
+  for (ReduceOp op : {ReduceOp::Sum, ReduceOp::Max}) {
+    std::vector<unsigned char> want(bytes);
+    reduceBuffers(want.data(), a.data(), b.data(), count, t, op);
+    expectPlacementsMatch(want, a, b, count, t, op);
   }
 }
 

@@ -1,6 +1,6 @@
 // No leaks across communicator lifetimes: what a trainer does thousands of times (a fresh unique
 // id, init, a collective, destroy; a split of a long-lived communicator and its destroy;
-// ncclMemAlloc'd buffers used by a collective and freed) must
+// ncclMemAlloc's host buffers used by a collective and freed) must
 // leave each rank process holding what it held before: the same file descriptors, threads and
 // mappings, and resident memory that stops growing. Each rank measures itself after a few
 // warm-up loops (allocator pools, the broker's first use) and again after WEFT_LEAK_LOOPS loops
@@ -16,6 +16,7 @@
 #include "nccl.h"
 #include "runtime/comm/communicator.h"
 #include "tests/support/multiprocess.h"
+#include "weft/weft.h"
 
 using namespace weft::testing;
 
@@ -86,15 +87,15 @@ int splitLoop(ncclComm_t world, int rank) {
   return ncclCommDestroy(sub) == ncclSuccess ? 0 : 24;
 }
 
-// Buffers from ncclMemAlloc, large enough for the direct path (peers map each other's buffers),
+// ncclMemAlloc's host memory (weftMemAllocHost), large enough for the direct path (peers map each other's buffers),
 // used by one all-reduce and freed. Peers used to keep their mappings of a freed buffer until
 // the communicator went: 2 MiB per peer and loop.
 int memAllocLoop(ncclComm_t world, int rank) {
   constexpr size_t kCount = (1 << 20) / sizeof(float);  // WEFT_DIRECT_MIN_BYTES' default
   void* send = nullptr;
   void* recv = nullptr;
-  if (ncclMemAlloc(&send, kCount * sizeof(float)) != ncclSuccess) return 30;
-  if (ncclMemAlloc(&recv, kCount * sizeof(float)) != ncclSuccess) return 31;
+  if (weftMemAllocHost(&send, kCount * sizeof(float)) != ncclSuccess) return 30;
+  if (weftMemAllocHost(&recv, kCount * sizeof(float)) != ncclSuccess) return 31;
   auto* in = static_cast<float*>(send);
   for (size_t i = 0; i < kCount; ++i) in[i] = static_cast<float>(rank + i % 7);
   if (ncclAllReduce(send, recv, kCount, ncclFloat32, ncclSum, world, nullptr) != ncclSuccess) return 32;

@@ -1,6 +1,7 @@
-// All-reduce on ncclMemAlloc'd buffers: large calls take the direct path (peers read each
-// other's shared buffers), with the same results as the ring; if any rank's buffer is not
-// shared, every rank falls back to the ring together.
+// All-reduce on ncclMemAlloc's host memory (weftMemAllocHost: what ncclMemAlloc returns without
+// a GPU, and keeps returning with one): large calls take the direct path (peers read each other's
+// shared buffers), with the same results as the ring; if any rank's buffer is not shared, every
+// rank falls back to the ring together.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -9,8 +10,10 @@
 #include "common/dtype.h"
 #include "nccl.h"
 #include "runtime/comm/communicator.h"
+#include "runtime/device/device_api.h"
 #include "tests/support/multiprocess.h"
 #include "tests/support/reference.h"
+#include "weft/weft.h"
 
 using namespace weft;
 using namespace weft::testing;
@@ -34,7 +37,8 @@ int memAllocGrid(int rank, int nranks, const ncclUniqueId& id, bool everyRankSha
   void* recv = nullptr;
   std::vector<char> plainSend, plainRecv;
   if (shared) {
-    if (ncclMemAlloc(&send, count * 8) != ncclSuccess || ncclMemAlloc(&recv, count * 8) != ncclSuccess) return 2;
+    if (weftMemAllocHost(&send, count * 8) != ncclSuccess || weftMemAllocHost(&recv, count * 8) != ncclSuccess)
+      return 2;
   } else {
     plainSend.resize(count * 8);
     plainRecv.resize(count * 8);
@@ -90,9 +94,18 @@ TEST(MemAlloc, ArgumentsAreChecked) {
   int onStack = 0;
   EXPECT_EQ(ncclMemFree(&onStack), ncclInvalidArgument);
   EXPECT_EQ(ncclMemFree(nullptr), ncclSuccess);
-  ASSERT_EQ(ncclMemAlloc(&p, 100), ncclSuccess);
+  EXPECT_EQ(weftMemAllocHost(nullptr, 16), ncclInvalidArgument);
+  EXPECT_EQ(weftMemAllocHost(&p, 0), ncclInvalidArgument);
+  ASSERT_EQ(weftMemAllocHost(&p, 100), ncclSuccess);
   memset(p, 1, 100);
   EXPECT_EQ(ncclMemFree(p), ncclSuccess);
+  // Without a device, ncclMemAlloc gives that same host memory (with one, device memory:
+  // stream_order_test and tests/gpu/memalloc_cuda_test).
+  if (deviceApi() == nullptr) {
+    ASSERT_EQ(ncclMemAlloc(&p, 100), ncclSuccess);
+    memset(p, 1, 100);
+    EXPECT_EQ(ncclMemFree(p), ncclSuccess);
+  }
 }
 
 }  // namespace

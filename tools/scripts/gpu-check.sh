@@ -214,14 +214,14 @@ step build "$setup" 300 cmake --build "$build" -j "${WEFT_GPU_CHECK_JOBS:-$(npro
   bench_compression_cuda bench_reduce_cuda bench_compression || exit 1
 
 # ---- 4. CPU and CUDA bytes, ncclMemAlloc ----
-# gpu_test NAME LOG SECONDS SKIPPED: runs tests/NAME; GoogleTest's closing summary (counts, then
-# each failed or skipped test) and the first skip's reason go to the summary. With a GPU listed, a
-# skipped test matching SKIPPED (an extended grep pattern) means the program could not use the
-# GPU: that fails the check.
+# gpu_test NAME LOG SECONDS SKIPPED: runs tests/NAME; GoogleTest's counts, each failed test and
+# the distinct reasons for skips go to the summary. With a GPU listed, a skipped test matching
+# SKIPPED (an extended grep pattern) means the program could not use the GPU: that fails the check.
 gpu_test() {
   step "$1" "$2" "$3" "$build/tests/$1" --gtest_color=no
-  sed -n '/^\[==========\] .* ran\./,$p' "$2" | head -n 40 >>"$summary"
-  grep -m 1 -A 1 ': Skipped$' "$2" | tail -n 1 | sed "s/^/$1, first skip: /" >>"$summary"
+  sed -n '/^\[==========\] .* ran\./,$p' "$2" | grep -E '^\[(==========|  PASSED  |  SKIPPED \] [0-9]|  FAILED  )' |
+    head -n 30 >>"$summary"
+  grep -A 1 ': Skipped$' "$2" | grep -vE ': Skipped$|^--$' | sort | uniq -c | head -n 3 | sed "s/^/$1 skipped: /" >>"$summary"
   if [ -z "$gpu_why" ] && grep -qE "^\[  SKIPPED \] ($4)" "$2"; then
     say "$1: FAILED: tests skipped although nvidia-smi lists a GPU"
     status=1
@@ -314,6 +314,7 @@ try:
 except Exception as e:
     print(f"(no results in {path}: {e})"); sys.exit(0)
 rows = [r for r in runs if r.get("aggregate_name") == "median"] or [r for r in runs if r.get("run_type") == "iteration"]
+rows = [r for r in rows if not r.get("error_occurred") and r["real_time"] > 0]
 # Time per call (manual time where the benchmark uses it) and GB/s of the 64 MiB of float32 input.
 name = lambda r: r["run_name"].replace("/manual_time", "").replace("/real_time", "")
 us = {name(r): r["real_time"] * {"ns": 1e-3, "us": 1.0, "ms": 1e3, "s": 1e6}[r["time_unit"]] for r in rows}
@@ -336,6 +337,7 @@ try:
 except Exception as e:
     print(f"(no results in {sys.argv[1]}: {e})"); sys.exit(0)
 rows = [r for r in runs if r.get("aggregate_name") == "median"] or [r for r in runs if r.get("run_type") == "iteration"]
+rows = [r for r in rows if not r.get("error_occurred") and r["real_time"] > 0]
 scale = {"ns": 1e-3, "us": 1.0, "ms": 1e3, "s": 1e6}
 gbs = lambda r: r.get("traffic", 0) * (64 << 20) / (r["real_time"] * scale[r["time_unit"]]) / 1e3
 copy = next((gbs(r) for r in rows if r["run_name"].startswith("BM_MemcpyD2D")), None)
