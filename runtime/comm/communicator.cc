@@ -593,7 +593,9 @@ void destroyCommunicator(ncclComm* comm) {
     WEFT_WARN("WEFT_METRICS_FILE: %s", lastErrorMessage().c_str());
   statusServerRemove(comm);
   comm->magic = 0;
-  CurrentDeviceScope onDevice(comm->cudaDevice);  // its pinned memory is freed on its own device
+  // Its pinned memory is freed on its own device. Only a communicator with stream work has any:
+  // making a device current creates its context (CUDA 12), which host-only jobs must not pay for.
+  CurrentDeviceScope onDevice(comm->device.queue ? comm->cudaDevice : -1);
   delete comm;
 }
 

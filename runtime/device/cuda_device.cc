@@ -5,6 +5,7 @@
 #include <cuda.h>
 #include <cuda_runtime.h>
 
+#include <atomic>
 #include <mutex>
 #include <type_traits>
 #include <vector>
@@ -139,11 +140,55 @@ struct CuMem {
   }
 };
 
+// Whether this process may hold CUDA memory at all: the calling thread has a current context, or
+// some device's primary context is active. Every CUDA allocation (cudaMalloc, cudaHostAlloc,
+// cudaHostRegister, cuMem) lives in a context, so with none no pointer can be device or pinned
+// memory, and weft need not ask: cudaPointerGetAttributes may itself create the current device's
+// primary context, which would cost a CPU-only job on a GPU machine hundreds of MiB of GPU memory
+// per process. Once a context is seen the answer stays yes, and the probe costs nothing more.
+// (Missed: a context created with the driver API, current only on another thread.)
+class ContextProbe {
+ public:
+  bool contextsMayExist() {
+    if (seen_.load(std::memory_order_relaxed)) return true;
+    std::call_once(loaded_, [&] {
+      getCurrent_ = reinterpret_cast<decltype(getCurrent_)>(driverFunction("cuCtxGetCurrent"));
+      primaryState_ = reinterpret_cast<decltype(primaryState_)>(driverFunction("cuDevicePrimaryCtxGetState"));
+      deviceGet_ = reinterpret_cast<decltype(deviceGet_)>(driverFunction("cuDeviceGet"));
+      if (cudaGetDeviceCount(&devices_) != cudaSuccess) {
+        cudaGetLastError();
+        devices_ = 0;
+      }
+    });
+    if (!getCurrent_ || !primaryState_ || !deviceGet_) return true;  // cannot tell: ask CUDA each time
+    CUcontext current = nullptr;
+    bool found = getCurrent_(&current) == CUDA_SUCCESS && current != nullptr;
+    for (int ordinal = 0; ordinal < devices_ && !found; ++ordinal) {
+      CUdevice device = 0;
+      unsigned flags = 0;
+      int active = 0;
+      found = deviceGet_(&device, ordinal) == CUDA_SUCCESS && primaryState_(device, &flags, &active) == CUDA_SUCCESS &&
+              active != 0;
+    }
+    if (found) seen_.store(true, std::memory_order_relaxed);
+    return found;
+  }
+
+ private:
+  std::once_flag loaded_;
+  decltype(&::cuCtxGetCurrent) getCurrent_ = nullptr;
+  decltype(&::cuDevicePrimaryCtxGetState) primaryState_ = nullptr;
+  decltype(&::cuDeviceGet) deviceGet_ = nullptr;
+  int devices_ = 0;
+  std::atomic<bool> seen_{false};
+};
+
 class CudaDevice : public DeviceApi {
  public:
   const char* name() const override { return "cuda"; }
 
   MemoryKind memoryKind(const void* pointer) override {
+    if (!contexts_.contextsMayExist()) return MemoryKind::Host;
     cudaPointerAttributes attributes{};
     if (cudaPointerGetAttributes(&attributes, pointer) != cudaSuccess) {
       cudaGetLastError();  // an unregistered host pointer is not an error here
@@ -283,6 +328,7 @@ class CudaDevice : public DeviceApi {
   std::once_flag cuMemLoaded_;
   CuMem cuMem_;
   bool cuMemUsable_ = false;
+  ContextProbe contexts_;
 };
 
 }  // namespace

@@ -17,15 +17,16 @@
 #      else, if a registry's name resolves (5 s), tools/scripts/install-deps.sh; else it stops
 #      (exit 3) naming what is missing.
 #   3. configure ${WEFT_GPU_BUILD_DIR:-/tmp/weft-gpu-check} (Release, -DWEFT_WITH_CUDA=ON,
-#      WEFT_TEST_AREAS=compression;stream_order;reduce_cuda;memalloc_cuda) and build
-#      libnccl.so.2, compression_cuda_test, reduce_cuda_test, memalloc_cuda_test,
-#      stream_order_cuda_test, bench_compression_cuda, bench_reduce_cuda and bench_compression
-#      with -j$(nproc).
+#      WEFT_TEST_AREAS=compression;stream_order;reduce_cuda;memalloc_cuda;host_path_cuda) and
+#      build libnccl.so.2, compression_cuda_test, reduce_cuda_test, memalloc_cuda_test,
+#      host_path_cuda_test, stream_order_cuda_test, bench_compression_cuda, bench_reduce_cuda
+#      and bench_compression with -j$(nproc).
 #   4. compression_cuda_test: the CUDA codecs give the CPU codecs' bytes (test.log);
 #      reduce_cuda_test: the CUDA reduction kernels give the CPU kernels' results for every
 #      type and operator, and read a device PreMulSum scalar in stream order (reduce.log);
 #      memalloc_cuda_test: ncclMemAlloc gives cuMem device memory whose handle exports as a
-#      POSIX fd, and a 2-rank all-reduce in one process runs on it in stream order (memalloc.log).
+#      POSIX fd, and a 2-rank all-reduce in one process runs on it in stream order (memalloc.log);
+#      host_path_cuda_test: host-memory collectives create no CUDA context (host_path.log).
 #   4b. stream_order_cuda_test: every collective on cudaMalloc buffers in stream order, 2 and then
 #      4 rank processes sharing the GPU, against the reference, WEFT_TIMEOUT=30
 #      (stream_order_2ranks.log, stream_order_4ranks.log).
@@ -204,14 +205,14 @@ status=0  # a failed apt-get that was not needed after all does not count
 generator=()
 command -v ninja >/dev/null && generator=(-G Ninja)
 cmake_args=(-S "$root" -B "$build" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release -DWEFT_WITH_CUDA=ON
-            "-DWEFT_TEST_AREAS=compression;stream_order;reduce_cuda;memalloc_cuda")
+            "-DWEFT_TEST_AREAS=compression;stream_order;reduce_cuda;memalloc_cuda;host_path_cuda")
 [ -n "${PKG_CONFIG:-}" ] && cmake_args+=(-DPKG_CONFIG_EXECUTABLE="$PKG_CONFIG")
 # shellcheck disable=SC2206
 cmake_args+=(${WEFT_GPU_CHECK_CMAKE_ARGS:-})
 step configure "$setup" 120 cmake "${cmake_args[@]}" || exit 1
 step build "$setup" 300 cmake --build "$build" -j "${WEFT_GPU_CHECK_JOBS:-$(nproc)}" \
-  --target nccl compression_cuda_test reduce_cuda_test memalloc_cuda_test stream_order_cuda_test \
-  bench_compression_cuda bench_reduce_cuda bench_compression || exit 1
+  --target nccl compression_cuda_test reduce_cuda_test memalloc_cuda_test host_path_cuda_test \
+  stream_order_cuda_test bench_compression_cuda bench_reduce_cuda bench_compression || exit 1
 
 # ---- 4. CPU and CUDA bytes, ncclMemAlloc ----
 # gpu_test NAME LOG SECONDS SKIPPED: runs tests/NAME; GoogleTest's counts, each failed test and
@@ -232,6 +233,7 @@ gpu_test compression_cuda_test "$out/test.log" 240 '[0-9]'
 # memalloc_cuda_test's export test may skip where a sandbox refuses to export handles (it says so).
 gpu_test reduce_cuda_test "$out/reduce.log" 120 'EveryType/ReduceCuda'
 gpu_test memalloc_cuda_test "$out/memalloc.log" 60 'MemAllocCuda\.(Gives|Collectives|WeftMem)'
+gpu_test host_path_cuda_test "$out/host_path.log" 60 'HostPathCuda'
 
 # ---- 4b. device-memory collectives in stream order ----
 # One run per rank count, each with its own timeout and log, and weft's time-out well inside it,

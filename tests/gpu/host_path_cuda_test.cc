@@ -1,0 +1,97 @@
+// Host-memory collectives on a GPU machine leave the GPU alone: a CPU-only job must not pay for a
+// CUDA context (hundreds of MiB of GPU memory per process). weft asks CUDA where a buffer lives
+// only once the process has a context (runtime/device/cuda_device.cc, ContextProbe). A child
+// process that touches CUDA only through weft runs host all-reduces, then asks the driver whether
+// any device's primary context became active. Skipped, with the reason, without a GPU.
+#include <gtest/gtest.h>
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <vector>
+
+#include "nccl.h"
+
+#if defined(WEFT_HAVE_CUDA)
+#include <cuda.h>
+#include <cuda_runtime.h>
+#endif
+
+namespace {
+
+#if defined(WEFT_HAVE_CUDA)
+
+constexpr int kNoGpu = 77;
+constexpr int kContextCreated = 3;
+
+// In the child: 0 when the collectives were right and no primary context is active.
+int hostCollectivesThenCheck() {
+  int devices = 0;
+  if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) return kNoGpu;
+  constexpr int kRanks = 2;
+  constexpr size_t kCount = 1 << 16;
+  ncclComm_t comms[kRanks];
+  if (ncclCommInitAll(comms, kRanks, nullptr) != ncclSuccess) return 1;
+  std::vector<std::vector<float>> buffers(kRanks, std::vector<float>(kCount));
+  for (int r = 0; r < kRanks; ++r)
+    for (size_t i = 0; i < kCount; ++i) buffers[r][i] = static_cast<float>(i % 13 + r);
+  for (int round = 0; round < 3; ++round) {
+    if (ncclGroupStart() != ncclSuccess) return 1;
+    for (int r = 0; r < kRanks; ++r)
+      if (ncclAllReduce(buffers[r].data(), buffers[r].data(), kCount, ncclFloat32, ncclSum, comms[r], nullptr) !=
+          ncclSuccess)
+        return 1;
+    if (ncclGroupEnd() != ncclSuccess) return 1;
+  }
+  for (int r = 0; r < kRanks; ++r) {
+    if (ncclCommDestroy(comms[r]) != ncclSuccess) return 1;
+    for (size_t i = 0; i < kCount; ++i)  // 3 rounds of doubling the two ranks' sum
+      if (buffers[r][i] != static_cast<float>((2 * (i % 13) + 1) * 4)) return 2;
+  }
+  void* function = nullptr;
+  cudaDriverEntryPointQueryResult found = cudaDriverEntryPointSymbolNotFound;
+#if CUDART_VERSION >= 12050
+  cudaGetDriverEntryPointByVersion("cuDevicePrimaryCtxGetState", &function, 12000, cudaEnableDefault, &found);
+#else
+  cudaGetDriverEntryPoint("cuDevicePrimaryCtxGetState", &function, cudaEnableDefault, &found);
+#endif
+  auto primaryState = reinterpret_cast<decltype(&::cuDevicePrimaryCtxGetState)>(function);
+  if (!primaryState) return 4;
+  for (int d = 0; d < devices; ++d) {
+    unsigned flags = 0;
+    int active = 0;
+    if (primaryState(d, &flags, &active) != CUDA_SUCCESS) return 4;
+    if (active) {
+      fprintf(stderr, "device %d's primary context is active after host-memory collectives\n", d);
+      return kContextCreated;
+    }
+  }
+  return 0;
+}
+
+// The parent never touches CUDA (a process that did cannot fork children that use it).
+TEST(HostPathCuda, HostCollectivesCreateNoCudaContext) {
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) _exit(hostCollectivesThenCheck());
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status)) << "the child died (status " << status << ")";
+  const int code = WEXITSTATUS(status);
+  if (code == kNoGpu) GTEST_SKIP() << "no usable CUDA device";
+  EXPECT_NE(code, 1) << "a collective or the communicators failed";
+  EXPECT_NE(code, 2) << "wrong all-reduce results";
+  EXPECT_NE(code, 4) << "the driver could not report its primary contexts";
+  EXPECT_EQ(code, 0) << "weft created a CUDA context for host-memory collectives";
+}
+
+#else
+
+TEST(HostPathCuda, HostCollectivesCreateNoCudaContext) {
+  GTEST_SKIP() << "weft was built without CUDA (WEFT_HAVE_CUDA off)";
+}
+
+#endif
+
+}  // namespace
