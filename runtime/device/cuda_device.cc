@@ -140,47 +140,43 @@ struct CuMem {
   }
 };
 
-// Whether this process may hold CUDA memory at all: the calling thread has a current context, or
-// some device's primary context is active. Every CUDA allocation (cudaMalloc, cudaHostAlloc,
-// cudaHostRegister, cuMem) lives in a context, so with none no pointer can be device or pinned
-// memory, and weft need not ask: cudaPointerGetAttributes may itself create the current device's
-// primary context, which would cost a CPU-only job on a GPU machine hundreds of MiB of GPU memory
-// per process. Once a context is seen the answer stays yes, and the probe costs nothing more.
-// (Missed: a context created with the driver API, current only on another thread.)
-class ContextProbe {
+// Where a pointer lives, asked of the driver: cuPointerGetAttributes never creates a context,
+// where cudaPointerGetAttributes may create the calling thread's current device's primary
+// context (hundreds of MiB of GPU memory in every process of a CPU-only job, or a context on
+// GPU 0 for a thread that never chose a device). The attributes asked need no current context.
+class PointerQuery {
  public:
-  bool contextsMayExist() {
-    if (seen_.load(std::memory_order_relaxed)) return true;
+  // False when the driver lacks the function (then the runtime is asked instead).
+  bool available() {
     std::call_once(loaded_, [&] {
-      getCurrent_ = reinterpret_cast<decltype(getCurrent_)>(driverFunction("cuCtxGetCurrent"));
-      primaryState_ = reinterpret_cast<decltype(primaryState_)>(driverFunction("cuDevicePrimaryCtxGetState"));
-      deviceGet_ = reinterpret_cast<decltype(deviceGet_)>(driverFunction("cuDeviceGet"));
-      if (cudaGetDeviceCount(&devices_) != cudaSuccess) {
-        cudaGetLastError();
-        devices_ = 0;
-      }
+      getAttributes_ = reinterpret_cast<decltype(getAttributes_)>(driverFunction("cuPointerGetAttributes"));
     });
-    if (!getCurrent_ || !primaryState_ || !deviceGet_) return true;  // cannot tell: ask CUDA each time
-    CUcontext current = nullptr;
-    bool found = getCurrent_(&current) == CUDA_SUCCESS && current != nullptr;
-    for (int ordinal = 0; ordinal < devices_ && !found; ++ordinal) {
-      CUdevice device = 0;
-      unsigned flags = 0;
-      int active = 0;
-      found = deviceGet_(&device, ordinal) == CUDA_SUCCESS && primaryState_(device, &flags, &active) == CUDA_SUCCESS &&
-              active != 0;
-    }
-    if (found) seen_.store(true, std::memory_order_relaxed);
-    return found;
+    return getAttributes_ != nullptr;
+  }
+
+  MemoryKind kindOf(const void* pointer) const {
+    const CUdeviceptr address = reinterpret_cast<CUdeviceptr>(pointer);
+    CUpointer_attribute kind[] = {CU_POINTER_ATTRIBUTE_MEMORY_TYPE, CU_POINTER_ATTRIBUTE_IS_MANAGED};
+    unsigned int memoryType = 0;
+    unsigned long long managed = 0;  // "a boolean": wide and zeroed, whatever width the driver writes
+    void* kindData[] = {&memoryType, &managed};
+    // Memory CUDA does not know gives success with null values, or CUDA_ERROR_INVALID_CONTEXT.
+    if (getAttributes_(2, kind, kindData, address) != CUDA_SUCCESS) return MemoryKind::Host;
+    if (managed || memoryType == CU_MEMORYTYPE_DEVICE) return MemoryKind::Device;
+    if (memoryType != CU_MEMORYTYPE_HOST) return MemoryKind::Host;  // unknown to CUDA
+    // Registered memory's device address may differ from its host one (where the device cannot
+    // use host pointers): given that address, the host must not read it; stage it like device
+    // memory. Asked apart: the host address applies to host memory only.
+    CUpointer_attribute host[] = {CU_POINTER_ATTRIBUTE_HOST_POINTER};
+    void* hostPointer = nullptr;
+    void* hostData[] = {&hostPointer};
+    if (getAttributes_(1, host, hostData, address) != CUDA_SUCCESS) return MemoryKind::Device;
+    return hostPointer == pointer ? MemoryKind::PinnedHost : MemoryKind::Device;
   }
 
  private:
   std::once_flag loaded_;
-  decltype(&::cuCtxGetCurrent) getCurrent_ = nullptr;
-  decltype(&::cuDevicePrimaryCtxGetState) primaryState_ = nullptr;
-  decltype(&::cuDeviceGet) deviceGet_ = nullptr;
-  int devices_ = 0;
-  std::atomic<bool> seen_{false};
+  decltype(&::cuPointerGetAttributes) getAttributes_ = nullptr;
 };
 
 class CudaDevice : public DeviceApi {
@@ -188,7 +184,7 @@ class CudaDevice : public DeviceApi {
   const char* name() const override { return "cuda"; }
 
   MemoryKind memoryKind(const void* pointer) override {
-    if (!contexts_.contextsMayExist()) return MemoryKind::Host;
+    if (pointers_.available()) return pointers_.kindOf(pointer);
     cudaPointerAttributes attributes{};
     if (cudaPointerGetAttributes(&attributes, pointer) != cudaSuccess) {
       cudaGetLastError();  // an unregistered host pointer is not an error here
@@ -197,8 +193,6 @@ class CudaDevice : public DeviceApi {
     switch (attributes.type) {
       case cudaMemoryTypeDevice:
       case cudaMemoryTypeManaged: return MemoryKind::Device;
-      // Registered memory's device address may differ from its host one (where the device cannot
-      // use host pointers): given that address, the host must not read it; stage it like device memory.
       case cudaMemoryTypeHost: return attributes.hostPointer == pointer ? MemoryKind::PinnedHost : MemoryKind::Device;
       default: return MemoryKind::Host;  // cudaMemoryTypeUnregistered
     }
@@ -328,7 +322,7 @@ class CudaDevice : public DeviceApi {
   std::once_flag cuMemLoaded_;
   CuMem cuMem_;
   bool cuMemUsable_ = false;
-  ContextProbe contexts_;
+  PointerQuery pointers_;
 };
 
 }  // namespace
