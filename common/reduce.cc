@@ -56,7 +56,7 @@ template <class C, class Op>
   const S* x = static_cast<const S*>(a);
   const S* y = static_cast<const S*>(b);
 #pragma GCC ivdep
-  for (size_t i = 0; i < n; i++) d[i] = C::store(Op::apply(C::load(x[i]), C::load(y[i])));
+  for (size_t i = 0; i < n; i++) d[i] = reduceElement<C, Op>(x[i], y[i]);
 }
 
 template <class C>
@@ -68,7 +68,7 @@ template <class C>
   S* d = static_cast<S*>(dst);
   const S* s = static_cast<const S*>(src);
 #pragma GCC ivdep
-  for (size_t i = 0; i < n; i++) d[i] = C::store(ProdOp::apply(C::load(s[i]), factor));
+  for (size_t i = 0; i < n; i++) d[i] = scaleElement<C>(s[i], factor);
 }
 
 template <class C>

@@ -96,11 +96,18 @@ using Codecs = std::tuple<Plain<int8_t>, Plain<uint8_t>, Plain<int32_t>, Plain<u
                           Plain<uint64_t>, Half, Plain<float>, Plain<double>, Bfloat16, Fp8e4m3, Fp8e5m2>;
 static_assert(std::tuple_size_v<Codecs> == ncclNumTypes);
 
-// ---- One element at a time (the CUDA kernels; the CPU loops in reduce.cc vectorize) ----
+// ---- One element: the body of reduce.cc's loops and of the CUDA kernels ----
 
 template <class C, class Op>
-WEFT_HOST_DEVICE inline typename C::Storage reduceElement(typename C::Storage a, typename C::Storage b) {
+WEFT_FORCE_INLINE WEFT_HOST_DEVICE typename C::Storage reduceElement(typename C::Storage a, typename C::Storage b) {
   return C::store(Op::apply(C::load(a), C::load(b)));
+}
+
+// src * factor for PreMulSum, the factor already loaded (C::load of the scalar).
+template <class C>
+WEFT_FORCE_INLINE WEFT_HOST_DEVICE typename C::Storage scaleElement(typename C::Storage src,
+                                                                    typename C::Compute factor) {
+  return C::store(ProdOp::apply(C::load(src), factor));
 }
 
 // src / divisor for ncclAvg (reduce.h's divideBuffer rules; divisor >= 1). Integer types divide

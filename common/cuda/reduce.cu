@@ -45,7 +45,7 @@ struct Scale {
     bound.factor = C::load(scalarOnDevice ? *scalarOnDevice : scalarNow);
     return bound;
   }
-  __device__ S operator()(S x, S) const { return C::store(ProdOp::apply(C::load(x), factor)); }
+  __device__ S operator()(S x, S) const { return scaleElement<C>(x, factor); }
 };
 
 template <class C>

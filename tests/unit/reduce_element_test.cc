@@ -126,8 +126,7 @@ TEST_P(ReduceElement, ScalingGivesTheCpuKernelsBytes) {
       for (size_t i = 0; i < kCount; ++i) {
         S x;
         std::memcpy(&x, &a[i * size], size);
-        // What cuda/reduce.cu's Scale functor computes.
-        const S r = C::store(ProdOp::apply(C::load(x), C::load(factor)));
+        const S r = scaleElement<C>(x, C::load(factor));  // as cuda/reduce.cu's Scale functor
         std::memcpy(&element[i * size], &r, size);
       }
     });
