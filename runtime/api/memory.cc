@@ -13,6 +13,13 @@ using namespace weft;
 
 namespace {
 
+// Both allocation calls' arguments, named after the call.
+ncclResult_t checkAllocation(const char* function, void** ptr, size_t size) {
+  if (!ptr) return fail(ncclInvalidArgument, "%s: ptr is NULL", function);
+  if (size == 0) return fail(ncclInvalidArgument, "%s: size is 0", function);
+  return ncclSuccess;
+}
+
 // The device API when a device is there to allocate on.
 DeviceApi* allocatingDevice() {
   DeviceApi* device = deviceApi();
@@ -23,11 +30,9 @@ DeviceApi* allocatingDevice() {
 
 WEFT_API ncclResult_t ncclMemAlloc(void** ptr, size_t size) {
   return apiCall("ncclMemAlloc", [&]() -> ncclResult_t {
+    WEFT_CHECK(checkAllocation("ncclMemAlloc", ptr, size));
     DeviceApi* device = allocatingDevice();
-    if (!device) return sharedAlloc(ptr, size);
-    if (!ptr) return fail(ncclInvalidArgument, "ncclMemAlloc: ptr is NULL");
-    if (size == 0) return fail(ncclInvalidArgument, "ncclMemAlloc: size is 0");
-    return device->allocateDevice(size, ptr);
+    return device ? device->allocateDevice(size, ptr) : sharedAlloc(ptr, size);
   });
 }
 WEFT_PROFILING_ALIAS(ncclResult_t, ncclMemAlloc, void** ptr, size_t size);
@@ -41,5 +46,8 @@ WEFT_API ncclResult_t ncclMemFree(void* ptr) {
 WEFT_PROFILING_ALIAS(ncclResult_t, ncclMemFree, void* ptr);
 
 WEFT_API ncclResult_t weftMemAllocHost(void** ptr, size_t size) {
-  return apiCall("weftMemAllocHost", [&]() -> ncclResult_t { return sharedAlloc(ptr, size); });
+  return apiCall("weftMemAllocHost", [&]() -> ncclResult_t {
+    WEFT_CHECK(checkAllocation("weftMemAllocHost", ptr, size));
+    return sharedAlloc(ptr, size);
+  });
 }

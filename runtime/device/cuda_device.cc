@@ -94,25 +94,18 @@ struct CuMem {
     }
     // Read-write for its device and every device that can reach it, as NCCL grants: peer access
     // (cudaDeviceEnablePeerAccess) does not extend to cuMem memory.
-    std::vector<CUmemAccessDesc> access;
+    std::vector<CUmemAccessDesc> access(1);
+    access[0].location = prop.location;
+    access[0].flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
     int devices = 0;
     if (cudaGetDeviceCount(&devices) != cudaSuccess) devices = 0;
     for (int peer = 0; peer < devices; ++peer) {
       int reaches = 0;
-      if (peer != device && (cudaDeviceCanAccessPeer(&reaches, peer, device) != cudaSuccess || !reaches)) continue;
-      CUmemAccessDesc grant{};
-      grant.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-      grant.location.id = peer;
-      grant.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
-      access.push_back(grant);
+      if (peer == device || cudaDeviceCanAccessPeer(&reaches, peer, device) != cudaSuccess || !reaches) continue;
+      access.push_back(access[0]);
+      access.back().location.id = peer;
     }
-    cudaGetLastError();    // a refused peer query is not the caller's error
-    if (access.empty()) {  // the device count failed: its own device at least
-      CUmemAccessDesc own{};
-      own.location = prop.location;
-      own.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
-      access.push_back(own);
-    }
+    cudaGetLastError();  // a refused peer query is not the caller's error
     if ((r = map(address, size, 0, handle, 0)) != CUDA_SUCCESS ||
         (r = setAccess(address, size, access.data(), access.size())) != CUDA_SUCCESS) {
       unmap(address, size);  // harmless when the map failed
@@ -229,22 +222,16 @@ class CudaDevice : public DeviceApi {
     // With the buffer's device current, as NCCL frees it (cudaFree needs its context).
     cudaPointerAttributes attributes{};
     WEFT_CUDA_CHECK(cudaPointerGetAttributes(&attributes, pointer));
-    int caller = 0;
-    WEFT_CUDA_CHECK(cudaGetDevice(&caller));
-    if (attributes.device >= 0 && attributes.device != caller) WEFT_CUDA_CHECK(cudaSetDevice(attributes.device));
-    ncclResult_t result = ncclSuccess;
+    CurrentDeviceScope onDevice(attributes.device);
+    WEFT_CHECK(onDevice.result());
     bool isCuMem = false;
     const CuMem* cuMem = loadCuMem();
     const CUresult freed = cuMem ? cuMem->free(pointer, &isCuMem) : CUDA_SUCCESS;
     if (isCuMem && freed != CUDA_SUCCESS)
-      result = fail(ncclUnhandledCudaError, "ncclMemFree(%p): freeing cuMem memory failed (CUresult %d)", pointer,
-                    static_cast<int>(freed));
-    if (!isCuMem) {
-      const cudaError_t err = cudaFree(pointer);
-      if (err != cudaSuccess) result = cudaFailure(err, "cudaFree");
-    }
-    if (attributes.device >= 0 && attributes.device != caller) cudaSetDevice(caller);
-    return result;
+      return fail(ncclUnhandledCudaError, "ncclMemFree(%p): freeing cuMem memory failed (CUresult %d)", pointer,
+                  static_cast<int>(freed));
+    if (!isCuMem) WEFT_CUDA_CHECK(cudaFree(pointer));
+    return ncclSuccess;
   }
 
   ncclResult_t copyToHost(void* dst, const void* src, size_t bytes) override {

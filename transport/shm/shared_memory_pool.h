@@ -23,6 +23,7 @@ struct SharedBufferLocation {
   uint64_t offset = 0;  // of the queried pointer within it
 };
 
+// A shared allocation of at least `bytes` (> 0) into *ptr (non-null); the caller checks both.
 ncclResult_t sharedAlloc(void** ptr, size_t bytes);
 ncclResult_t sharedFree(void* ptr);
 // True (and `out` filled) when [ptr, ptr + bytes) lies inside one shared allocation.
