@@ -17,6 +17,8 @@
 #if defined(WEFT_HAVE_CUDA)
 #include <cuda.h>
 #include <cuda_runtime.h>
+
+#include "tests/support/cuda_gpu.h"
 #endif
 
 namespace {
@@ -31,14 +33,7 @@ constexpr int kControlUnseen = 5;
 using PrimaryState = decltype(&::cuDevicePrimaryCtxGetState);
 
 PrimaryState primaryStateFunction() {
-  void* function = nullptr;
-  cudaDriverEntryPointQueryResult found = cudaDriverEntryPointSymbolNotFound;
-#if CUDART_VERSION >= 12050
-  cudaGetDriverEntryPointByVersion("cuDevicePrimaryCtxGetState", &function, 12000, cudaEnableDefault, &found);
-#else
-  cudaGetDriverEntryPoint("cuDevicePrimaryCtxGetState", &function, cudaEnableDefault, &found);
-#endif
-  return found == cudaDriverEntryPointSuccess ? reinterpret_cast<PrimaryState>(function) : nullptr;
+  return weft::testing::driverFunction<PrimaryState>("cuDevicePrimaryCtxGetState");
 }
 
 // The first device whose primary context is active, -1 for none, -2 when the driver cannot say.

@@ -24,27 +24,15 @@ namespace {
 
 #if defined(WEFT_HAVE_CUDA)
 
+using weft::testing::driverFunction;
 using weft::testing::whyNoCudaGpu;
-
-template <class Function>
-Function driver(const char* name) {
-  void* function = nullptr;
-  cudaDriverEntryPointQueryResult found = cudaDriverEntryPointSymbolNotFound;
-#if CUDART_VERSION >= 12050
-  const cudaError_t looked = cudaGetDriverEntryPointByVersion(name, &function, 12000, cudaEnableDefault, &found);
-#else
-  const cudaError_t looked = cudaGetDriverEntryPoint(name, &function, cudaEnableDefault, &found);
-#endif
-  if (looked != cudaSuccess || found != cudaDriverEntryPointSuccess) return nullptr;
-  return reinterpret_cast<Function>(function);
-}
 
 // Whether the driver makes cuMem memory with a POSIX fd handle on device 0 (CUDA_SUCCESS), else
 // its refusal.
 CUresult driverRefusesExportableMemory() {
-  auto create = driver<decltype(&::cuMemCreate)>("cuMemCreate");
-  auto granularity = driver<decltype(&::cuMemGetAllocationGranularity)>("cuMemGetAllocationGranularity");
-  auto release = driver<decltype(&::cuMemRelease)>("cuMemRelease");
+  auto create = driverFunction<decltype(&::cuMemCreate)>("cuMemCreate");
+  auto granularity = driverFunction<decltype(&::cuMemGetAllocationGranularity)>("cuMemGetAllocationGranularity");
+  auto release = driverFunction<decltype(&::cuMemRelease)>("cuMemRelease");
   if (!create || !granularity || !release) return CUDA_ERROR_NOT_SUPPORTED;
   CUmemAllocationProp prop{};
   prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
@@ -88,9 +76,9 @@ TEST_F(MemAllocCuda, GivesDeviceMemoryOfTheCurrentDevice) {
 // The memory is cuMem's and its handle exports as a file descriptor: what CUDA IPC between the
 // ranks of a host will pass. A sandbox may refuse the export; the test then says so.
 TEST_F(MemAllocCuda, IsCuMemWithAPosixFileDescriptorHandle) {
-  auto retain = driver<decltype(&::cuMemRetainAllocationHandle)>("cuMemRetainAllocationHandle");
-  auto exportHandle = driver<decltype(&::cuMemExportToShareableHandle)>("cuMemExportToShareableHandle");
-  auto release = driver<decltype(&::cuMemRelease)>("cuMemRelease");
+  auto retain = driverFunction<decltype(&::cuMemRetainAllocationHandle)>("cuMemRetainAllocationHandle");
+  auto exportHandle = driverFunction<decltype(&::cuMemExportToShareableHandle)>("cuMemExportToShareableHandle");
+  auto release = driverFunction<decltype(&::cuMemRelease)>("cuMemRelease");
   if (!retain || !exportHandle || !release) GTEST_SKIP() << "this CUDA driver has no cuMem functions";
   void* p = nullptr;
   ASSERT_EQ(ncclMemAlloc(&p, 4096), ncclSuccess) << ncclGetLastError(nullptr);
