@@ -4,6 +4,8 @@
 #include <cstdlib>
 #include <cstring>
 
+#include <sys/resource.h>
+
 #include "common/status.h"
 
 namespace weft {
@@ -68,6 +70,13 @@ class CpuDevice::Stream {
 };
 
 CpuDevice::CpuDevice() {
+  // Each allocation is a memfd (exportable, as cuMem memory is), open until freed: a test grid
+  // keeps more than 1024 alive, the soft limit many systems start a process with.
+  rlimit files{};
+  if (getrlimit(RLIMIT_NOFILE, &files) == 0 && files.rlim_cur < files.rlim_max) {
+    files.rlim_cur = files.rlim_max;
+    setrlimit(RLIMIT_NOFILE, &files);
+  }
   streams_.push_back(std::make_unique<Stream>());
   nullStream_ = streams_.back().get();
 }
@@ -75,7 +84,7 @@ CpuDevice::CpuDevice() {
 CpuDevice::~CpuDevice() {
   std::lock_guard<std::mutex> lock(mutex_);
   streams_.clear();  // each stream finishes what it was given
-  for (auto& [start, bytes] : deviceAllocations_) std::free(const_cast<char*>(start));
+  for (auto& [start, bytes] : deviceAllocations_) sharedFree(const_cast<char*>(start));
 }
 
 CpuDevice::Stream* CpuDevice::streamOf(cudaStream_t stream) {
@@ -160,21 +169,75 @@ ncclResult_t CpuDevice::setCurrentDevice(int device) {
 }
 
 ncclResult_t CpuDevice::allocateDevice(size_t bytes, void** out) {
-  char* p = static_cast<char*>(std::calloc(1, std::max<size_t>(bytes, 1)));
-  if (!p) return fail(ncclSystemError, "cudaMalloc(%zu) on the CPU device: out of memory", bytes);
+  void* p = nullptr;
+  if (sharedAlloc(&p, std::max<size_t>(bytes, 1)) != ncclSuccess)
+    return fail(ncclSystemError, "cudaMalloc(%zu) on the CPU device: %s", bytes, lastErrorMessage().c_str());
   std::lock_guard<std::mutex> lock(mutex_);
-  deviceAllocations_[p] = bytes;
+  deviceAllocations_[static_cast<const char*>(p)] = bytes;
   *out = p;
   return ncclSuccess;
 }
 
 ncclResult_t CpuDevice::freeDevice(void* pointer) {
-  std::lock_guard<std::mutex> lock(mutex_);
-  auto it = deviceAllocations_.find(static_cast<const char*>(pointer));
-  if (it == deviceAllocations_.end())
-    return fail(ncclInvalidArgument, "cudaFree(%p) on the CPU device: not an allocation of it", pointer);
-  deviceAllocations_.erase(it);
-  std::free(pointer);
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = deviceAllocations_.find(static_cast<const char*>(pointer));
+    if (it == deviceAllocations_.end())
+      return fail(ncclInvalidArgument, "cudaFree(%p) on the CPU device: not an allocation of it", pointer);
+    deviceAllocations_.erase(it);
+  }
+  return sharedFree(pointer);
+}
+
+bool CpuDevice::exportDeviceBuffer(const void* pointer, size_t bytes, DeviceBufferExport* out) {
+  SharedBufferLocation location;
+  if (!exportable_.load() || memoryKind(pointer) != MemoryKind::Device || !findSharedBuffer(pointer, bytes, &location))
+    return false;
+  *out = DeviceBufferExport{};
+  out->kind = DeviceBufferExport::FileDescriptor;
+  thisProcessToken(out->ownerProcess);
+  out->ticket = location.ticket;
+  out->ownerBase = reinterpret_cast<uintptr_t>(pointer) - location.offset;
+  out->allocationBytes = location.bytes;
+  out->offset = location.offset;
+  return true;
+}
+
+ncclResult_t CpuDevice::importDeviceBuffer(const DeviceBufferExport& buffer, double /*timeoutSeconds*/, char** out) {
+  if (buffer.kind != DeviceBufferExport::FileDescriptor)
+    return fail(ncclInvalidUsage, "the CPU device cannot import a handle of kind %u", buffer.kind);
+  if (!importable_.load())
+    return fail(ncclUnhandledCudaError, "importing a peer's buffer on the CPU device: refused (as the test asked)");
+  SharedBufferLocation location;
+  location.ticket = buffer.ticket;
+  location.bytes = buffer.allocationBytes;
+  location.offset = buffer.offset;
+  WEFT_CHECK(peerBuffers_.map(location, out));
+  imports_.fetch_add(1);
+  return ncclSuccess;
+}
+
+ncclResult_t CpuDevice::createWorkStream(cudaStream_t* out) {
+  *out = createStream();
+  return ncclSuccess;
+}
+
+ncclResult_t CpuDevice::synchronizeStream(cudaStream_t stream) {
+  synchronize(stream);
+  return ncclSuccess;
+}
+
+ncclResult_t CpuDevice::reduceAsync(void* dst, const void* a, const void* b, size_t count, ncclDataType_t type,
+                                    ReduceOp op, cudaStream_t stream) {
+  kernelLaunches_.fetch_add(1);
+  streamOf(stream)->enqueue([=] { reduceBuffers(dst, a, b, count, type, op); });
+  return ncclSuccess;
+}
+
+ncclResult_t CpuDevice::divideAsync(void* dst, const void* src, size_t count, ncclDataType_t type, uint64_t divisor,
+                                    cudaStream_t stream) {
+  kernelLaunches_.fetch_add(1);
+  streamOf(stream)->enqueue([=] { divideBuffer(dst, src, count, type, divisor); });
   return ncclSuccess;
 }
 

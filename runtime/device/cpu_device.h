@@ -1,6 +1,8 @@
 // The CPU implementation of the device seam (device_api.h): device memory is host memory that
-// the device remembers allocating, a stream is an ordered queue of operations run by a thread
-// of its own, and a stream wait blocks that thread until the flag reaches the value. It lets
+// the device remembers allocating (a shared segment of its own, which a peer process maps as
+// it would import a CUDA IPC handle), a stream is an ordered queue of operations run by a thread
+// of its own, a kernel is a function queued on one, and a stream wait blocks that thread until
+// the flag reaches the value. It lets
 // the suite run the stream-ordered collectives on every commit, without a GPU; the extra
 // functions below are what a test needs to play the part of a CUDA program.
 #pragma once
@@ -15,6 +17,7 @@
 #include <vector>
 
 #include "runtime/device/device_api.h"
+#include "transport/shm/shared_memory_pool.h"
 
 namespace weft {
 
@@ -42,6 +45,21 @@ class CpuDevice : public DeviceApi {
   ncclResult_t allocateDevice(size_t bytes, void** out) override;
   ncclResult_t freeDevice(void* pointer) override;
 
+  bool exportDeviceBuffer(const void* pointer, size_t bytes, DeviceBufferExport* out) override;
+  // Maps the peer's segment even where the peer is this process (the path CUDA's import takes
+  // for other processes), once per segment (the mapper's cache).
+  ncclResult_t importDeviceBuffer(const DeviceBufferExport& buffer, double timeoutSeconds, char** out) override;
+  // Unmaps the segments whose owners have freed them (the mapper learns it from each segment's
+  // release page); the rest stay mapped for other communicators.
+  void releaseDeviceBuffer(const DeviceBufferExport&, char*) override { peerBuffers_.releaseFreed(); }
+  ncclResult_t createWorkStream(cudaStream_t* out) override;
+  void destroyWorkStream(cudaStream_t stream) override { destroyStream(stream); }
+  ncclResult_t synchronizeStream(cudaStream_t stream) override;
+  ncclResult_t reduceAsync(void* dst, const void* a, const void* b, size_t count, ncclDataType_t type, ReduceOp op,
+                           cudaStream_t stream) override;
+  ncclResult_t divideAsync(void* dst, const void* src, size_t count, ncclDataType_t type, uint64_t divisor,
+                           cudaStream_t stream) override;
+
   // What a CUDA program would do with cudaStreamCreate and friends.
   cudaStream_t createStream();
   void destroyStream(cudaStream_t stream);  // after synchronizing it
@@ -57,6 +75,16 @@ class CpuDevice : public DeviceApi {
   void setDeviceCount(int devices) { devices_.store(devices); }
   // The device that was current on the thread that launched the latest host function.
   int hostFunctionDevice() const { return hostFunctionDevice_.load(); }
+  // Whether exportDeviceBuffer shares buffers (true unless a test plays a device whose memory
+  // cannot be exported, or a sandbox that refuses CUDA IPC).
+  void setExportable(bool exportable) { exportable_.store(exportable); }
+  // Whether importDeviceBuffer maps peers' buffers (true unless a test plays a process that
+  // cannot map them: a sandbox, a device that cannot reach the peer's).
+  void setImportable(bool importable) { importable_.store(importable); }
+  // Kernels (reduceAsync, divideAsync) launched, and peer buffers imported, so far (tests of
+  // which data path ran).
+  uint64_t kernelLaunches() const { return kernelLaunches_.load(); }
+  uint64_t imports() const { return imports_.load(); }
 
  private:
   class Stream;
@@ -69,6 +97,11 @@ class CpuDevice : public DeviceApi {
   Stream* nullStream_ = nullptr;  // stream 0 (cudaStreamLegacy), created with the device
   std::atomic<int> devices_{1};
   std::atomic<int> hostFunctionDevice_{-1};
+  std::atomic<bool> exportable_{true};
+  std::atomic<bool> importable_{true};
+  std::atomic<uint64_t> kernelLaunches_{0};
+  std::atomic<uint64_t> imports_{0};
+  PeerBufferMapper peerBuffers_;  // what importDeviceBuffer mapped
 };
 
 }  // namespace weft

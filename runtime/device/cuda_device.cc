@@ -5,11 +5,17 @@
 #include <cuda.h>
 #include <cuda_runtime.h>
 
+#include <unistd.h>
+
 #include <atomic>
+#include <cstring>
+#include <map>
 #include <mutex>
+#include <set>
 #include <type_traits>
 #include <vector>
 
+#include "common/cuda/reduce.h"
 #include "common/log.h"
 #include "common/status.h"
 
@@ -172,6 +178,19 @@ class PointerQuery {
   decltype(&::cuPointerGetAttributes) getAttributes_ = nullptr;
 };
 
+// cuMem's handle export and import (ncclMemAlloc's memory between processes), looked up apart
+// from CuMem so that allocation works with a driver that lacks them.
+struct CuMemSharing {
+  decltype(&::cuMemExportToShareableHandle) exportHandle = nullptr;
+  decltype(&::cuMemImportFromShareableHandle) importHandle = nullptr;
+
+  bool load() {
+    exportHandle = reinterpret_cast<decltype(exportHandle)>(driverFunction("cuMemExportToShareableHandle"));
+    importHandle = reinterpret_cast<decltype(importHandle)>(driverFunction("cuMemImportFromShareableHandle"));
+    return exportHandle && importHandle;
+  }
+};
+
 class CudaDevice : public DeviceApi {
  public:
   const char* name() const override { return "cuda"; }
@@ -206,6 +225,10 @@ class CudaDevice : public DeviceApi {
     if (const CuMem* cuMem = loadCuMem()) {
       const CUresult r = cuMem->allocate(device, bytes, out);
       if (r == CUDA_SUCCESS) {
+        {
+          std::lock_guard<std::mutex> lock(exportMutex_);
+          ownCuMem_.insert(reinterpret_cast<CUdeviceptr>(*out));
+        }
         WEFT_INFO(kLogAlloc, "ncclMemAlloc: %zu bytes at %p on device %d (cuMem, POSIX fd handle)", bytes, *out,
                   device);
         return ncclSuccess;
@@ -219,6 +242,7 @@ class CudaDevice : public DeviceApi {
   }
 
   ncclResult_t freeDevice(void* pointer) override {
+    withdrawExport(pointer);
     // With the buffer's device current, as NCCL frees it (cudaFree needs its context).
     cudaPointerAttributes attributes{};
     WEFT_CUDA_CHECK(cudaPointerGetAttributes(&attributes, pointer));
@@ -286,7 +310,191 @@ class CudaDevice : public DeviceApi {
     return ncclSuccess;
   }
 
+  // ncclMemAlloc's cuMem memory: its POSIX file descriptor, offered through the fd broker once
+  // per allocation. Not cudaMalloc memory (a cudaIpcMemHandle_t): an importer would have to
+  // close its mapping before the owner frees, and CUDA does not tell it when (closing per call
+  // may synchronize the device, under streams waiting on weft), while a cuMem mapping holds the
+  // memory; nor managed memory, or another allocator's cuMem memory (its handle is not ours to
+  // keep open). Those calls are staged.
+  bool exportDeviceBuffer(const void* pointer, size_t bytes, DeviceBufferExport* out) override {
+    const CuMem* cuMem = loadCuMem();
+    if (!cuMem || memoryKind(pointer) != MemoryKind::Device) return false;
+    CUdeviceptr base = 0;
+    size_t size = 0;
+    const CUdeviceptr address = reinterpret_cast<CUdeviceptr>(pointer);
+    if (cuMem->addressRange(&base, &size, address) != CUDA_SUCCESS || address + bytes > base + size) {
+      cudaGetLastError();
+      return false;
+    }
+    CUmemGenericAllocationHandle handle = 0;
+    if (cuMem->retainHandle(&handle, const_cast<void*>(pointer)) != CUDA_SUCCESS) return false;  // not cuMem
+    DeviceBufferExport buffer;
+    const bool offered = offerCuMem(base, handle, &buffer.ticket);
+    cuMem->release(handle);  // the reference the retain took
+    if (!offered) return false;
+    buffer.kind = DeviceBufferExport::FileDescriptor;
+    thisProcessToken(buffer.ownerProcess);
+    buffer.ownerBase = base;
+    buffer.allocationBytes = size;
+    buffer.offset = address - base;
+    *out = buffer;
+    return true;
+  }
+
+  ncclResult_t importDeviceBuffer(const DeviceBufferExport& buffer, double timeoutSeconds, char** out) override {
+    if (ownedByThisProcess(buffer)) {
+      // CUDA refuses a process its own handles; the owner's address is valid here, if this
+      // thread's device can reach it.
+      char* address = reinterpret_cast<char*>(buffer.ownerBase + buffer.offset);
+      WEFT_CHECK(reachFromCurrentDevice(address));
+      *out = address;
+      return ncclSuccess;
+    }
+    char* base = nullptr;
+    WEFT_CHECK(mapPeerAllocation(buffer, timeoutSeconds, &base));
+    *out = base + buffer.offset;
+    return ncclSuccess;
+  }
+
+  void releaseDeviceBuffer(const DeviceBufferExport& buffer, char* address) override {
+    if (!address || ownedByThisProcess(buffer)) return;
+    const CUdeviceptr base = reinterpret_cast<CUdeviceptr>(address - buffer.offset);
+    if (const CuMem* cuMem = loadCuMem()) {
+      cuMem->unmap(base, buffer.allocationBytes);
+      cuMem->addressFree(base, buffer.allocationBytes);
+    }
+  }
+
+  ncclResult_t createWorkStream(cudaStream_t* out) override {
+    WEFT_CUDA_CHECK(cudaStreamCreateWithFlags(out, cudaStreamNonBlocking));
+    return ncclSuccess;
+  }
+
+  void destroyWorkStream(cudaStream_t stream) override { cudaStreamDestroy(stream); }
+
+  ncclResult_t synchronizeStream(cudaStream_t stream) override {
+    WEFT_CUDA_CHECK(cudaStreamSynchronize(stream));
+    return ncclSuccess;
+  }
+
+  ncclResult_t reduceAsync(void* dst, const void* a, const void* b, size_t count, ncclDataType_t type, ReduceOp op,
+                           cudaStream_t stream) override {
+    return cuda::reduceBuffers(dst, a, b, count, type, op, stream);
+  }
+
+  ncclResult_t divideAsync(void* dst, const void* src, size_t count, ncclDataType_t type, uint64_t divisor,
+                           cudaStream_t stream) override {
+    return cuda::divideBuffer(dst, src, count, type, divisor, stream);
+  }
+
  private:
+  // An exported cuMem allocation's descriptor, kept open (and offered) until ncclMemFree.
+  struct OfferedAllocation {
+    int fd = -1;
+    FdTicket ticket;
+  };
+
+  // Only ncclMemAlloc's own allocations: an open descriptor holds the memory, and weft learns
+  // when to close it only from ncclMemFree (another allocator's cuMem memory is staged).
+  bool offerCuMem(CUdeviceptr base, CUmemGenericAllocationHandle handle, FdTicket* ticket) {
+    const CuMemSharing* sharing = loadCuMemSharing();
+    if (!sharing) return false;
+    std::lock_guard<std::mutex> lock(exportMutex_);
+    if (!ownCuMem_.count(base)) return false;
+    auto it = offered_.find(base);
+    if (it == offered_.end()) {
+      OfferedAllocation offer;
+      if (sharing->exportHandle(&offer.fd, handle, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0) != CUDA_SUCCESS)
+        return false;
+      if (offerFileDescriptor(offer.fd, &offer.ticket) != ncclSuccess) {
+        close(offer.fd);
+        return false;
+      }
+      it = offered_.emplace(base, offer).first;
+    }
+    *ticket = it->second.ticket;
+    return true;
+  }
+
+  void withdrawExport(void* pointer) {
+    std::lock_guard<std::mutex> lock(exportMutex_);
+    ownCuMem_.erase(reinterpret_cast<CUdeviceptr>(pointer));
+    auto it = offered_.find(reinterpret_cast<CUdeviceptr>(pointer));
+    if (it == offered_.end()) return;
+    withdrawFileDescriptor(it->second.ticket);
+    close(it->second.fd);
+    offered_.erase(it);
+  }
+
+  static bool ownedByThisProcess(const DeviceBufferExport& buffer) {
+    uint64_t me[2];
+    thisProcessToken(me);
+    return buffer.ownerProcess[0] == me[0] && buffer.ownerProcess[1] == me[1];
+  }
+
+  // Whether a kernel on this thread's device may touch `address`, memory of this process maybe
+  // on another device: ncclMemAlloc's cuMem memory is mapped at allocation for every device that
+  // can reach its own (peer access does not extend to cuMem memory).
+  ncclResult_t reachFromCurrentDevice(const void* address) {
+    cudaPointerAttributes attributes{};
+    WEFT_CUDA_CHECK(cudaPointerGetAttributes(&attributes, address));
+    int device = 0;
+    WEFT_CUDA_CHECK(cudaGetDevice(&device));
+    if (attributes.device == device) return ncclSuccess;
+    int reaches = 0;
+    WEFT_CUDA_CHECK(cudaDeviceCanAccessPeer(&reaches, device, attributes.device));
+    if (!reaches)
+      return fail(ncclInvalidUsage, "device %d cannot reach memory of device %d (no peer access)", device,
+                  attributes.device);
+    return ncclSuccess;
+  }
+
+  // Maps a peer's whole cuMem allocation through its descriptor, read-write for the current
+  // device; the mapping holds the memory until it is released.
+  ncclResult_t mapPeerAllocation(const DeviceBufferExport& buffer, double timeoutSeconds, char** base) {
+    const CuMem* cuMem = loadCuMem();
+    const CuMemSharing* sharing = loadCuMemSharing();
+    if (buffer.kind != DeviceBufferExport::FileDescriptor || !cuMem || !sharing)
+      return fail(ncclInvalidUsage, "a peer's device buffer (handle kind %u) cannot be imported by this driver",
+                  buffer.kind);
+    int fd = -1;
+    WEFT_CHECK(fetchFileDescriptor(buffer.ticket, timeoutSeconds, &fd));
+    CUmemGenericAllocationHandle handle = 0;
+    CUresult r = sharing->importHandle(&handle, reinterpret_cast<void*>(static_cast<uintptr_t>(fd)),
+                                       CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR);
+    close(fd);
+    if (r != CUDA_SUCCESS)
+      return fail(ncclUnhandledCudaError, "cuMemImportFromShareableHandle failed (CUresult %d)", static_cast<int>(r));
+    int device = 0;
+    if (cudaGetDevice(&device) != cudaSuccess) {
+      cuMem->release(handle);
+      return fail(ncclUnhandledCudaError, "cudaGetDevice failed while mapping a peer's buffer");
+    }
+    CUmemAccessDesc access{};
+    access.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    access.location.id = device;
+    access.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+    CUdeviceptr address = 0;
+    const size_t size = buffer.allocationBytes;
+    if ((r = cuMem->reserve(&address, size, 0, 0, 0)) == CUDA_SUCCESS) {
+      if ((r = cuMem->map(address, size, 0, handle, 0)) == CUDA_SUCCESS &&
+          (r = cuMem->setAccess(address, size, &access, 1)) != CUDA_SUCCESS)
+        cuMem->unmap(address, size);
+      if (r != CUDA_SUCCESS) cuMem->addressFree(address, size);
+    }
+    cuMem->release(handle);  // the mapping holds the memory now
+    if (r != CUDA_SUCCESS)
+      return fail(ncclUnhandledCudaError, "mapping a peer's cuMem allocation of %zu bytes failed (CUresult %d)", size,
+                  static_cast<int>(r));
+    *base = reinterpret_cast<char*>(address);
+    return ncclSuccess;
+  }
+
+  const CuMemSharing* loadCuMemSharing() {
+    std::call_once(sharingLoaded_, [&] { sharingUsable_ = sharing_.load(); });
+    return sharingUsable_ ? &sharing_ : nullptr;
+  }
+
   ncclResult_t loadStreamWait() {
     std::call_once(loaded_, [&] {
       streamWaitValue32_ = reinterpret_cast<StreamWaitValue32>(driverFunction("cuStreamWaitValue32"));
@@ -310,6 +518,12 @@ class CudaDevice : public DeviceApi {
   CuMem cuMem_;
   bool cuMemUsable_ = false;
   PointerQuery pointers_;
+  std::once_flag sharingLoaded_;
+  CuMemSharing sharing_;
+  bool sharingUsable_ = false;
+  std::mutex exportMutex_;
+  std::set<CUdeviceptr> ownCuMem_;                    // ncclMemAlloc's cuMem allocations, by base
+  std::map<CUdeviceptr, OfferedAllocation> offered_;  // by allocation base
 };
 
 }  // namespace

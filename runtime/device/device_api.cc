@@ -1,5 +1,8 @@
 #include "runtime/device/device_api.h"
 
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <cstring>
 
 #include "runtime/device/cuda_device.h"
@@ -20,6 +23,14 @@ void installDeviceApi(DeviceApi* api) { installedApi.store(api, std::memory_orde
 MemoryKind memoryKind(const void* pointer) {
   DeviceApi* api = deviceApi();
   return pointer && api ? api->memoryKind(pointer) : MemoryKind::Host;
+}
+
+void thisProcessToken(uint64_t out[2]) {
+  // A live process is named uniquely on the host by its PID namespace and its PID in it; asked
+  // each time (no cache to go stale in a forked child, no lock a fork could leave held).
+  struct stat pidNamespace {};
+  out[0] = stat("/proc/self/ns/pid", &pidNamespace) == 0 ? static_cast<uint64_t>(pidNamespace.st_ino) : 0;
+  out[1] = static_cast<uint64_t>(getpid());
 }
 
 int currentDeviceOrNone() {

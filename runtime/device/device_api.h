@@ -9,7 +9,9 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "common/reduce.h"
 #include "nccl.h"
+#include "transport/fd_broker.h"
 
 namespace weft {
 
@@ -19,6 +21,19 @@ enum class MemoryKind {
   PinnedHost,  // page-locked (cudaHostAlloc, cudaHostRegister): the device reaches it, so a call
                // on it is stream-ordered, as in NCCL, and reads and writes it in place
   Device,      // device or managed memory: stream-ordered, staged through pinned host memory
+};
+
+// A device buffer as another process of this host can map it (CUDA IPC): the handle of the
+// allocation it lies in (a file descriptor through the fd broker: cuMem's POSIX handle on CUDA,
+// the memfd of the CPU device's memory), and where in it.
+struct DeviceBufferExport {
+  enum Kind : uint32_t { None = 0, FileDescriptor = 1 };
+  uint32_t kind = None;
+  uint64_t ownerProcess[2] = {};  // thisProcessToken() of the exporter
+  FdTicket ticket;                // its secret names the allocation uniquely
+  uint64_t ownerBase = 0;         // the allocation's address in its owner (the owner's own process uses it)
+  uint64_t allocationBytes = 0;
+  uint64_t offset = 0;  // of the buffer in the allocation
 };
 
 class DeviceApi {
@@ -54,6 +69,30 @@ class DeviceApi {
   // Whether `stream` is being captured into a CUDA graph.
   virtual ncclResult_t isCapturing(cudaStream_t stream, bool* capturing) = 0;
 
+  // The device data path between ranks of one host (the direct all-reduce on device buffers).
+  // Whether peer processes can map [pointer, pointer + bytes) of device memory; fills `out`.
+  // False where the memory cannot be shared (then the call is staged through host memory): on
+  // CUDA, all but ncclMemAlloc's cuMem memory (cuda_device.cc says why).
+  virtual bool exportDeviceBuffer(const void* pointer, size_t bytes, DeviceBufferExport* out) = 0;
+  // The address in this process of a buffer a peer exported (its own address where the peer is
+  // this process), its allocation mapped until releaseDeviceBuffer; a mapping holds the peer's
+  // memory, so the peer may free it meanwhile. ncclRemoteError when the owner is gone within
+  // `timeoutSeconds`; an error too where this thread's current device cannot reach the memory.
+  virtual ncclResult_t importDeviceBuffer(const DeviceBufferExport& buffer, double timeoutSeconds, char** out) = 0;
+  // Unmaps what importDeviceBuffer mapped; not while a stream waits on weft (it may synchronize).
+  virtual void releaseDeviceBuffer(const DeviceBufferExport& buffer, char* address) = 0;
+  // A stream of weft's own, which waits for no other (cudaStreamNonBlocking): the progress thread
+  // queues its kernels and copies on it and waits for them there, never on a caller's stream.
+  virtual ncclResult_t createWorkStream(cudaStream_t* out) = 0;
+  virtual void destroyWorkStream(cudaStream_t stream) = 0;
+  virtual ncclResult_t synchronizeStream(cudaStream_t stream) = 0;
+  // Kernels on `stream` (common/cuda/reduce.h on CUDA): dst = a op b, and dst = src / divisor;
+  // any pointer may be a peer's mapped buffer.
+  virtual ncclResult_t reduceAsync(void* dst, const void* a, const void* b, size_t count, ncclDataType_t type,
+                                   ReduceOp op, cudaStream_t stream) = 0;
+  virtual ncclResult_t divideAsync(void* dst, const void* src, size_t count, ncclDataType_t type, uint64_t divisor,
+                                   cudaStream_t stream) = 0;
+
   // The calling thread's current device (cudaGetDevice), making one current (cudaSetDevice),
   // and how many there are. A communicator records the device it was created on and makes it
   // current wherever it calls the device (the caller's thread, its progress thread), as NCCL
@@ -62,6 +101,13 @@ class DeviceApi {
   virtual ncclResult_t currentDevice(int* device) = 0;
   virtual ncclResult_t setCurrentDevice(int device) = 0;
   virtual int deviceCount() = 0;
+};
+
+// Where the progress thread's device work goes: kernels and copies on a stream of weft's own
+// (DeviceApi::createWorkStream), e.g. the local steps of the direct all-reduce on device buffers.
+struct DeviceWork {
+  DeviceApi* api = nullptr;
+  cudaStream_t stream = nullptr;
 };
 
 // The device API the runtime uses: the one installed for testing, else CUDA when weft was built
@@ -77,6 +123,10 @@ MemoryKind memoryKind(const void* pointer);
 inline bool isDeviceMemory(const void* pointer) { return memoryKind(pointer) == MemoryKind::Device; }
 // Copies `bytes` from host or device memory into host memory, synchronously.
 ncclResult_t copyToHost(void* dst, const void* src, size_t bytes);
+
+// This process's PID namespace and PID: tells a peer whether an exported buffer is its own
+// process's, where a PID alone cannot (ranks in other PID namespaces, e.g. containers).
+void thisProcessToken(uint64_t out[2]);
 
 // The calling thread's current device, or -1 without a device API (or when CUDA cannot say).
 int currentDeviceOrNone();
