@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -129,6 +130,15 @@ struct DirectPathState {
   PeerBufferMapper peerBuffers;
   std::vector<char*> peerSendBuffers;
   std::vector<char*> peerRecvBuffers;
+  // Peers' device allocations mapped (DeviceApi::importDeviceBuffer), by their ticket's secret:
+  // kept for later calls, released when the communicator is destroyed (direct_path.h).
+  struct DeviceImport {
+    DeviceBufferExport buffer;
+    char* base;  // the allocation's address here
+  };
+  std::map<std::pair<uint64_t, uint64_t>, DeviceImport> deviceImports;
+  bool warnedUnmappable = false;     // a peer's device buffers could not be mapped (said once)
+  bool announcedDevicePath = false;  // the first direct all-reduce on device buffers (logged)
 };
 
 // Calls on device memory (runtime/device): the queue of stream-ordered batches and its

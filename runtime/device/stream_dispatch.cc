@@ -6,6 +6,9 @@
 #include "common/status.h"
 #include "runtime/comm/communicator.h"
 #include "runtime/device/stream_queue.h"
+#include "runtime/exec/compressed_allreduce_run.h"
+#include "runtime/exec/direct_path.h"
+#include "runtime/exec/one_shot.h"
 
 namespace weft {
 
@@ -65,6 +68,10 @@ size_t layOutStaging(const std::vector<const CollectiveCall*>& callers, StreamBa
   for (size_t i = 0; i < callers.size(); ++i) {
     const CollectiveCall& caller = *callers[i];
     CollectiveCall& staged = batch->calls[i];
+    // Left in place for the direct path: its places are reserved, copied by the progress thread
+    // only if the ranks cannot all read each other's buffers (runtime/device/staged_at_run.h).
+    DeviceBuffers* atRun = staged.deviceBuffers;
+    const size_t copiesBefore[2] = {batch->copiesIn.size(), batch->copiesOut.size()};
     const Spans spans = significantSpans(caller);
     const char* send = static_cast<const char*>(caller.sendbuff);
     char* recv = static_cast<char*>(caller.recvbuff);
@@ -99,6 +106,14 @@ size_t layOutStaging(const std::vector<const CollectiveCall*>& callers, StreamBa
     if (onDevice(caller.preMulSum.address, scalarBytes)) {  // read in stream order, like the buffers
       staged.preMulSum.address = place(scalarBytes);
       copyIn(caller.stream, const_cast<void*>(staged.preMulSum.address), caller.preMulSum.address, scalarBytes);
+    }
+    if (atRun) {
+      atRun->stagingSend = const_cast<char*>(static_cast<const char*>(staged.sendbuff));
+      atRun->stagingRecv = static_cast<char*>(staged.recvbuff);
+      staged.sendbuff = caller.sendbuff;
+      staged.recvbuff = caller.recvbuff;
+      batch->copiesIn.resize(copiesBefore[0]);
+      batch->copiesOut.resize(copiesBefore[1]);
     }
   }
   return used;
@@ -137,6 +152,22 @@ ncclResult_t refuseGraphCapture(DeviceApi* device, const CollectiveCall& call) {
   return ncclSuccess;
 }
 
+// Whether the call can skip staging for the direct path: an all-reduce the ranks agree to
+// try direct (the same verdict on every rank: runtime/exec/direct_path.h) whose buffers on this
+// rank are device memory peers can map. Its exports are made now, on the caller's thread.
+bool leaveForDirectPath(const CollectiveCall& call, DeviceApi* device, DeviceBuffers* out) {
+  const size_t bytes = call.count * dataTypeSize(call.datatype);
+  if (!directPathEligible(call) || call.op >= ncclNumOps || oneShotEligible(call) || compressedAllReduceWanted(call) ||
+      !onDevice(call.sendbuff, bytes) || !onDevice(call.recvbuff, bytes))
+    return false;
+  *out = DeviceBuffers{};
+  out->callerSend = call.sendbuff;
+  out->callerRecv = call.recvbuff;
+  out->bytes = bytes;
+  return device->exportDeviceBuffer(call.sendbuff, bytes, &out->send) &&
+         device->exportDeviceBuffer(call.recvbuff, bytes, &out->recv);
+}
+
 // The batch of one communicator's calls: staged, its streams listed.
 ncclResult_t prepareBatch(CommCalls& share, DeviceApi* device) {
   StreamQueue* queue = nullptr;
@@ -145,6 +176,11 @@ ncclResult_t prepareBatch(CommCalls& share, DeviceApi* device) {
   for (const CollectiveCall* call : share.calls) {
     batch->calls.push_back(*call);
     batch->calls.back().callerSendbuff = call->sendbuff;
+    DeviceBuffers direct;
+    if (leaveForDirectPath(*call, device, &direct)) {
+      batch->deviceBuffers.push_back(direct);
+      batch->calls.back().deviceBuffers = &batch->deviceBuffers.back();
+    }
     if (std::find(batch->streams.begin(), batch->streams.end(), call->stream) == batch->streams.end())
       batch->streams.push_back(call->stream);
   }

@@ -21,7 +21,36 @@ StreamQueue::~StreamQueue() {
   }
   changed_.notify_all();
   if (thread_.joinable()) thread_.join();
+  if (work_.stream) {
+    CurrentDeviceScope onDevice(comm_->cudaDevice);
+    device_->destroyWorkStream(work_.stream);
+  }
   if (completion_) device_->freePinned(completion_);
+}
+
+ncclResult_t StreamQueue::deviceWork(const DeviceWork** out) {
+  if (!work_.stream) {
+    WEFT_CHECK(device_->createWorkStream(&work_.stream));
+    work_.api = device_;
+  }
+  *out = &work_;
+  return ncclSuccess;
+}
+
+ncclResult_t StreamQueue::runBatch(StreamBatch* batch) {
+  // runCollectives records a failure as the communicator's asynchronous error.
+  ncclResult_t result = runCollectives(batch->calls);
+  if (result != ncclSuccess) return result;
+  bool copied = false;
+  for (const DeviceBuffers& buffers : batch->deviceBuffers) {
+    if (!buffers.stagedAtRun) continue;
+    result = device_->copyAsync(buffers.callerRecv, buffers.stagingRecv, buffers.bytes, work_.stream);
+    if (result != ncclSuccess) break;
+    copied = true;
+  }
+  if (result == ncclSuccess && copied) result = device_->synchronizeStream(work_.stream);
+  if (result != ncclSuccess) setCommunicatorError(comm_, result);  // the results are not in place
+  return result;
 }
 
 StreamBatch* StreamQueue::newBatch() {
@@ -142,8 +171,7 @@ void StreamQueue::progressLoop() {
       continue;
     }
     lock.unlock();
-    // runCollectives records a failure as the communicator's asynchronous error.
-    ncclResult_t result = runCollectives(next->calls);
+    ncclResult_t result = runBatch(next);
     if (result != ncclSuccess)
       WEFT_WARN("rank %d: a stream-ordered batch of %zu call(s) failed: %s", comm_->rank, next->calls.size(),
                 lastErrorMessage().c_str());

@@ -43,6 +43,8 @@ struct StreamBatch {
   std::vector<StreamCopy> copiesIn;
   std::vector<StreamCopy> copiesOut;
   std::vector<cudaStream_t> streams;  // distinct, in first-use order
+  // Of the calls left unstaged for the direct path (CollectiveCall::deviceBuffers points here).
+  std::deque<DeviceBuffers> deviceBuffers;
   StagingArea* staging = nullptr;
   StreamQueue* queue = nullptr;
   uint32_t sequence = 0;
@@ -67,6 +69,9 @@ class StreamQueue {
 
   DeviceApi* device() const { return device_; }
   StagingPool& staging() { return staging_; }
+  // The progress thread's own stream (made on first use, from that thread): the direct path's
+  // kernels, and the copies of calls staged when they run.
+  ncclResult_t deviceWork(const DeviceWork** out);
 
   // A new batch, numbered, owned by the queue until its staging has been released.
   StreamBatch* newBatch();
@@ -93,6 +98,8 @@ class StreamQueue {
   static void readyHostFunction(void* batch);
   static void releasedHostFunction(void* batch);
   void progressLoop();
+  // Runs a batch's calls; copies back the results of those staged as they ran.
+  ncclResult_t runBatch(StreamBatch* batch);
   // Publishes the batch's number to the streams waiting on it.
   void complete(StreamBatch* batch);
   void retireReleased();  // under mutex_
@@ -101,6 +108,7 @@ class StreamQueue {
   DeviceApi* device_;
   StagingPool staging_;
   std::atomic<uint32_t>* completion_ = nullptr;  // pinned: streams wait on it
+  DeviceWork work_;                              // its stream made on first use
   std::mutex mutex_;
   std::condition_variable changed_;
   std::deque<std::unique_ptr<StreamBatch>> batches_;  // in sequence order, until released

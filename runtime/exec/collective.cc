@@ -14,6 +14,7 @@
 #include "common/status.h"
 #include "runtime/comm/communicator.h"
 #include "runtime/comm/reduction_ops.h"
+#include "runtime/device/staged_at_run.h"
 #include "runtime/exec/call_schedule.h"
 #include "runtime/exec/collective_record.h"
 #include "runtime/exec/collective_trace.h"
@@ -73,6 +74,7 @@ struct CommQueue {
   std::deque<WorkItem> pending;
   std::unique_ptr<CollectiveRun> running;
   const CollectiveCall* handshakeFor = nullptr;  // the running run is this call's descriptor exchange
+  bool confirmingDeviceMapping = false;          // ... its second one (direct_path.h)
   std::unique_ptr<PreparedSchedule> ownedPlan;   // a plan not in the cache (send/recv groups)
 };
 
@@ -236,11 +238,21 @@ ncclResult_t startNext(CommQueue& queue) {
   queue.running.reset();
   if (queue.handshakeFor) {
     const CollectiveCall& call = *queue.handshakeFor;
-    queue.handshakeFor = nullptr;
     bool direct = false;
     RunBuffers buffers;
-    WEFT_CHECK(concludeDirectHandshake(call, &direct, &buffers));
     const PreparedSchedule* plan = nullptr;
+    if (queue.confirmingDeviceMapping) {
+      WEFT_CHECK(concludeDeviceMapping(call, &direct, &buffers));
+    } else {
+      bool confirm = false;
+      WEFT_CHECK(concludeDirectHandshake(call, &direct, &confirm, &plan, &buffers));
+      if (confirm) {  // device buffers: the ranks say whether they could map their peers'
+        queue.confirmingDeviceMapping = true;
+        return startRun(queue, call, plan, buffers, "DirectMappingCheck");
+      }
+    }
+    queue.handshakeFor = nullptr;
+    queue.confirmingDeviceMapping = false;
     WEFT_CHECK(planFor(call, direct, &plan));
     return startRun(queue, call, plan, buffers, collectiveName(call.kind.collective()));
   }
@@ -262,8 +274,11 @@ ncclResult_t startNext(CommQueue& queue) {
   const CollectiveCall& call = *item.call;
   CompressedRunSetup compressed;  // WEFT_COMPRESSION or weftAllReduceCompressed
   WEFT_CHECK(prepareCompressedAllReduce(call, &compressed));
-  if (compressed.plan)
-    return startRun(queue, call, compressed.plan, userBuffers(call), "AllReduceCompressed", &compressed.codec);
+  if (compressed.plan) {
+    RunBuffers buffers = userBuffers(call);
+    if (call.deviceBuffers) WEFT_CHECK(stageAtRun(call, &buffers));  // codecs run on the host
+    return startRun(queue, call, compressed.plan, buffers, "AllReduceCompressed", &compressed.codec);
+  }
   if (directPathEligible(call) && call.op < ncclNumOps) {
     const PreparedSchedule* plan = nullptr;
     RunBuffers buffers;
@@ -271,6 +286,9 @@ ncclResult_t startNext(CommQueue& queue) {
     queue.handshakeFor = &call;
     return startRun(queue, call, plan, buffers, "DirectHandshake");
   }
+  if (call.deviceBuffers)  // left unstaged for the direct path, which it must take (stream_dispatch.cc)
+    return fail(ncclInternalError, "rank %d: a device all-reduce left unstaged reached the host path",
+                queue.comm->rank);
   const PreparedSchedule* plan = nullptr;
   WEFT_CHECK(planFor(call, false, &plan));
   return startRun(queue, call, plan, userBuffers(call), collectiveName(call.kind.collective()));
@@ -283,7 +301,7 @@ std::vector<CommQueue> queuesFor(const std::vector<CollectiveCall>& calls) {
   for (const auto& call : calls) {
     auto it = std::find_if(queues.begin(), queues.end(), [&](const CommQueue& q) { return q.comm == call.comm; });
     if (it == queues.end()) {
-      queues.push_back(CommQueue{call.comm, {}, nullptr, nullptr, nullptr});
+      queues.push_back(CommQueue{call.comm, {}, nullptr, nullptr, false, nullptr});
       it = queues.end() - 1;
     }
     if (call.kind.isPointToPoint()) {

@@ -9,6 +9,7 @@
 #include "algorithms/algorithm.h"
 #include "compression/types.h"
 #include "nccl.h"
+#include "runtime/device/device_api.h"
 
 namespace weft {
 
@@ -32,6 +33,21 @@ class CallKind {
  private:
   Collective collective_;
   bool send_ = false;  // point-to-point only
+};
+
+// An all-reduce on device buffers that the stream path left in place (runtime/device): the
+// direct path may read them from the peers' kernels. Its buffers as peers map them, and the
+// places in the batch's staging area where the progress thread copies them when the ranks
+// cannot all be read directly (then the run is on host memory, and copied back after it).
+struct DeviceBuffers {
+  DeviceBufferExport send;
+  DeviceBufferExport recv;
+  const void* callerSend = nullptr;
+  void* callerRecv = nullptr;
+  size_t bytes = 0;  // of each buffer
+  char* stagingSend = nullptr;
+  char* stagingRecv = nullptr;
+  bool stagedAtRun = false;  // the run read and wrote the staging places
 };
 
 // A PreMulSum operator's scalar as the call saw it when it was made: NCCL lets the caller
@@ -61,6 +77,9 @@ struct CollectiveCall {
   // The caller's send buffer when the runtime stages device memory (runtime/device): state kept
   // per user buffer (WEFT_COMPRESSION's error feedback) is keyed by it. Null: sendbuff is it.
   const void* callerSendbuff = nullptr;
+  // Set (by runtime/device) for a device all-reduce left unstaged for the direct path; owned by
+  // its batch.
+  DeviceBuffers* deviceBuffers = nullptr;
   // weftAllReduceCompressed: the codec, its seed, and the caller's error-feedback residual
   // (count floats, or null). Calls without it may still be compressed by WEFT_COMPRESSION.
   bool compressed = false;

@@ -4,6 +4,7 @@
 #include "common/log.h"
 #include "common/status.h"
 #include "runtime/comm/communicator.h"
+#include "runtime/device/staged_at_run.h"
 
 namespace weft {
 
@@ -13,6 +14,60 @@ bool directPathEligible(const CollectiveCall& call) {
          static_cast<int>(comm->layout.localRanks.size()) == comm->nranks && sameHostPeersShareMemory(comm) &&
          call.count * dataTypeSize(call.datatype) >= comm->agreed.directMinBytes;
 }
+
+namespace {
+
+// The descriptor exchange's plan and buffers (the descriptors are its scratch).
+void exchangeOfDescriptors(ncclComm* comm, const PreparedSchedule** plan, RunBuffers* buffers) {
+  *plan = &comm->direct.handshakePlan;
+  *buffers = RunBuffers{};
+  buffers->scratch = reinterpret_cast<char*>(comm->direct.descriptors.data());
+  buffers->send = buffers->scratch;
+  buffers->recv = buffers->scratch;
+}
+
+// Most peer allocations a communicator keeps mapped; beyond, its calls are staged (a mapping
+// is released only with the communicator: see releaseDeviceImports).
+constexpr size_t kMaxDeviceImports = 256;
+
+// The address here of a peer's device buffer, mapping its allocation once per communicator.
+ncclResult_t mapPeerDeviceBuffer(ncclComm* comm, const DeviceBufferExport& buffer, char** out) {
+  const auto key = std::make_pair(buffer.ticket.secret[0], buffer.ticket.secret[1]);
+  auto it = comm->direct.deviceImports.find(key);
+  if (it == comm->direct.deviceImports.end()) {
+    if (comm->direct.deviceImports.size() >= kMaxDeviceImports)
+      return fail(ncclInvalidUsage, "%zu peer allocations are mapped already (the most a communicator keeps)",
+                  kMaxDeviceImports);
+    char* address = nullptr;
+    WEFT_CHECK(deviceApi()->importDeviceBuffer(buffer, communicatorTimeout(comm), &address));
+    it = comm->direct.deviceImports.emplace(key, DirectPathState::DeviceImport{buffer, address - buffer.offset}).first;
+  }
+  *out = it->second.base + buffer.offset;
+  return ncclSuccess;
+}
+
+// Maps every peer's device buffers; false (and why, logged once per communicator) when one
+// cannot be, or this rank has no stream for its kernels.
+bool mapPeersDeviceBuffers(ncclComm* comm) {
+  const DeviceWork* work = nullptr;
+  bool mapped = deviceWorkOf(comm, &work) == ncclSuccess;
+  for (int p = 0; mapped && p < comm->nranks; ++p) {
+    if (p == comm->rank) continue;
+    const DirectDescriptor& d = comm->direct.descriptors[p];
+    mapped = mapPeerDeviceBuffer(comm, d.deviceSend, &comm->direct.peerSendBuffers[p]) == ncclSuccess &&
+             mapPeerDeviceBuffer(comm, d.deviceRecv, &comm->direct.peerRecvBuffers[p]) == ncclSuccess;
+  }
+  if (!mapped && !comm->direct.warnedUnmappable) {
+    WEFT_WARN(
+        "rank %d: cannot map the peers' device buffers (%s); device all-reduces are staged through host "
+        "memory instead",
+        comm->rank, lastErrorMessage().c_str());
+    comm->direct.warnedUnmappable = true;
+  }
+  return mapped;
+}
+
+}  // namespace
 
 ncclResult_t beginDirectHandshake(const CollectiveCall& call, const PreparedSchedule** plan, RunBuffers* buffers) {
   ncclComm* comm = call.comm;
@@ -37,24 +92,41 @@ ncclResult_t beginDirectHandshake(const CollectiveCall& call, const PreparedSche
   }
   DirectDescriptor& mine = comm->direct.descriptors[comm->rank];
   mine = DirectDescriptor{};
-  mine.capable =
-      findSharedBuffer(call.sendbuff, bytes, &mine.send) && findSharedBuffer(call.recvbuff, bytes, &mine.recv);
-  *plan = &comm->direct.handshakePlan;
-  *buffers = RunBuffers{};
-  buffers->scratch = reinterpret_cast<char*>(comm->direct.descriptors.data());
-  buffers->send = buffers->scratch;
-  buffers->recv = buffers->scratch;
+  if (const DeviceBuffers* device = call.deviceBuffers) {  // exported when the call was enqueued
+    mine.capable = 1;
+    mine.onDevice = 1;
+    mine.deviceSend = device->send;
+    mine.deviceRecv = device->recv;
+  } else {
+    mine.capable =
+        findSharedBuffer(call.sendbuff, bytes, &mine.send) && findSharedBuffer(call.recvbuff, bytes, &mine.recv);
+  }
+  exchangeOfDescriptors(comm, plan, buffers);
   return ncclSuccess;
 }
 
-ncclResult_t concludeDirectHandshake(const CollectiveCall& call, bool* useDirect, RunBuffers* buffers) {
+ncclResult_t concludeDirectHandshake(const CollectiveCall& call, bool* useDirect, bool* confirm,
+                                     const PreparedSchedule** plan, RunBuffers* buffers) {
   ncclComm* comm = call.comm;
-  *useDirect = true;
-  for (const auto& d : comm->direct.descriptors) *useDirect &= d.capable != 0;
+  bool everyCapable = true, everyOnDevice = true, anyOnDevice = false;
+  for (const auto& d : comm->direct.descriptors) {
+    everyCapable &= d.capable != 0;
+    everyOnDevice &= d.onDevice != 0;
+    anyOnDevice |= d.onDevice != 0;
+  }
+  *confirm = false;
   *buffers = RunBuffers{static_cast<const char*>(call.sendbuff), static_cast<char*>(call.recvbuff), nullptr};
   // Peers' buffers freed since the last call (the pointers below are replaced anyway).
   comm->direct.peerBuffers.releaseFreed();
-  if (!*useDirect) return ncclSuccess;
+  // Kernels read device memory, the host reads shared host memory: one kind on every rank.
+  *useDirect = everyCapable && !anyOnDevice;
+  if (everyCapable && everyOnDevice) {
+    comm->direct.descriptors[comm->rank].mappedPeers = mapPeersDeviceBuffers(comm) ? 1 : 0;
+    *confirm = true;
+    exchangeOfDescriptors(comm, plan, buffers);
+    return ncclSuccess;
+  }
+  if (!*useDirect) return call.deviceBuffers ? stageAtRun(call, buffers) : ncclSuccess;
   for (int p = 0; p < comm->nranks; ++p) {
     if (p == comm->rank) continue;
     const DirectDescriptor& d = comm->direct.descriptors[p];
@@ -64,6 +136,29 @@ ncclResult_t concludeDirectHandshake(const CollectiveCall& call, bool* useDirect
   buffers->peerSend = comm->direct.peerSendBuffers.data();
   buffers->peerRecv = comm->direct.peerRecvBuffers.data();
   return ncclSuccess;
+}
+
+ncclResult_t concludeDeviceMapping(const CollectiveCall& call, bool* useDirect, RunBuffers* buffers) {
+  ncclComm* comm = call.comm;
+  *useDirect = true;
+  for (const auto& d : comm->direct.descriptors) *useDirect &= d.mappedPeers != 0;
+  *buffers = RunBuffers{static_cast<const char*>(call.sendbuff), static_cast<char*>(call.recvbuff), nullptr};
+  if (!*useDirect) return stageAtRun(call, buffers);
+  if (!comm->direct.announcedDevicePath) {  // what gpu-check.sh looks for: which path ran
+    WEFT_INFO(kLogColl, "rank %d: device all-reduce goes direct: peers' device buffers mapped, kernels on the device",
+              comm->rank);
+    comm->direct.announcedDevicePath = true;
+  }
+  buffers->peerSend = comm->direct.peerSendBuffers.data();
+  buffers->peerRecv = comm->direct.peerRecvBuffers.data();
+  return deviceWorkOf(comm, &buffers->device);
+}
+
+void releaseDeviceImports(ncclComm* comm) {
+  if (comm->direct.deviceImports.empty()) return;
+  for (const auto& [key, import] : comm->direct.deviceImports)
+    deviceApi()->releaseDeviceBuffer(import.buffer, import.base + import.buffer.offset);
+  comm->direct.deviceImports.clear();
 }
 
 }  // namespace weft

@@ -1,8 +1,10 @@
 // Choosing the direct all-reduce: it needs every rank on one host and every rank's buffers in
-// memory the others can map (ncclMemAlloc's host memory: weftMemAllocHost, or ncclMemAlloc
-// without a GPU). Each rank knows only its own buffers, so before a
-// large all-reduce the ranks exchange descriptors (a tiny schedule of its own), and every rank
-// reaches the same verdict from the same table.
+// memory the others can map: all in shared host memory (ncclMemAlloc's without a GPU,
+// weftMemAllocHost), or all in device memory the device seam can export (CUDA IPC; then the
+// local steps are kernels). Each rank knows only its own buffers, so before a large all-reduce
+// the ranks exchange descriptors (a tiny schedule of its own), and every rank reaches the same
+// verdict from the same table. A device call that cannot go direct is staged through host memory
+// by the progress thread instead.
 #pragma once
 
 #include "runtime/exec/collective.h"
@@ -13,8 +15,12 @@ namespace weft {
 
 struct DirectDescriptor {
   uint32_t capable = 0;
-  SharedBufferLocation send;
+  uint32_t onDevice = 0;      // the buffers are device memory: `deviceSend` and `deviceRecv` apply
+  uint32_t mappedPeers = 0;   // device memory, second exchange: this rank mapped every peer's buffers
+  SharedBufferLocation send;  // host memory
   SharedBufferLocation recv;
+  DeviceBufferExport deviceSend;  // device memory
+  DeviceBufferExport deviceRecv;
 };
 
 // Depends only on what every rank agrees on (the call's shape, the layout, the environment).
@@ -23,7 +29,20 @@ bool directPathEligible(const CollectiveCall& call);
 // buffers to run.
 ncclResult_t beginDirectHandshake(const CollectiveCall& call, const PreparedSchedule** plan, RunBuffers* buffers);
 // After the exchange: *useDirect when every rank can be read directly; then maps the peers'
-// buffers and returns them in `buffers`.
-ncclResult_t concludeDirectHandshake(const CollectiveCall& call, bool* useDirect, RunBuffers* buffers);
+// buffers and returns them in `buffers`. *confirm instead, where every rank's buffers are device
+// memory: this rank has tried to map its peers' (a sandbox may refuse CUDA IPC, a device may not
+// reach another), and the ranks exchange the descriptors once more to agree (`plan`, `buffers`:
+// that exchange); concludeDeviceMapping then decides.
+ncclResult_t concludeDirectHandshake(const CollectiveCall& call, bool* useDirect, bool* confirm,
+                                     const PreparedSchedule** plan, RunBuffers* buffers);
+// After the second exchange: *useDirect when every rank mapped every peer's device buffers (then
+// `buffers` has them, and the device work stream); otherwise the call is staged through host
+// memory (runtime/device/staged_at_run.h) and `buffers` points there.
+ncclResult_t concludeDeviceMapping(const CollectiveCall& call, bool* useDirect, RunBuffers* buffers);
+// Releases the peers' device allocations the communicator mapped: when it is destroyed, once no
+// stream waits on it and its kernels are done. Not per call: unmapping may synchronize the
+// device, which would wait for the caller's streams that wait on the progress thread. A
+// mapping holds the peer's memory (cuMem), so the peer may free its buffer meanwhile.
+void releaseDeviceImports(ncclComm* comm);
 
 }  // namespace weft

@@ -191,6 +191,13 @@ ncclResult_t CollectiveRun::advance(size_t i, bool* progressed) {
   const size_t sliceBytes = plan_->sliceBytes;
   uint32_t& k = slicesDone_[i];
   if (stepStamps_ && stepStamps_[2 * i] == 0 && k < total && dependenciesReady(i, k)) stepStamps_[2 * i] = cycleStamp();
+  if (buffers_.device && step.kind != StepKind::Notify && step.kind != StepKind::WaitNotify) {
+    if (k == total || !dependenciesReady(i, total - 1)) return ncclSuccess;
+    WEFT_CHECK(runOnDevice(step));
+    k = total;
+    *progressed = true;
+    return ncclSuccess;
+  }
   while (k < total && dependenciesReady(i, k)) {
     if (isCodecStep(step.kind)) {
       bool waiting = false;
@@ -313,6 +320,33 @@ ncclResult_t CollectiveRun::advance(size_t i, bool* progressed) {
     *progressed = true;
   }
   return ncclSuccess;
+}
+
+// The whole of a local step of a run on device memory (RunBuffers::device), as kernels.
+ncclResult_t CollectiveRun::runOnDevice(const Step& step) {
+  const DeviceWork& device = *buffers_.device;
+  char* to = address(step.dst);
+  const char* from = address(step.src);
+  const size_t count = step.src.bytes / elementSize_;
+  if (count == 0) return ncclSuccess;  // an empty chunk (fewer elements than ranks)
+  switch (step.kind) {
+    case StepKind::Copy:
+      if (to != from) WEFT_CHECK(device.api->copyAsync(to, from, step.src.bytes, device.stream));
+      break;
+    case StepKind::Reduce:
+      WEFT_CHECK(
+          device.api->reduceAsync(to, from, address(step.src2), count, reduction_.type, reduction_.op, device.stream));
+      if (step.dst2.bytes) WEFT_CHECK(device.api->copyAsync(address(step.dst2), to, step.src.bytes, device.stream));
+      break;
+    case StepKind::Divide:
+      WEFT_CHECK(device.api->divideAsync(to, from, count, reduction_.type, plan_->schedule.divisor, device.stream));
+      break;
+    default:
+      return fail(ncclInternalError, "%s: a %s step cannot run on device memory", name_, stepKindName(step.kind));
+  }
+  // Waited for here, before the steps after it (a Notify tells peers the data is written): the
+  // progress thread has nothing else to do for this communicator meanwhile.
+  return device.api->synchronizeStream(device.stream);
 }
 
 ncclResult_t CollectiveRun::advanceCodec(size_t i, uint32_t k, bool* waiting) {

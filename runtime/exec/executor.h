@@ -13,6 +13,7 @@
 #include "algorithms/schedule.h"
 #include "common/reduce.h"
 #include "nccl.h"
+#include "runtime/device/device_api.h"
 #include "runtime/exec/collective_progress.h"
 #include "runtime/exec/collective_record.h"
 #include "transport/transport.h"
@@ -56,6 +57,10 @@ struct RunBuffers {
   // Peers' buffers mapped into this process, indexed by rank (direct schedules only).
   char* const* peerSend = nullptr;
   char* const* peerRecv = nullptr;
+  // Non-null: every buffer is device memory, and the local steps (Copy, Reduce, Divide) run on
+  // the device, each queued whole and waited for before the steps after it; the schedule may
+  // move nothing else (only Notify and WaitNotify besides).
+  const DeviceWork* device = nullptr;
 };
 
 // What codec steps (compressed schedules) use: the codec, sized for the schedule's slices, and
@@ -114,6 +119,7 @@ class CollectiveRun {
   // *forwarded is false (nothing reduced) when that Send cannot take slice k now.
   ncclResult_t reduceAndForward(size_t i, uint32_t k, const void* data, size_t offset, size_t bytes, bool* forwarded);
   ncclResult_t advance(size_t step, bool* progressed);
+  ncclResult_t runOnDevice(const Step& step);
   // One slice of a codec step; *waiting when a peer has no message or no room yet.
   ncclResult_t advanceCodec(size_t step, uint32_t slice, bool* waiting);
   // Where slice k of a float codec step lies: elements [first, first + n) of the step's float

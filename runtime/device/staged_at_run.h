@@ -1,0 +1,21 @@
+// A device all-reduce left unstaged for the direct path (CollectiveCall::deviceBuffers) runs on
+// host memory after all when the ranks cannot all read each other's buffers: the progress
+// thread copies its input into the staging place the batch reserved for it, on its own stream
+// (the caller's stream waits on the batch's flag meanwhile), and copies the result back after
+// the batch ran (StreamQueue::runBatch).
+#pragma once
+
+#include "nccl.h"
+#include "runtime/exec/collective.h"
+#include "runtime/exec/executor.h"
+
+namespace weft {
+
+// The communicator's device work stream (runtime/device/stream_queue.h); only on its progress
+// thread, for a call of a stream-ordered batch.
+ncclResult_t deviceWorkOf(ncclComm* comm, const DeviceWork** out);
+
+// Copies the call's input into its staging place and points `buffers` at the staging places.
+ncclResult_t stageAtRun(const CollectiveCall& call, RunBuffers* buffers);
+
+}  // namespace weft
