@@ -39,13 +39,28 @@ class CudaTestDevice : public TestDevice {
     for (void* p : pinned_) cudaFreeHost(p);
   }
   const char* name() const override { return "cuda"; }
+  // WEFT_TEST_DEVICE_ALLOC=ncclMemAlloc: buffers from ncclMemAlloc (cuMem, exportable: the direct
+  // all-reduce maps them across the rank processes, gpu-check.sh's direct step); else cudaMalloc
+  // (staged).
   void* allocate(size_t bytes) override {
     void* p = nullptr;
-    check(cudaMalloc(&p, bytes), "cudaMalloc");
+    if (memAlloc_) {
+      if (ncclMemAlloc(&p, bytes ? bytes : 1) != ncclSuccess) {
+        fprintf(stderr, "ncclMemAlloc(%zu): %s\n", bytes, ncclGetLastError(nullptr));
+        abort();
+      }
+    } else {
+      check(cudaMalloc(&p, bytes), "cudaMalloc");
+    }
     check(cudaMemset(p, 0, bytes), "cudaMemset");
     return p;
   }
-  void release(void* pointer) override { cudaFree(pointer); }
+  void release(void* pointer) override {
+    if (memAlloc_)
+      ncclMemFree(pointer);
+    else
+      cudaFree(pointer);
+  }
   cudaStream_t createStream() override {
     cudaStream_t s = nullptr;
     check(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "cudaStreamCreate");
@@ -78,6 +93,10 @@ class CudaTestDevice : public TestDevice {
   }
 
  private:
+  const bool memAlloc_ = [] {
+    const char* how = getenv("WEFT_TEST_DEVICE_ALLOC");
+    return how && strcmp(how, "ncclMemAlloc") == 0;
+  }();
   struct ReadJob {
     void* host;
     void* pinned;
