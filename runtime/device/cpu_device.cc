@@ -84,7 +84,13 @@ CpuDevice::CpuDevice() {
 CpuDevice::~CpuDevice() {
   std::lock_guard<std::mutex> lock(mutex_);
   streams_.clear();  // each stream finishes what it was given
-  for (auto& [start, bytes] : deviceAllocations_) sharedFree(const_cast<char*>(start));
+  SharedBufferLocation location;
+  for (auto& [start, bytes] : deviceAllocations_) {
+    if (findSharedBuffer(start, 1, &location))
+      sharedFree(const_cast<char*>(start));
+    else
+      std::free(const_cast<char*>(start));
+  }
 }
 
 CpuDevice::Stream* CpuDevice::streamOf(cudaStream_t stream) {
@@ -178,6 +184,15 @@ ncclResult_t CpuDevice::allocateDevice(size_t bytes, void** out) {
   return ncclSuccess;
 }
 
+ncclResult_t CpuDevice::allocatePlainDevice(size_t bytes, void** out) {
+  char* p = static_cast<char*>(std::calloc(1, std::max<size_t>(bytes, 1)));
+  if (!p) return fail(ncclSystemError, "cudaMalloc(%zu) on the CPU device: out of memory", bytes);
+  std::lock_guard<std::mutex> lock(mutex_);
+  deviceAllocations_[p] = bytes;
+  *out = p;
+  return ncclSuccess;
+}
+
 ncclResult_t CpuDevice::freeDevice(void* pointer) {
   {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -186,7 +201,10 @@ ncclResult_t CpuDevice::freeDevice(void* pointer) {
       return fail(ncclInvalidArgument, "cudaFree(%p) on the CPU device: not an allocation of it", pointer);
     deviceAllocations_.erase(it);
   }
-  return sharedFree(pointer);
+  SharedBufferLocation location;
+  if (findSharedBuffer(pointer, 1, &location)) return sharedFree(pointer);
+  std::free(pointer);  // allocatePlainDevice's
+  return ncclSuccess;
 }
 
 bool CpuDevice::exportDeviceBuffer(const void* pointer, size_t bytes, DeviceBufferExport* out) {

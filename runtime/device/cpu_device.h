@@ -44,6 +44,9 @@ class CpuDevice : public DeviceApi {
   // Zero-filled here; ncclInvalidArgument when freeing anything else.
   ncclResult_t allocateDevice(size_t bytes, void** out) override;
   ncclResult_t freeDevice(void* pointer) override;
+  // Device memory that cannot be exported, as cudaMalloc's cannot on CUDA (a PyTorch-style
+  // caching allocator's); zero-filled, freed by freeDevice.
+  ncclResult_t allocatePlainDevice(size_t bytes, void** out);
 
   bool exportDeviceBuffer(const void* pointer, size_t bytes, DeviceBufferExport* out) override;
   // Maps the peer's segment even where the peer is this process (the path CUDA's import takes

@@ -46,24 +46,6 @@ TEST_P(StreamOrderedRanks, EveryCollectiveTypeAndPlacementMatchesTheReference) {
 
 INSTANTIATE_TEST_SUITE_P(Ranks, StreamOrderedRanks, ::testing::Values(1, 2, 3, 4));
 
-// Ranks of one process (ncclCommInitAll), each with its own stream and device buffers.
-struct OneProcessRanks {
-  CpuTestDevice cpu;
-  int n;
-  std::vector<ncclComm_t> comms;
-  std::vector<cudaStream_t> streams;
-  explicit OneProcessRanks(int nranks) : n(nranks), comms(nranks), streams(nranks) {
-    EXPECT_EQ(ncclCommInitAll(comms.data(), n, nullptr), ncclSuccess);
-    for (auto& s : streams) s = cpu.createStream();
-  }
-  ~OneProcessRanks() {
-    for (ncclComm_t c : comms)
-      if (c) ncclCommDestroy(c);
-    for (auto s : streams) cpu.destroyStream(s);
-  }
-  CpuDevice& device() { return cpu.cpu(); }
-};
-
 // A communicator records the device it was created on (ncclCommInitAll: devlist[r], else rank r
 // wrapping around the devices there are, since weft allows ranks to share one), and its stream
 // work is enqueued with that device current, the caller's restored afterwards.
@@ -164,6 +146,7 @@ TEST(StreamOrder, CommunicatorsRecordAndUseTheirDevice) {
 // reads the input a stream writes after a gate, and its result is there for work queued after it.
 TEST(StreamOrder, PinnedHostBuffersAreReadAndWrittenInStreamOrder) {
   OneProcessRanks ranks(2);
+  ASSERT_TRUE(ranks.ok);
   constexpr size_t kCount = 4096;
   std::atomic<bool> gateOpen{false};
   std::vector<float*> buffers(ranks.n);
@@ -202,6 +185,7 @@ TEST(StreamOrder, PinnedHostBuffersAreReadAndWrittenInStreamOrder) {
 // others forever), while each stream is held shut by a gate queued before the input is written.
 TEST(StreamOrder, CallsReturnBeforeTheirStreamsReachThem) {
   OneProcessRanks ranks(4);
+  ASSERT_TRUE(ranks.ok);
   std::atomic<bool> gateOpen{false};
   const size_t count = 1000;
   std::vector<StreamChecks> checks;
@@ -229,6 +213,7 @@ TEST(StreamOrder, CallsReturnBeforeTheirStreamsReachThem) {
 // A group of several calls on two streams per rank enqueues once; both streams wait for it.
 TEST(StreamOrder, GroupOfCallsOnTwoStreamsIsOneBatch) {
   OneProcessRanks ranks(2);
+  ASSERT_TRUE(ranks.ok);
   std::vector<cudaStream_t> second = {ranks.device().createStream(), ranks.device().createStream()};
   std::vector<StreamChecks> checks;
   for (int r = 0; r < ranks.n; ++r) checks.emplace_back(ranks.cpu, r);
@@ -261,6 +246,7 @@ TEST(StreamOrder, GroupOfCallsOnTwoStreamsIsOneBatch) {
 // waits until a gate on the streams opens, and both results are right.
 TEST(StreamOrder, HostCallAfterDeviceCallsWaitsForThem) {
   OneProcessRanks ranks(2);
+  ASSERT_TRUE(ranks.ok);
   std::atomic<bool> gateOpen{false};
   std::vector<StreamChecks> checks;
   for (int r = 0; r < ranks.n; ++r) checks.emplace_back(ranks.cpu, r);
@@ -301,6 +287,7 @@ TEST(StreamOrder, MissingPeerReleasesTheStreamWithAnAsyncError) {
   setenv("WEFT_TIMEOUT", "2", 1);
   {
     OneProcessRanks ranks(2);
+    ASSERT_TRUE(ranks.ok);
     StreamChecks checks(ranks.cpu, 0);
     char* d = checks.input(ranks.streams[0], 64, ncclFloat32, ncclSum, 8);
     const auto before = Clock::now();
@@ -321,6 +308,7 @@ TEST(StreamOrder, MissingPeerReleasesTheStreamWithAnAsyncError) {
 // time-out.
 TEST(StreamOrder, AbortReleasesTheStream) {
   OneProcessRanks ranks(2);
+  ASSERT_TRUE(ranks.ok);
   StreamChecks checks(ranks.cpu, 0);
   char* d = checks.input(ranks.streams[0], 64, ncclFloat32, ncclSum, 9);
   ASSERT_EQ(ncclAllReduce(d, d, 64, ncclFloat32, ncclSum, ranks.comms[0], ranks.streams[0]), ncclSuccess);
@@ -336,6 +324,7 @@ TEST(StreamOrder, AbortReleasesTheStream) {
 // queued on the stream.
 TEST(StreamOrder, GraphCaptureIsRefused) {
   OneProcessRanks ranks(1);
+  ASSERT_TRUE(ranks.ok);
   StreamChecks checks(ranks.cpu, 0);
   char* d = checks.input(ranks.streams[0], 16, ncclFloat32, ncclSum, 10);
   ranks.device().setCapturing(ranks.streams[0], true);
@@ -355,6 +344,7 @@ TEST(StreamOrder, GraphCaptureIsRefused) {
 // call sets it to 3, one queued after the call sets it to 5, and the result is scaled by 3.
 TEST(StreamOrder, DeviceScalarIsReadInStreamOrder) {
   OneProcessRanks ranks(2);
+  ASSERT_TRUE(ranks.ok);
   std::vector<StreamChecks> checks;
   for (int r = 0; r < ranks.n; ++r) checks.emplace_back(ranks.cpu, r);
   std::vector<ncclRedOp_t> ops(ranks.n);
@@ -385,6 +375,7 @@ TEST(StreamOrder, DeviceScalarIsReadInStreamOrder) {
 // still gives host memory (the direct all-reduce's), which ncclMemFree also frees.
 TEST(StreamOrder, MemAllocGivesDeviceMemoryWhereThereIsADevice) {
   OneProcessRanks ranks(2);
+  ASSERT_TRUE(ranks.ok);
   constexpr size_t kCount = 4096;
   const size_t allocationsBefore = ranks.device().deviceAllocationCount();
   std::vector<float*> buffers(ranks.n);

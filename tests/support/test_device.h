@@ -39,8 +39,13 @@ class CpuTestDevice : public TestDevice {
   const char* name() const override { return "cpu"; }
   void* allocate(size_t bytes) override {
     void* pointer = nullptr;
-    return device_.allocateDevice(bytes, &pointer) == ncclSuccess ? pointer : nullptr;
+    const ncclResult_t r =
+        plain_ ? device_.allocatePlainDevice(bytes, &pointer) : device_.allocateDevice(bytes, &pointer);
+    return r == ncclSuccess ? pointer : nullptr;
   }
+  // Later allocations are cudaMalloc-like (CpuDevice::allocatePlainDevice: not exportable), or
+  // ncclMemAlloc-like (the default).
+  void allocatePlain(bool plain) { plain_ = plain; }
   void release(void* pointer) override { device_.freeDevice(pointer); }
   cudaStream_t createStream() override { return device_.createStream(); }
   void destroyStream(cudaStream_t stream) override { device_.destroyStream(stream); }
@@ -52,6 +57,7 @@ class CpuTestDevice : public TestDevice {
 
  private:
   CpuDevice device_;
+  bool plain_ = false;
 };
 
 // A rank's view of the stream-ordered calls it made: inputs written in stream order before each
@@ -89,6 +95,33 @@ class StreamChecks {
   int rank_;
   std::vector<void*> allocations_;
   std::vector<Pending> pending_;
+};
+
+// Ranks of one process (ncclCommInitAll) on the CPU device, each with its own stream; `ok` says
+// whether the communicators were made. `plain`: device buffers cudaMalloc-like (allocatePlain).
+struct OneProcessRanks {
+  CpuTestDevice cpu;
+  int n;
+  std::vector<ncclComm_t> comms;
+  std::vector<cudaStream_t> streams;
+  bool ok = false;
+  explicit OneProcessRanks(int nranks, bool plain = false) : n(nranks), comms(nranks), streams(nranks) {
+    cpu.allocatePlain(plain);
+    ok = ncclCommInitAll(comms.data(), n, nullptr) == ncclSuccess;
+    for (auto& s : streams) s = cpu.createStream();
+  }
+  ~OneProcessRanks() {
+    for (ncclComm_t c : comms)
+      if (c) ncclCommDestroy(c);
+    for (auto s : streams) cpu.destroyStream(s);
+  }
+  CpuDevice& device() { return cpu.cpu(); }
+  // One StreamChecks per rank (declared after this object, so that its buffers go first).
+  std::vector<StreamChecks> checksPerRank() {
+    std::vector<StreamChecks> checks;
+    for (int r = 0; r < n; ++r) checks.emplace_back(cpu, r);
+    return checks;
+  }
 };
 
 // Every collective and a ring of sends and receives, for every type, three counts and both
