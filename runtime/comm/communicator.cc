@@ -596,7 +596,7 @@ void destroyCommunicator(ncclComm* comm) {
   // Its pinned memory is freed on its own device. Only a communicator with stream work has any:
   // making a device current creates its context (CUDA 12), which host-only jobs must not pay for.
   CurrentDeviceScope onDevice(comm->device.queue ? comm->cudaDevice : -1);
-  releaseDeviceImports(comm);  // the streams have released every batch: nothing waits on the device
+  releaseDeviceDirectState(comm);  // the streams have released every batch: nothing waits on the device
   delete comm;
 }
 

@@ -137,6 +137,22 @@ struct DirectPathState {
     char* base;  // the allocation's address here
   };
   std::map<std::pair<uint64_t, uint64_t>, DeviceImport> deviceImports;
+  // This rank's own device buffers, for calls on memory it cannot export (cudaMalloc's): a
+  // send and a receive area in one allocation peers map once. Grown by doubling; earlier ones
+  // are kept until the communicator goes (peers may hold them mapped, freeing may synchronize).
+  struct OwnDeviceBuffers {
+    char* base = nullptr;
+    size_t areaBytes = 0;
+    DeviceBufferExport exported;  // of the whole allocation
+  };
+  OwnDeviceBuffers ownDevice;
+  std::vector<char*> retiredOwnDevice;
+  // A call whose result is still in a receive area (`resultArea`), copied out before the next
+  // call reuses the areas, or at the batch's end.
+  const DeviceBuffers* resultInOwnBuffers = nullptr;
+  const char* resultArea = nullptr;
+  // Own device buffers could not be made or exported: such calls are staged from then on.
+  bool ownBuffersUnusable = false;
   bool warnedUnmappable = false;     // a peer's device buffers could not be mapped (said once)
   bool announcedDevicePath = false;  // the first direct all-reduce on device buffers (logged)
 };

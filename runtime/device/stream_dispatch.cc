@@ -154,7 +154,8 @@ ncclResult_t refuseGraphCapture(DeviceApi* device, const CollectiveCall& call) {
 
 // Whether the call can skip staging for the direct path: an all-reduce the ranks agree to
 // try direct (the same verdict on every rank: runtime/exec/direct_path.h) whose buffers on this
-// rank are device memory peers can map. Its exports are made now, on the caller's thread.
+// rank are device memory. Buffers peers can map are exported now, on the caller's thread; others
+// (cudaMalloc's) will go through the communicator's own device buffers, up to their limit.
 bool leaveForDirectPath(const CollectiveCall& call, DeviceApi* device, DeviceBuffers* out) {
   const size_t bytes = call.count * dataTypeSize(call.datatype);
   if (!directPathEligible(call) || call.op >= ncclNumOps || oneShotEligible(call) || compressedAllReduceWanted(call) ||
@@ -164,8 +165,11 @@ bool leaveForDirectPath(const CollectiveCall& call, DeviceApi* device, DeviceBuf
   out->callerSend = call.sendbuff;
   out->callerRecv = call.recvbuff;
   out->bytes = bytes;
-  return device->exportDeviceBuffer(call.sendbuff, bytes, &out->send) &&
-         device->exportDeviceBuffer(call.recvbuff, bytes, &out->recv);
+  if (device->exportDeviceBuffer(call.sendbuff, bytes, &out->send) &&
+      device->exportDeviceBuffer(call.recvbuff, bytes, &out->recv))
+    return true;
+  out->throughOwnBuffers = true;
+  return bytes <= kMaxOwnDeviceAreaBytes;
 }
 
 // The batch of one communicator's calls: staged, its streams listed.

@@ -4,6 +4,7 @@
 #include "common/log.h"
 #include "common/status.h"
 #include "runtime/comm/communicator.h"
+#include "runtime/exec/direct_path.h"
 
 namespace weft {
 
@@ -40,7 +41,14 @@ ncclResult_t StreamQueue::deviceWork(const DeviceWork** out) {
 ncclResult_t StreamQueue::runBatch(StreamBatch* batch) {
   // runCollectives records a failure as the communicator's asynchronous error.
   ncclResult_t result = runCollectives(batch->calls);
-  if (result != ncclSuccess) return result;
+  if (!batch->deviceBuffers.empty()) {
+    const ncclResult_t copied = finishOwnDeviceBuffers(comm_, result == ncclSuccess);
+    if (result == ncclSuccess) result = copied;
+  }
+  if (result != ncclSuccess) {
+    setCommunicatorError(comm_, result);  // the results are not in place
+    return result;
+  }
   bool copied = false;
   for (const DeviceBuffers& buffers : batch->deviceBuffers) {
     if (!buffers.stagedAtRun) continue;

@@ -36,12 +36,14 @@ class CallKind {
 };
 
 // An all-reduce on device buffers that the stream path left in place (runtime/device): the
-// direct path may read them from the peers' kernels. Its buffers as peers map them, and the
-// places in the batch's staging area where the progress thread copies them when the ranks
-// cannot all be read directly (then the run is on host memory, and copied back after it).
+// direct path may read them from the peers' kernels. Its buffers as peers map them (or, where
+// they cannot be exported, through the communicator's own device buffers), and the places in
+// the batch's staging area where the progress thread copies them when the ranks cannot all be
+// read directly (then the run is on host memory, and copied back after it).
 struct DeviceBuffers {
   DeviceBufferExport send;
   DeviceBufferExport recv;
+  bool throughOwnBuffers = false;  // send and recv are not exported: copied through own buffers
   const void* callerSend = nullptr;
   void* callerRecv = nullptr;
   size_t bytes = 0;  // of each buffer

@@ -1,5 +1,7 @@
 #include "runtime/exec/direct_path.h"
 
+#include <algorithm>
+
 #include "common/dtype.h"
 #include "common/log.h"
 #include "common/status.h"
@@ -27,7 +29,7 @@ void exchangeOfDescriptors(ncclComm* comm, const PreparedSchedule** plan, RunBuf
 }
 
 // Most peer allocations a communicator keeps mapped; beyond, its calls are staged (a mapping
-// is released only with the communicator: see releaseDeviceImports).
+// is released only with the communicator: see releaseDeviceDirectState).
 constexpr size_t kMaxDeviceImports = 256;
 
 // The address here of a peer's device buffer, mapping its allocation once per communicator.
@@ -67,6 +69,63 @@ bool mapPeersDeviceBuffers(ncclComm* comm) {
   return mapped;
 }
 
+// Copies the result of the last call through own buffers into the caller's buffer.
+ncclResult_t copyOutOfOwnBuffers(ncclComm* comm) {
+  const DeviceBuffers* call = comm->direct.resultInOwnBuffers;
+  if (!call) return ncclSuccess;
+  comm->direct.resultInOwnBuffers = nullptr;
+  const DeviceWork* work = nullptr;
+  WEFT_CHECK(deviceWorkOf(comm, &work));
+  WEFT_CHECK(work->api->copyAsync(call->callerRecv, comm->direct.resultArea, call->bytes, work->stream));
+  return work->api->synchronizeStream(work->stream);
+}
+
+// Own device buffers with areas of at least `bytes`, exported: grown by doubling (the old ones
+// retired, not freed: see DirectPathState).
+ncclResult_t ensureOwnDeviceBuffers(ncclComm* comm, size_t bytes) {
+  auto& own = comm->direct.ownDevice;
+  if (own.base && own.areaBytes >= bytes) return ncclSuccess;
+  size_t area = std::max<size_t>(own.areaBytes, size_t{1} << 20);
+  while (area < bytes) area *= 2;
+  DeviceApi* device = deviceApi();
+  void* base = nullptr;
+  WEFT_CHECK(device->allocateDevice(2 * area, &base));
+  DeviceBufferExport exported;
+  if (!device->exportDeviceBuffer(base, 2 * area, &exported)) {
+    // Freed with the communicator, not now: freeing may wait for the device, whose streams
+    // wait on this thread.
+    comm->direct.retiredOwnDevice.push_back(static_cast<char*>(base));
+    return fail(ncclInvalidUsage, "rank %d: this device's memory cannot be exported (own buffers of %zu bytes)",
+                comm->rank, 2 * area);
+  }
+  if (own.base) comm->direct.retiredOwnDevice.push_back(own.base);
+  own = {static_cast<char*>(base), area, exported};
+  return ncclSuccess;
+}
+
+// For a call on memory this rank cannot export: its input copied into the own send area, and
+// the two areas' exports for the descriptor; false where there are no own buffers (then for
+// good: no allocation per call, no free under waiting streams).
+bool stageIntoOwnBuffers(ncclComm* comm, const DeviceBuffers& call, DirectDescriptor* mine) {
+  if (comm->direct.ownBuffersUnusable) return false;
+  const DeviceWork* work = nullptr;
+  ncclResult_t r = deviceWorkOf(comm, &work);
+  if (r == ncclSuccess) r = ensureOwnDeviceBuffers(comm, call.bytes);
+  if (r == ncclSuccess)
+    r = work->api->copyAsync(comm->direct.ownDevice.base, call.callerSend, call.bytes, work->stream);
+  if (r == ncclSuccess) r = work->api->synchronizeStream(work->stream);
+  if (r != ncclSuccess) {
+    WEFT_WARN("rank %d: no device buffers of its own for the direct all-reduce (%s); such calls are staged", comm->rank,
+              lastErrorMessage().c_str());
+    comm->direct.ownBuffersUnusable = true;
+    return false;
+  }
+  mine->deviceSend = comm->direct.ownDevice.exported;
+  mine->deviceRecv = comm->direct.ownDevice.exported;
+  mine->deviceRecv.offset += comm->direct.ownDevice.areaBytes;
+  return true;
+}
+
 }  // namespace
 
 ncclResult_t beginDirectHandshake(const CollectiveCall& call, const PreparedSchedule** plan, RunBuffers* buffers) {
@@ -92,11 +151,22 @@ ncclResult_t beginDirectHandshake(const CollectiveCall& call, const PreparedSche
   }
   DirectDescriptor& mine = comm->direct.descriptors[comm->rank];
   mine = DirectDescriptor{};
-  if (const DeviceBuffers* device = call.deviceBuffers) {  // exported when the call was enqueued
-    mine.capable = 1;
+  if (const DeviceBuffers* device = call.deviceBuffers) {
+    // An earlier call's result leaves the own receive area before this call may reuse it. A
+    // failure is the communicator's error; the exchange still goes on (as not capable), so that
+    // the peers are not left waiting.
+    const ncclResult_t copied = copyOutOfOwnBuffers(comm);
+    if (copied != ncclSuccess) setCommunicatorError(comm, copied);
     mine.onDevice = 1;
-    mine.deviceSend = device->send;
-    mine.deviceRecv = device->recv;
+    if (copied != ncclSuccess) {
+      mine.capable = 0;
+    } else if (device->throughOwnBuffers) {  // before the exchange: peers read the input once it is done
+      mine.capable = stageIntoOwnBuffers(comm, *device, &mine) ? 1 : 0;
+    } else {  // exported when the call was enqueued
+      mine.capable = 1;
+      mine.deviceSend = device->send;
+      mine.deviceRecv = device->recv;
+    }
   } else {
     mine.capable =
         findSharedBuffer(call.sendbuff, bytes, &mine.send) && findSharedBuffer(call.recvbuff, bytes, &mine.recv);
@@ -149,16 +219,37 @@ ncclResult_t concludeDeviceMapping(const CollectiveCall& call, bool* useDirect, 
               comm->rank);
     comm->direct.announcedDevicePath = true;
   }
+  if (call.deviceBuffers->throughOwnBuffers) {  // read and written there, copied out after the run
+    buffers->send = comm->direct.ownDevice.base;
+    buffers->recv = comm->direct.ownDevice.base + comm->direct.ownDevice.areaBytes;
+    comm->direct.resultInOwnBuffers = call.deviceBuffers;
+    comm->direct.resultArea = buffers->recv;
+  }
   buffers->peerSend = comm->direct.peerSendBuffers.data();
   buffers->peerRecv = comm->direct.peerRecvBuffers.data();
   return deviceWorkOf(comm, &buffers->device);
 }
 
-void releaseDeviceImports(ncclComm* comm) {
-  if (comm->direct.deviceImports.empty()) return;
-  for (const auto& [key, import] : comm->direct.deviceImports)
+ncclResult_t finishOwnDeviceBuffers(ncclComm* comm, bool ran) {
+  if (!ran) comm->direct.resultInOwnBuffers = nullptr;  // nothing worth copying
+  return copyOutOfOwnBuffers(comm);
+}
+
+void releaseDeviceDirectState(ncclComm* comm) {
+  auto& state = comm->direct;
+  if (state.deviceImports.empty() && !state.ownDevice.base && state.retiredOwnDevice.empty()) return;
+  // No kernel of this rank may still use them (a run that failed between a launch and its wait).
+  const DeviceWork* work = nullptr;
+  if (deviceWorkOf(comm, &work) == ncclSuccess) work->api->synchronizeStream(work->stream);
+  for (const auto& [key, import] : state.deviceImports)
     deviceApi()->releaseDeviceBuffer(import.buffer, import.base + import.buffer.offset);
-  comm->direct.deviceImports.clear();
+  state.deviceImports.clear();
+  if (state.ownDevice.base) state.retiredOwnDevice.push_back(state.ownDevice.base);
+  for (char* base : state.retiredOwnDevice)
+    if (deviceApi()->freeDevice(base) != ncclSuccess)
+      WEFT_WARN("rank %d: freeing its own device buffers: %s", comm->rank, lastErrorMessage().c_str());
+  state.retiredOwnDevice.clear();
+  state.ownDevice = {};
 }
 
 }  // namespace weft

@@ -13,6 +13,10 @@
 
 namespace weft {
 
+// The largest call that goes through a communicator's own device buffers (two areas of it):
+// beyond, a call on memory that cannot be exported is staged.
+constexpr size_t kMaxOwnDeviceAreaBytes = size_t{256} << 20;
+
 struct DirectDescriptor {
   uint32_t capable = 0;
   uint32_t onDevice = 0;      // the buffers are device memory: `deviceSend` and `deviceRecv` apply
@@ -39,10 +43,15 @@ ncclResult_t concludeDirectHandshake(const CollectiveCall& call, bool* useDirect
 // `buffers` has them, and the device work stream); otherwise the call is staged through host
 // memory (runtime/device/staged_at_run.h) and `buffers` points there.
 ncclResult_t concludeDeviceMapping(const CollectiveCall& call, bool* useDirect, RunBuffers* buffers);
-// Releases the peers' device allocations the communicator mapped: when it is destroyed, once no
-// stream waits on it and its kernels are done. Not per call: unmapping may synchronize the
-// device, which would wait for the caller's streams that wait on the progress thread. A
-// mapping holds the peer's memory (cuMem), so the peer may free its buffer meanwhile.
-void releaseDeviceImports(ncclComm* comm);
+// After a batch ran (`ran`: without error): copies the result of its last call through the
+// communicator's own device buffers into the caller's (earlier calls' are copied before the
+// next one reuses the buffers).
+ncclResult_t finishOwnDeviceBuffers(ncclComm* comm, bool ran);
+// Releases the peers' device allocations the communicator mapped, and frees its own device
+// buffers: when it is destroyed, once no stream waits on it and its kernels are done. Not per
+// call: unmapping and freeing may synchronize the device, which would wait for the caller's
+// streams that wait on the progress thread. A mapping holds the peer's memory (cuMem), so the
+// peer may free its buffer meanwhile.
+void releaseDeviceDirectState(ncclComm* comm);
 
 }  // namespace weft

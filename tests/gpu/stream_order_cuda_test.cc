@@ -40,8 +40,8 @@ class CudaTestDevice : public TestDevice {
   }
   const char* name() const override { return "cuda"; }
   // WEFT_TEST_DEVICE_ALLOC=ncclMemAlloc: buffers from ncclMemAlloc (cuMem, exportable: the direct
-  // all-reduce maps them across the rank processes, gpu-check.sh's direct step); else cudaMalloc
-  // (staged).
+  // all-reduce maps them across the rank processes); else cudaMalloc's (the direct all-reduce
+  // copies them through weft's own buffers). gpu-check.sh runs both.
   void* allocate(size_t bytes) override {
     void* p = nullptr;
     if (memAlloc_) {

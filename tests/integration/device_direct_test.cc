@@ -8,7 +8,9 @@
 // paths apart.
 #include <gtest/gtest.h>
 
+#include <cstdint>
 #include <cstdlib>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -27,32 +29,33 @@ namespace {
 // Large enough for the direct path at its default threshold (WEFT_DIRECT_MIN_BYTES, 1 MiB).
 constexpr size_t kCount = (1u << 18) + 37;
 
-// Every rank's all-reduces over the buffers `allocate` gives (device memory, or host memory for
-// a rank playing a host-memory peer), in place and not, Sum and Avg; the number of wrong elements.
-size_t allReduceOnce(TestDevice& device, ncclComm_t comm, int rank, int n, bool onDevice) {
+// Every rank's all-reduces of `count` floats over the buffers `allocate` gives (device memory,
+// or host memory for a rank playing a host-memory peer), in place and not, Sum and Avg; the
+// number of wrong elements.
+size_t allReduceOnce(TestDevice& device, ncclComm_t comm, int rank, int n, bool onDevice, size_t count = kCount) {
   cudaStream_t stream = device.createStream();
   size_t wrong = 0;
-  unsigned seed = 40;
+  unsigned seed = 40 + static_cast<unsigned>(count % 1000);
   for (ncclRedOp_t op : {ncclSum, ncclAvg})
     for (bool inPlace : {false, true}) {
       ++seed;
       const std::string label = std::string(op == ncclSum ? "sum" : "avg") + (inPlace ? " in place" : "");
       if (onDevice) {
         StreamChecks checks(device, rank);
-        char* send = checks.input(stream, kCount, ncclFloat32, op, seed);
-        char* recv = inPlace ? send : checks.deviceBuffer(kCount * sizeof(float));
-        if (ncclAllReduce(send, recv, kCount, ncclFloat32, op, comm, stream) != ncclSuccess) return 1000;
+        char* send = checks.input(stream, count, ncclFloat32, op, seed);
+        char* recv = inPlace ? send : checks.deviceBuffer(count * sizeof(float));
+        if (ncclAllReduce(send, recv, count, ncclFloat32, op, comm, stream) != ncclSuccess) return 1000;
         checks.expect(
-            stream, recv, kCount, ncclFloat32, [=](size_t i) { return expectedReduction(n, i, ncclFloat32, op, seed); },
+            stream, recv, count, ncclFloat32, [=](size_t i) { return expectedReduction(n, i, ncclFloat32, op, seed); },
             n, op, label);
         device.synchronize(stream);
         wrong += checks.mismatches();
       } else {
-        std::vector<float> send(kCount), recv(kCount);
-        fillInput(send.data(), kCount, rank, ncclFloat32, op, seed);
+        std::vector<float> send(count), recv(count);
+        fillInput(send.data(), count, rank, ncclFloat32, op, seed);
         float* out = inPlace ? send.data() : recv.data();
-        if (ncclAllReduce(send.data(), out, kCount, ncclFloat32, op, comm, stream) != ncclSuccess) return 1000;
-        wrong += countMismatches(out, kCount, n, ncclFloat32, op, seed, label.c_str());
+        if (ncclAllReduce(send.data(), out, count, ncclFloat32, op, comm, stream) != ncclSuccess) return 1000;
+        wrong += countMismatches(out, count, n, ncclFloat32, op, seed, label.c_str());
       }
     }
   device.destroyStream(stream);
@@ -64,29 +67,42 @@ struct RankResult {
   size_t wrong = 0;
   uint64_t kernels = 0;
   uint64_t imports = 0;
+  size_t allocationsBeforeDestroy = 0;  // device allocations live after the calls (the caller's are freed)
+  size_t allocationsAfterDestroy = 0;
 };
 
 struct RankSetup {
-  bool onDevice = true;    // else the rank's buffers are host memory
-  bool exportable = true;  // CpuDevice::setExportable
-  bool importable = true;  // CpuDevice::setImportable
+  bool onDevice = true;                   // else the rank's buffers are host memory
+  bool exportable = true;                 // CpuDevice::setExportable: nothing of this device can be exported
+  bool importable = true;                 // CpuDevice::setImportable
+  bool plain = false;                     // its buffers cudaMalloc-like (not exportable), through its own buffers
+  std::vector<size_t> counts = {kCount};  // the all-reduces' sizes, in order
+  // Most device allocations left after the calls (the own buffers: the caller's are freed).
+  size_t mostAllocationsLeft = SIZE_MAX;
 };
 
 RankResult runRank(int rank, int n, const ncclUniqueId& id, RankSetup setup) {
   CpuTestDevice device;
   device.cpu().setExportable(setup.exportable);
   device.cpu().setImportable(setup.importable);
+  device.allocatePlain(setup.plain);
   RankResult result;
   ncclComm_t comm;
   if (ncclCommInitRank(&comm, n, id, rank) != ncclSuccess) return {2000, 0, 0};
-  result.wrong = allReduceOnce(device, comm, rank, n, setup.onDevice);
+  for (size_t count : setup.counts) result.wrong += allReduceOnce(device, comm, rank, n, setup.onDevice, count);
   ncclResult_t asyncError = ncclSuccess;
   ncclCommGetAsyncError(comm, &asyncError);
   if (asyncError != ncclSuccess) {
     fprintf(stderr, "rank %d: asynchronous error: %s\n", rank, ncclGetLastError(comm));
     result.wrong += 1100;
   }
+  result.allocationsBeforeDestroy = device.cpu().deviceAllocationCount();
+  if (result.allocationsBeforeDestroy > setup.mostAllocationsLeft) {
+    fprintf(stderr, "rank %d: %zu device allocations of its own\n", rank, result.allocationsBeforeDestroy);
+    result.wrong += 1300;
+  }
   if (ncclCommDestroy(comm) != ncclSuccess) result.wrong += 1200;
+  result.allocationsAfterDestroy = device.cpu().deviceAllocationCount();
   result.kernels = device.cpu().kernelLaunches();
   result.imports = device.cpu().imports();
   return result;
@@ -99,6 +115,10 @@ int verdict(int rank, const RankResult& r, bool expectDirect) {
     fprintf(stderr, "rank %d: %zu wrong\n", rank, r.wrong);
     return 1;
   }
+  if (r.allocationsAfterDestroy != 0) {
+    fprintf(stderr, "rank %d: %zu device allocations left after ncclCommDestroy\n", rank, r.allocationsAfterDestroy);
+    return 3;
+  }
   const bool direct = r.kernels > 0 && r.imports > 0;
   if (expectDirect ? !direct : r.kernels != 0) {
     fprintf(stderr, "rank %d: %llu kernels, %llu imports; expected the %s path\n", rank, (unsigned long long)r.kernels,
@@ -108,14 +128,30 @@ int verdict(int rank, const RankResult& r, bool expectDirect) {
   return 0;
 }
 
+// Runs `n` rank processes, rank r set up by setupFor(r); "" when every rank was right and took
+// the path `expectDirect` says, else what went wrong. `everyCall`: the direct path may take
+// every all-reduce, however small (WEFT_DIRECT_MIN_BYTES=1, no one-shot).
+std::string runRanks(int n, const std::function<RankSetup(int rank)>& setupFor, bool expectDirect,
+                     bool everyCall = false) {
+  return describeFailures(runRankProcesses(
+      n,
+      [&](int rank, const ncclUniqueId& id) {
+        if (everyCall) {
+          setenv("WEFT_DIRECT_MIN_BYTES", "1", 1);
+          setenv("WEFT_ONE_SHOT_MAX_BYTES", "0", 1);
+        }
+        return verdict(rank, runRank(rank, n, id, setupFor(rank)), expectDirect);
+      },
+      120));
+}
+
 class DeviceDirectRanks : public ::testing::TestWithParam<int> {};
 
 // Device buffers on every rank, all exportable: the direct path, with kernels on the device.
 TEST_P(DeviceDirectRanks, ReduceStraightOutOfThePeersDeviceBuffers) {
-  const int n = GetParam();
-  auto outcomes = runRankProcesses(
-      n, [&](int rank, const ncclUniqueId& id) { return verdict(rank, runRank(rank, n, id, {}), true); }, 120);
-  EXPECT_EQ(describeFailures(outcomes), "");
+  EXPECT_EQ(runRanks(
+                GetParam(), [](int) { return RankSetup{}; }, true),
+            "");
 }
 
 // The whole stream-ordered grid (every type, operator, size and placement) with the direct path
@@ -138,88 +174,140 @@ TEST_P(DeviceDirectRanks, EveryTypeAndPlacementOfTheGridGoesDirect) {
   EXPECT_EQ(describeFailures(outcomes), "");
 }
 
+// Buffers that cannot be exported (cudaMalloc's, a caching allocator's) on every rank: each
+// rank copies its input into device buffers of its own that the peers map, and its result out
+// of them; still direct. The sizes grow then shrink, so the own buffers grow once, and the
+// first call's sizes sit below the direct path's default threshold.
+TEST_P(DeviceDirectRanks, ThroughOwnBuffersWhereTheMemoryCannotBeExported) {
+  RankSetup setup;
+  setup.plain = true;
+  setup.counts = {1000, 3 * kCount, 7};
+  EXPECT_EQ(runRanks(
+                GetParam(), [&](int) { return setup; }, true, /*everyCall=*/true),
+            "");
+}
+
+// One rank on memory it cannot export, the others on ncclMemAlloc's: all direct, each the way
+// its memory allows.
+TEST_P(DeviceDirectRanks, OneRankThroughOwnBuffersTheOthersOnTheirs) {
+  const int n = GetParam();
+  auto setupFor = [&](int rank) {
+    RankSetup setup;
+    setup.plain = rank == n - 1;
+    return setup;
+  };
+  EXPECT_EQ(runRanks(n, setupFor, true), "");
+}
+
 INSTANTIATE_TEST_SUITE_P(Ranks, DeviceDirectRanks, ::testing::Values(2, 3));
 
-// One rank's memory cannot be exported (a sandbox that refuses CUDA IPC, memory of another
-// allocator): no rank goes direct, and the device ranks stage their calls as they run.
+// Nothing of one rank's device can be exported, not even buffers of its own (a driver without
+// shareable handles): no rank goes direct, and the device ranks stage their calls as they run.
 TEST(DeviceDirect, ARankThatCannotExportMakesEveryRankStage) {
-  auto outcomes = runRankProcesses(
-      3,
-      [&](int rank, const ncclUniqueId& id) {
-        return verdict(rank, runRank(rank, 3, id, RankSetup{true, /*exportable=*/rank != 1, true}), false);
-      },
-      120);
-  EXPECT_EQ(describeFailures(outcomes), "");
+  auto setupFor = [](int rank) {
+    RankSetup setup;
+    setup.exportable = rank != 1;
+    // Three calls: the own buffers are tried once (one allocation, kept until the communicator
+    // goes: freeing may wait for the device), not once per call.
+    setup.counts = {kCount, kCount + 7, kCount + 9};
+    setup.mostAllocationsLeft = 1;
+    return setup;
+  };
+  EXPECT_EQ(runRanks(3, setupFor, false), "");
 }
 
 // One rank cannot map its peers' buffers (CUDA IPC refused by a sandbox, a device that cannot
 // reach another): the ranks learn it in the second exchange, and every rank stages.
 TEST(DeviceDirect, ARankThatCannotMapItsPeersMakesEveryRankStage) {
-  auto outcomes = runRankProcesses(
-      3,
-      [&](int rank, const ncclUniqueId& id) {
-        return verdict(rank, runRank(rank, 3, id, RankSetup{true, true, /*importable=*/rank != 2}), false);
-      },
-      120);
-  EXPECT_EQ(describeFailures(outcomes), "");
+  auto setupFor = [](int rank) {
+    RankSetup setup;
+    setup.importable = rank != 2;
+    return setup;
+  };
+  EXPECT_EQ(runRanks(3, setupFor, false), "");
 }
 
 // A rank on host memory and ranks on device memory in one all-reduce: kernels cannot read the
 // host rank's buffers (nor the host its peers'), so every rank takes the selected algorithm.
 TEST(DeviceDirect, HostAndDeviceRanksTogetherTakeTheStagedPath) {
-  auto outcomes = runRankProcesses(
-      2,
-      [&](int rank, const ncclUniqueId& id) {
-        return verdict(rank, runRank(rank, 2, id, RankSetup{/*onDevice=*/rank != 0, true, true}), false);
-      },
-      120);
-  EXPECT_EQ(describeFailures(outcomes), "");
+  auto setupFor = [](int rank) {
+    RankSetup setup;
+    setup.onDevice = rank != 0;
+    return setup;
+  };
+  EXPECT_EQ(runRanks(2, setupFor, false), "");
 }
 
 // Ranks of one process (ncclCommInitAll) in one group: each maps the others' buffers too, once:
 // the second round on the same buffers maps nothing new.
 TEST(DeviceDirect, RanksOfOneProcessInOneGroupMapEachBufferOnce) {
-  CpuTestDevice cpu;
   constexpr int n = 3;
   constexpr size_t count = 2 * kCount;  // two-byte elements: as many bytes as the other tests
-  std::vector<ncclComm_t> comms(n);
-  ASSERT_EQ(ncclCommInitAll(comms.data(), n, nullptr), ncclSuccess);
-  std::vector<cudaStream_t> streams(n);
-  std::vector<StreamChecks> checks;
-  for (int r = 0; r < n; ++r) {
-    streams[r] = cpu.createStream();
-    checks.emplace_back(cpu, r);
-  }
+  OneProcessRanks ranks(n);
+  ASSERT_TRUE(ranks.ok);
+  std::vector<StreamChecks> checks = ranks.checksPerRank();
   std::vector<char*> buffers(n);
   for (int round = 0; round < 2; ++round) {
     const unsigned seed = 7 + round;
     ASSERT_EQ(ncclGroupStart(), ncclSuccess);
     for (int r = 0; r < n; ++r) {
       if (round == 0) {
-        buffers[r] = checks[r].input(streams[r], count, ncclBfloat16, ncclMax, seed);
+        buffers[r] = checks[r].input(ranks.streams[r], count, ncclBfloat16, ncclMax, seed);
       } else {  // the same buffer, a new input, written in stream order
         std::vector<char> input(count * dataTypeSize(ncclBfloat16));
         fillInput(input.data(), count, r, ncclBfloat16, ncclMax, seed);
-        cpu.write(streams[r], buffers[r], std::move(input));
+        ranks.cpu.write(ranks.streams[r], buffers[r], std::move(input));
       }
-      ASSERT_EQ(ncclAllReduce(buffers[r], buffers[r], count, ncclBfloat16, ncclMax, comms[r], streams[r]), ncclSuccess);
+      ASSERT_EQ(ncclAllReduce(buffers[r], buffers[r], count, ncclBfloat16, ncclMax, ranks.comms[r], ranks.streams[r]),
+                ncclSuccess);
     }
     ASSERT_EQ(ncclGroupEnd(), ncclSuccess);
     for (int r = 0; r < n; ++r)
       checks[r].expect(
-          streams[r], buffers[r], count, ncclBfloat16,
+          ranks.streams[r], buffers[r], count, ncclBfloat16,
           [=](size_t i) { return expectedReduction(n, i, ncclBfloat16, ncclMax, seed); }, n, ncclMax,
           "bf16 max in place, round " + std::to_string(round));
     for (int r = 0; r < n; ++r) {
-      cpu.synchronize(streams[r]);
+      ranks.cpu.synchronize(ranks.streams[r]);
       EXPECT_EQ(checks[r].mismatches(), 0u) << "rank " << r << ", round " << round;
     }
-    EXPECT_GT(cpu.cpu().kernelLaunches(), 0u);
+    EXPECT_GT(ranks.device().kernelLaunches(), 0u);
     // Each rank maps each peer's allocation once (in place: send and receive are one).
-    EXPECT_EQ(cpu.cpu().imports(), static_cast<uint64_t>(n * (n - 1))) << "round " << round;
+    EXPECT_EQ(ranks.device().imports(), static_cast<uint64_t>(n * (n - 1))) << "round " << round;
   }
-  for (ncclComm_t c : comms) EXPECT_EQ(ncclCommDestroy(c), ncclSuccess);
-  for (auto s : streams) cpu.destroyStream(s);
+}
+
+// A group of two all-reduces per rank on memory that cannot be exported, the second reading the
+// first's result: the first result leaves the own buffers (into the caller's) before the second
+// call copies its input in. Max over identical inputs is the input: both results are exact.
+TEST(DeviceDirect, ChainedCallsOfOneGroupThroughOwnBuffers) {
+  constexpr int n = 2;
+  OneProcessRanks ranks(n, /*plain=*/true);
+  ASSERT_TRUE(ranks.ok);
+  std::vector<StreamChecks> checks = ranks.checksPerRank();
+  std::vector<char*> first(n), second(n);
+  ASSERT_EQ(ncclGroupStart(), ncclSuccess);
+  for (int r = 0; r < n; ++r) {
+    char* input = checks[r].input(ranks.streams[r], kCount, ncclFloat32, ncclMax, 11);
+    first[r] = checks[r].deviceBuffer(kCount * sizeof(float));
+    second[r] = checks[r].deviceBuffer(kCount * sizeof(float));
+    ASSERT_EQ(ncclAllReduce(input, first[r], kCount, ncclFloat32, ncclMax, ranks.comms[r], ranks.streams[r]),
+              ncclSuccess);
+    ASSERT_EQ(ncclAllReduce(first[r], second[r], kCount, ncclFloat32, ncclMax, ranks.comms[r], ranks.streams[r]),
+              ncclSuccess);
+  }
+  ASSERT_EQ(ncclGroupEnd(), ncclSuccess);
+  auto expected = [](size_t i) { return expectedReduction(n, i, ncclFloat32, ncclMax, 11); };
+  for (int r = 0; r < n; ++r) {
+    checks[r].expect(ranks.streams[r], first[r], kCount, ncclFloat32, expected, n, ncclMax, "first");
+    checks[r].expect(ranks.streams[r], second[r], kCount, ncclFloat32, expected, n, ncclMax, "second, of the first");
+  }
+  for (int r = 0; r < n; ++r) {
+    ranks.cpu.synchronize(ranks.streams[r]);
+    EXPECT_EQ(checks[r].mismatches(), 0u) << "rank " << r;
+  }
+  EXPECT_GT(ranks.device().kernelLaunches(), 0u);
+  EXPECT_EQ(ranks.device().imports(), static_cast<uint64_t>(n * (n - 1))) << "each rank's own buffers, mapped once";
 }
 
 }  // namespace
