@@ -149,7 +149,7 @@ struct DirectPathState {
   std::vector<char*> retiredOwnDevice;
   // A call whose result is still in a receive area (`resultArea`), copied out before the next
   // call reuses the areas, or at the batch's end.
-  const DeviceBuffers* resultInOwnBuffers = nullptr;
+  const CollectiveCall* resultInOwnBuffers = nullptr;
   const char* resultArea = nullptr;
   // Own device buffers could not be made or exported: such calls are staged from then on.
   bool ownBuffersUnusable = false;

@@ -84,13 +84,7 @@ CpuDevice::CpuDevice() {
 CpuDevice::~CpuDevice() {
   std::lock_guard<std::mutex> lock(mutex_);
   streams_.clear();  // each stream finishes what it was given
-  SharedBufferLocation location;
-  for (auto& [start, bytes] : deviceAllocations_) {
-    if (findSharedBuffer(start, 1, &location))
-      sharedFree(const_cast<char*>(start));
-    else
-      std::free(const_cast<char*>(start));
-  }
+  for (auto& [start, bytes] : deviceAllocations_) releaseDeviceMemory(const_cast<char*>(start));
 }
 
 CpuDevice::Stream* CpuDevice::streamOf(cudaStream_t stream) {
@@ -201,9 +195,13 @@ ncclResult_t CpuDevice::freeDevice(void* pointer) {
       return fail(ncclInvalidArgument, "cudaFree(%p) on the CPU device: not an allocation of it", pointer);
     deviceAllocations_.erase(it);
   }
+  return releaseDeviceMemory(pointer);
+}
+
+ncclResult_t CpuDevice::releaseDeviceMemory(void* pointer) {
   SharedBufferLocation location;
-  if (findSharedBuffer(pointer, 1, &location)) return sharedFree(pointer);
-  std::free(pointer);  // allocatePlainDevice's
+  if (findSharedBuffer(pointer, 1, &location)) return sharedFree(pointer);  // allocateDevice's
+  std::free(pointer);                                                       // allocatePlainDevice's
   return ncclSuccess;
 }
 

@@ -92,6 +92,8 @@ class CpuDevice : public DeviceApi {
  private:
   class Stream;
   Stream* streamOf(cudaStream_t stream);
+  // Frees device memory of either kind (allocateDevice's segment, allocatePlainDevice's).
+  static ncclResult_t releaseDeviceMemory(void* pointer);
 
   std::mutex mutex_;
   std::map<const char*, size_t> deviceAllocations_;  // start -> bytes

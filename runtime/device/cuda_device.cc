@@ -11,7 +11,6 @@
 #include <cstring>
 #include <map>
 #include <mutex>
-#include <set>
 #include <type_traits>
 #include <vector>
 
@@ -227,7 +226,7 @@ class CudaDevice : public DeviceApi {
       if (r == CUDA_SUCCESS) {
         {
           std::lock_guard<std::mutex> lock(exportMutex_);
-          ownCuMem_.insert(reinterpret_cast<CUdeviceptr>(*out));
+          ownCuMem_.emplace(reinterpret_cast<CUdeviceptr>(*out), OfferedAllocation{});
         }
         WEFT_INFO(kLogAlloc, "ncclMemAlloc: %zu bytes at %p on device %d (cuMem, POSIX fd handle)", bytes, *out,
                   device);
@@ -388,9 +387,10 @@ class CudaDevice : public DeviceApi {
   }
 
  private:
-  // An exported cuMem allocation's descriptor, kept open (and offered) until ncclMemFree.
+  // An ncclMemAlloc cuMem allocation's descriptor, once exported: kept open (and offered) until
+  // ncclMemFree.
   struct OfferedAllocation {
-    int fd = -1;
+    int fd = -1;  // not exported yet
     FdTicket ticket;
   };
 
@@ -400,30 +400,31 @@ class CudaDevice : public DeviceApi {
     const CuMemSharing* sharing = loadCuMemSharing();
     if (!sharing) return false;
     std::lock_guard<std::mutex> lock(exportMutex_);
-    if (!ownCuMem_.count(base)) return false;
-    auto it = offered_.find(base);
-    if (it == offered_.end()) {
-      OfferedAllocation offer;
-      if (sharing->exportHandle(&offer.fd, handle, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0) != CUDA_SUCCESS)
-        return false;
-      if (offerFileDescriptor(offer.fd, &offer.ticket) != ncclSuccess) {
-        close(offer.fd);
+    auto it = ownCuMem_.find(base);
+    if (it == ownCuMem_.end()) return false;
+    OfferedAllocation& offer = it->second;
+    if (offer.fd < 0) {
+      int fd = -1;
+      if (sharing->exportHandle(&fd, handle, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0) != CUDA_SUCCESS) return false;
+      if (offerFileDescriptor(fd, &offer.ticket) != ncclSuccess) {
+        close(fd);
         return false;
       }
-      it = offered_.emplace(base, offer).first;
+      offer.fd = fd;
     }
-    *ticket = it->second.ticket;
+    *ticket = offer.ticket;
     return true;
   }
 
   void withdrawExport(void* pointer) {
     std::lock_guard<std::mutex> lock(exportMutex_);
-    ownCuMem_.erase(reinterpret_cast<CUdeviceptr>(pointer));
-    auto it = offered_.find(reinterpret_cast<CUdeviceptr>(pointer));
-    if (it == offered_.end()) return;
-    withdrawFileDescriptor(it->second.ticket);
-    close(it->second.fd);
-    offered_.erase(it);
+    auto it = ownCuMem_.find(reinterpret_cast<CUdeviceptr>(pointer));
+    if (it == ownCuMem_.end()) return;
+    if (it->second.fd >= 0) {
+      withdrawFileDescriptor(it->second.ticket);
+      close(it->second.fd);
+    }
+    ownCuMem_.erase(it);
   }
 
   static bool ownedByThisProcess(const DeviceBufferExport& buffer) {
@@ -522,8 +523,7 @@ class CudaDevice : public DeviceApi {
   CuMemSharing sharing_;
   bool sharingUsable_ = false;
   std::mutex exportMutex_;
-  std::set<CUdeviceptr> ownCuMem_;                    // ncclMemAlloc's cuMem allocations, by base
-  std::map<CUdeviceptr, OfferedAllocation> offered_;  // by allocation base
+  std::map<CUdeviceptr, OfferedAllocation> ownCuMem_;  // ncclMemAlloc's cuMem allocations, by base
 };
 
 }  // namespace

@@ -1,5 +1,6 @@
 #include "runtime/device/staged_at_run.h"
 
+#include "common/dtype.h"
 #include "common/status.h"
 #include "runtime/comm/communicator.h"
 #include "runtime/device/stream_queue.h"
@@ -21,7 +22,8 @@ ncclResult_t stageAtRun(const CollectiveCall& call, RunBuffers* buffers) {
   const DeviceWork* work = nullptr;
   WEFT_CHECK(deviceWorkOf(call.comm, &work));
   // In place, the two places are one (the batch's layout keeps the caller's overlap).
-  WEFT_CHECK(work->api->copyAsync(device.stagingSend, device.callerSend, device.bytes, work->stream));
+  const size_t bytes = call.count * dataTypeSize(call.datatype);  // an all-reduce: each buffer's size
+  WEFT_CHECK(work->api->copyAsync(device.stagingSend, call.sendbuff, bytes, work->stream));
   WEFT_CHECK(work->api->synchronizeStream(work->stream));
   device.stagedAtRun = true;
   *buffers = RunBuffers{device.stagingSend, device.stagingRecv, nullptr};

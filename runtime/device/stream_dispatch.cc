@@ -59,19 +59,21 @@ size_t layOutStaging(const std::vector<const CollectiveCall*>& callers, StreamBa
     used = at + bytes;
     return base + at;
   };
+  // A call left in place for the direct path gets its places but no copies: the progress thread
+  // copies through them only if the ranks cannot all read each other's buffers
+  // (runtime/device/staged_at_run.h).
+  bool leftInPlace = false;
   auto copyIn = [&](cudaStream_t stream, void* staged, const void* caller, size_t bytes) {
-    if (base && bytes) batch->copiesIn.push_back({stream, staged, caller, bytes});
+    if (base && bytes && !leftInPlace) batch->copiesIn.push_back({stream, staged, caller, bytes});
   };
   auto copyOut = [&](cudaStream_t stream, void* caller, const void* staged, size_t bytes) {
-    if (base && bytes) batch->copiesOut.push_back({stream, caller, staged, bytes});
+    if (base && bytes && !leftInPlace) batch->copiesOut.push_back({stream, caller, staged, bytes});
   };
   for (size_t i = 0; i < callers.size(); ++i) {
     const CollectiveCall& caller = *callers[i];
     CollectiveCall& staged = batch->calls[i];
-    // Left in place for the direct path: its places are reserved, copied by the progress thread
-    // only if the ranks cannot all read each other's buffers (runtime/device/staged_at_run.h).
     DeviceBuffers* atRun = staged.deviceBuffers;
-    const size_t copiesBefore[2] = {batch->copiesIn.size(), batch->copiesOut.size()};
+    leftInPlace = atRun != nullptr;
     const Spans spans = significantSpans(caller);
     const char* send = static_cast<const char*>(caller.sendbuff);
     char* recv = static_cast<char*>(caller.recvbuff);
@@ -112,8 +114,6 @@ size_t layOutStaging(const std::vector<const CollectiveCall*>& callers, StreamBa
       atRun->stagingRecv = static_cast<char*>(staged.recvbuff);
       staged.sendbuff = caller.sendbuff;
       staged.recvbuff = caller.recvbuff;
-      batch->copiesIn.resize(copiesBefore[0]);
-      batch->copiesOut.resize(copiesBefore[1]);
     }
   }
   return used;
@@ -162,9 +162,6 @@ bool leaveForDirectPath(const CollectiveCall& call, DeviceApi* device, DeviceBuf
       !onDevice(call.sendbuff, bytes) || !onDevice(call.recvbuff, bytes))
     return false;
   *out = DeviceBuffers{};
-  out->callerSend = call.sendbuff;
-  out->callerRecv = call.recvbuff;
-  out->bytes = bytes;
   if (device->exportDeviceBuffer(call.sendbuff, bytes, &out->send) &&
       device->exportDeviceBuffer(call.recvbuff, bytes, &out->recv))
     return true;

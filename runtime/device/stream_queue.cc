@@ -1,6 +1,7 @@
 #include "runtime/device/stream_queue.h"
 
 #include "common/deadline.h"
+#include "common/dtype.h"
 #include "common/log.h"
 #include "common/status.h"
 #include "runtime/comm/communicator.h"
@@ -50,9 +51,10 @@ ncclResult_t StreamQueue::runBatch(StreamBatch* batch) {
     return result;
   }
   bool copied = false;
-  for (const DeviceBuffers& buffers : batch->deviceBuffers) {
-    if (!buffers.stagedAtRun) continue;
-    result = device_->copyAsync(buffers.callerRecv, buffers.stagingRecv, buffers.bytes, work_.stream);
+  for (const CollectiveCall& call : batch->calls) {
+    if (!call.deviceBuffers || !call.deviceBuffers->stagedAtRun) continue;
+    result = device_->copyAsync(call.recvbuff, call.deviceBuffers->stagingRecv,
+                                call.count * dataTypeSize(call.datatype), work_.stream);
     if (result != ncclSuccess) break;
     copied = true;
   }

@@ -44,9 +44,6 @@ struct DeviceBuffers {
   DeviceBufferExport send;
   DeviceBufferExport recv;
   bool throughOwnBuffers = false;  // send and recv are not exported: copied through own buffers
-  const void* callerSend = nullptr;
-  void* callerRecv = nullptr;
-  size_t bytes = 0;  // of each buffer
   char* stagingSend = nullptr;
   char* stagingRecv = nullptr;
   bool stagedAtRun = false;  // the run read and wrote the staging places

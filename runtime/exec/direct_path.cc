@@ -71,12 +71,13 @@ bool mapPeersDeviceBuffers(ncclComm* comm) {
 
 // Copies the result of the last call through own buffers into the caller's buffer.
 ncclResult_t copyOutOfOwnBuffers(ncclComm* comm) {
-  const DeviceBuffers* call = comm->direct.resultInOwnBuffers;
+  const CollectiveCall* call = comm->direct.resultInOwnBuffers;
   if (!call) return ncclSuccess;
   comm->direct.resultInOwnBuffers = nullptr;
   const DeviceWork* work = nullptr;
   WEFT_CHECK(deviceWorkOf(comm, &work));
-  WEFT_CHECK(work->api->copyAsync(call->callerRecv, comm->direct.resultArea, call->bytes, work->stream));
+  const size_t bytes = call->count * dataTypeSize(call->datatype);
+  WEFT_CHECK(work->api->copyAsync(call->recvbuff, comm->direct.resultArea, bytes, work->stream));
   return work->api->synchronizeStream(work->stream);
 }
 
@@ -106,13 +107,13 @@ ncclResult_t ensureOwnDeviceBuffers(ncclComm* comm, size_t bytes) {
 // For a call on memory this rank cannot export: its input copied into the own send area, and
 // the two areas' exports for the descriptor; false where there are no own buffers (then for
 // good: no allocation per call, no free under waiting streams).
-bool stageIntoOwnBuffers(ncclComm* comm, const DeviceBuffers& call, DirectDescriptor* mine) {
+bool stageIntoOwnBuffers(ncclComm* comm, const CollectiveCall& call, DirectDescriptor* mine) {
   if (comm->direct.ownBuffersUnusable) return false;
   const DeviceWork* work = nullptr;
   ncclResult_t r = deviceWorkOf(comm, &work);
-  if (r == ncclSuccess) r = ensureOwnDeviceBuffers(comm, call.bytes);
-  if (r == ncclSuccess)
-    r = work->api->copyAsync(comm->direct.ownDevice.base, call.callerSend, call.bytes, work->stream);
+  const size_t bytes = call.count * dataTypeSize(call.datatype);
+  if (r == ncclSuccess) r = ensureOwnDeviceBuffers(comm, bytes);
+  if (r == ncclSuccess) r = work->api->copyAsync(comm->direct.ownDevice.base, call.sendbuff, bytes, work->stream);
   if (r == ncclSuccess) r = work->api->synchronizeStream(work->stream);
   if (r != ncclSuccess) {
     WEFT_WARN("rank %d: no device buffers of its own for the direct all-reduce (%s); such calls are staged", comm->rank,
@@ -161,7 +162,7 @@ ncclResult_t beginDirectHandshake(const CollectiveCall& call, const PreparedSche
     if (copied != ncclSuccess) {
       mine.capable = 0;
     } else if (device->throughOwnBuffers) {  // before the exchange: peers read the input once it is done
-      mine.capable = stageIntoOwnBuffers(comm, *device, &mine) ? 1 : 0;
+      mine.capable = stageIntoOwnBuffers(comm, call, &mine) ? 1 : 0;
     } else {  // exported when the call was enqueued
       mine.capable = 1;
       mine.deviceSend = device->send;
@@ -222,7 +223,7 @@ ncclResult_t concludeDeviceMapping(const CollectiveCall& call, bool* useDirect, 
   if (call.deviceBuffers->throughOwnBuffers) {  // read and written there, copied out after the run
     buffers->send = comm->direct.ownDevice.base;
     buffers->recv = comm->direct.ownDevice.base + comm->direct.ownDevice.areaBytes;
-    comm->direct.resultInOwnBuffers = call.deviceBuffers;
+    comm->direct.resultInOwnBuffers = &call;
     comm->direct.resultArea = buffers->recv;
   }
   buffers->peerSend = comm->direct.peerSendBuffers.data();
