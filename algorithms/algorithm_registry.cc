@@ -7,7 +7,7 @@
 #include "algorithms/builders/allgather.h"
 #include "algorithms/builders/alltoall.h"
 #include "algorithms/builders/broadcast.h"
-#include "algorithms/builders/direct_allreduce.h"
+#include "algorithms/builders/direct_collectives.h"
 #include "algorithms/builders/doubling_allreduce.h"
 #include "algorithms/builders/gather_scatter.h"
 #include "algorithms/builders/hierarchical_allreduce.h"
@@ -87,9 +87,13 @@ Schedule hierAllReduce(const CollectiveShape& s, const std::vector<int>& order) 
                                      .average = s.average});
 }
 
-Schedule directAllReduce(const CollectiveShape& s, const std::vector<int>&) {
-  return buildDirectAllReduce(
-      {.count = s.count, .elementSize = s.elementSize, .rank = s.rank, .nranks = s.nranks, .average = s.average});
+DirectParams directParams(const CollectiveShape& s, const std::vector<int>&) {
+  return {.count = s.count,
+          .elementSize = s.elementSize,
+          .rank = s.rank,
+          .nranks = s.nranks,
+          .root = s.root,
+          .average = s.average};
 }
 
 AllGatherParams allGatherParams(const CollectiveShape& s, const std::vector<int>& order) {
@@ -167,24 +171,28 @@ constexpr CollectiveAlgorithm kCollectiveAlgorithms[] = {
     {C::AllReduce, A::Tree, treeAllReduce, treeAllReduceUs, kNoPreScale},
     {C::AllReduce, A::Rhd, rhdAllReduce, rhdAllReduceUs, kNoPreScale},
     {C::AllReduce, A::Hier, hierAllReduce, hierAllReduceUs, kNoPreScale},
-    {C::AllReduce, A::Direct, directAllReduce, directAllReduceUs, kNoPreScale},
+    {C::AllReduce, A::Direct, from<buildDirectAllReduce, directParams>, directAllReduceUs, kNoPreScale},
     {C::AllReduce, A::Doubling, doublingAllReduce, doublingAllReduceUs, kNoPreScale},
 
     {C::AllGather, A::Ring, from<buildRingAllGather, allGatherParams>, ringGatherUs},
     {C::AllGather, A::Rhd, from<buildRecursiveDoublingAllGather, allGatherParams>, recursiveDoublingAllGatherUs},
     {C::AllGather, A::Bruck, from<buildBruckAllGather, allGatherParams>, bruckAllGatherUs},
     {C::AllGather, A::Hier, from<buildHierarchicalAllGather, allGatherParams>, hierGatherUs},
+    {C::AllGather, A::Direct, from<buildDirectAllGather, directParams>, directCopyUs},
 
     {C::ReduceScatter, A::Ring, from<buildRingReduceScatter, reduceScatterParams>, ringGatherUs},
     {C::ReduceScatter, A::Rhd, from<buildRecursiveHalvingReduceScatter, reduceScatterParams>,
      recursiveHalvingReduceScatterUs},
     {C::ReduceScatter, A::Hier, from<buildHierarchicalReduceScatter, reduceScatterParams>, hierGatherUs},
+    {C::ReduceScatter, A::Direct, from<buildDirectReduceScatter, directParams>, directCopyUs, kNoPreScale},
 
     {C::Broadcast, A::Ring, from<buildChainBroadcast, broadcastParams>, chainUs},
     {C::Broadcast, A::Binomial, from<buildBinomialBroadcast, broadcastParams>, binomialUs},
+    {C::Broadcast, A::Direct, from<buildDirectBroadcast, directParams>, directCopyUs},
 
     {C::Reduce, A::Ring, from<buildChainReduce, reduceParams>, chainUs},
     {C::Reduce, A::Binomial, from<buildBinomialReduce, reduceParams>, binomialUs},
+    {C::Reduce, A::Direct, from<buildDirectReduce, directParams>, directCopyUs, kNoPreScale},
 
     {C::AllToAll, A::Pairwise, from<buildPairwiseAllToAll, allToAllParams>, pairwiseAllToAllUs},
     {C::AllToAll, A::Bruck, from<buildBruckAllToAll, allToAllParams>, bruckAllToAllUs},

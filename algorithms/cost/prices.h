@@ -25,6 +25,9 @@ double recursiveHalvingReduceScatterUs(const Shape& s, const CostInput& input, c
 double bruckAllGatherUs(const Shape& s, const CostInput& input, const CostModel& m);
 double hierGatherUs(const Shape& s, const CostInput& input, const CostModel& m);
 
+// The other direct schedules (algorithms/builders/direct_collectives.h).
+double directCopyUs(const Shape& s, const CostInput& input, const CostModel& m);
+
 // Broadcast and reduce.
 double chainUs(const Shape& s, const CostInput& input, const CostModel& m);
 double binomialUs(const Shape& s, const CostInput& input, const CostModel& m);

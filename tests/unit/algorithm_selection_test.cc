@@ -442,6 +442,6 @@ TEST_F(CollectiveSelection, PerCollectiveOverrides) {
   EXPECT_EQ(selectAlgorithm(in, &choice), ncclInvalidArgument);
   EXPECT_NE(lastErrorMessage().find("allgaher"), std::string::npos);
   EXPECT_NE(lastErrorMessage().find("reducescatter"), std::string::npos);
-  in.weftAlgo = "broadcast:^ring,binomial";
+  in.weftAlgo = "broadcast:^ring,binomial,direct";
   EXPECT_EQ(selectAlgorithm(in, &choice), ncclInvalidArgument);
 }

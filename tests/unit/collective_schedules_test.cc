@@ -16,6 +16,7 @@
 #include "algorithms/builders/allgather.h"
 #include "algorithms/builders/alltoall.h"
 #include "algorithms/builders/broadcast.h"
+#include "algorithms/builders/direct_collectives.h"
 #include "algorithms/builders/gather_scatter.h"
 #include "algorithms/builders/point_to_point.h"
 #include "algorithms/builders/reduce_scatter.h"
@@ -162,7 +163,7 @@ std::vector<std::vector<int>> testNodes(int n) {
   return nodes;
 }
 
-enum class GatherAlgorithm { Ring, RingChannels, Bruck, RecursiveDoubling, Hierarchical };
+enum class GatherAlgorithm { Ring, RingChannels, Bruck, RecursiveDoubling, Hierarchical, Direct };
 const char* gatherName(GatherAlgorithm a) {
   switch (a) {
     case GatherAlgorithm::Ring: return "ring allgather";
@@ -170,6 +171,7 @@ const char* gatherName(GatherAlgorithm a) {
     case GatherAlgorithm::Bruck: return "bruck allgather";
     case GatherAlgorithm::RecursiveDoubling: return "recursive doubling allgather";
     case GatherAlgorithm::Hierarchical: return "hierarchical allgather";
+    case GatherAlgorithm::Direct: return "direct allgather";
   }
   return "?";
 }
@@ -198,6 +200,9 @@ void checkAllGather(int n, size_t count, bool inPlace, GatherAlgorithm algorithm
       case GatherAlgorithm::Bruck: schedules.push_back(buildBruckAllGather(p)); break;
       case GatherAlgorithm::RecursiveDoubling: schedules.push_back(buildRecursiveDoublingAllGather(p)); break;
       case GatherAlgorithm::Hierarchical: schedules.push_back(buildHierarchicalAllGather(p)); break;
+      case GatherAlgorithm::Direct:
+        schedules.push_back(buildDirectAllGather({.count = count, .elementSize = t.size(), .rank = r, .nranks = n}));
+        break;
     }
   }
   SimulationResult result = simulateAll(schedules, memory, t);
@@ -213,22 +218,26 @@ TEST(CollectiveSchedules, AllGatherEveryAlgorithm) {
   for (int n : rankCounts())
     for (size_t count : elementCounts(n, true))
       for (bool inPlace : {false, true})
-        for (GatherAlgorithm algorithm : {GatherAlgorithm::Ring, GatherAlgorithm::RingChannels, GatherAlgorithm::Bruck,
-                                          GatherAlgorithm::RecursiveDoubling, GatherAlgorithm::Hierarchical}) {
-          // Channels multiply the steps (and the in-place hazard checks): up to 24 ranks.
+        for (GatherAlgorithm algorithm :
+             {GatherAlgorithm::Ring, GatherAlgorithm::RingChannels, GatherAlgorithm::Bruck,
+              GatherAlgorithm::RecursiveDoubling, GatherAlgorithm::Hierarchical, GatherAlgorithm::Direct}) {
+          // Channels multiply the steps (and the in-place hazard checks): up to 24 ranks; the
+          // direct schedule has n steps per rank (one host's ranks): up to 64.
           if (algorithm == GatherAlgorithm::RingChannels && n > 24) continue;
+          if (algorithm == GatherAlgorithm::Direct && n > 64) continue;
           checkAllGather(n, count, inPlace, algorithm, Typed{n % 2 ? ncclInt32 : ncclFloat64});
           if (HasFatalFailure()) return;
         }
 }
 
-enum class ScatterAlgorithm { Ring, RingChannels, RecursiveHalving, Hierarchical };
+enum class ScatterAlgorithm { Ring, RingChannels, RecursiveHalving, Hierarchical, Direct };
 
 void checkReduceScatter(int n, size_t count, bool inPlace, bool average, bool preScale, ScatterAlgorithm algorithm,
                         const Typed& t) {
   const char* name = algorithm == ScatterAlgorithm::Ring               ? "ring reducescatter"
                      : algorithm == ScatterAlgorithm::RingChannels     ? "ring reducescatter on 3 channels"
                      : algorithm == ScatterAlgorithm::RecursiveHalving ? "recursive halving reducescatter"
+                     : algorithm == ScatterAlgorithm::Direct           ? "direct reducescatter"
                                                                        : "hierarchical reducescatter";
   const std::string what = label((std::string(name) + (preScale  ? " premulsum"
                                                        : average ? " avg"
@@ -259,9 +268,11 @@ void checkReduceScatter(int n, size_t count, bool inPlace, bool average, bool pr
                                 .inPlace = inPlace,
                                 .nodes = nodes,
                                 .channels = algorithm == ScatterAlgorithm::RingChannels ? 3 : 1};
+    const DirectParams direct{.count = count, .elementSize = t.size(), .rank = r, .nranks = n, .average = average};
     schedules.push_back(algorithm == ScatterAlgorithm::Ring || algorithm == ScatterAlgorithm::RingChannels
                             ? buildRingReduceScatter(p)
                         : algorithm == ScatterAlgorithm::RecursiveHalving ? buildRecursiveHalvingReduceScatter(p)
+                        : algorithm == ScatterAlgorithm::Direct           ? buildDirectReduceScatter(direct)
                                                                           : buildHierarchicalReduceScatter(p));
   }
   std::vector<std::vector<char>> before;
@@ -287,17 +298,30 @@ TEST(CollectiveSchedules, ReduceScatterEveryAlgorithm) {
     for (size_t count : elementCounts(n, true))
       for (bool inPlace : {false, true})
         for (int variant = 0; variant < 3; ++variant)
-          for (ScatterAlgorithm algorithm : {ScatterAlgorithm::Ring, ScatterAlgorithm::RingChannels,
-                                             ScatterAlgorithm::RecursiveHalving, ScatterAlgorithm::Hierarchical}) {
-            if (algorithm == ScatterAlgorithm::RingChannels && n > 24) continue;  // as for all-gather
+          for (ScatterAlgorithm algorithm :
+               {ScatterAlgorithm::Ring, ScatterAlgorithm::RingChannels, ScatterAlgorithm::RecursiveHalving,
+                ScatterAlgorithm::Hierarchical, ScatterAlgorithm::Direct}) {
+            if (algorithm == ScatterAlgorithm::RingChannels && n > 24) continue;              // as for all-gather
+            if (algorithm == ScatterAlgorithm::Direct && (n > 64 || variant == 2)) continue;  // no PreMulSum
             checkReduceScatter(n, count, inPlace, variant == 1, variant == 2, algorithm,
                                Typed{n % 2 ? ncclInt32 : ncclFloat64});
             if (HasFatalFailure()) return;
           }
 }
 
-void checkBroadcast(int n, size_t count, int root, bool inPlace, bool chain, const Typed& t) {
-  const std::string what = label(chain ? "chain broadcast" : "binomial broadcast", n, count, root, inPlace, t);
+enum class RootedAlgorithm { Chain, Binomial, Direct };
+const char* rootedName(RootedAlgorithm a, bool reduce) {
+  switch (a) {
+    case RootedAlgorithm::Chain: return reduce ? "chain reduce" : "chain broadcast";
+    case RootedAlgorithm::Binomial: return reduce ? "binomial reduce" : "binomial broadcast";
+    case RootedAlgorithm::Direct: return reduce ? "direct reduce" : "direct broadcast";
+  }
+  return "?";
+}
+
+void checkBroadcast(int n, size_t count, int root, bool inPlace, RootedAlgorithm algorithm, const Typed& t) {
+  const bool chain = algorithm == RootedAlgorithm::Chain;
+  const std::string what = label(rootedName(algorithm, false), n, count, root, inPlace, t);
   auto inputs = randomInputs(1, count);
   std::vector<int> ring = chain && n % 2 ? shuffledRing(n) : std::vector<int>{};
   std::vector<RankMemory> memory(n);
@@ -308,7 +332,11 @@ void checkBroadcast(int n, size_t count, int root, bool inPlace, bool chain, con
       for (size_t i = 0; i < count; ++i) t.put(const_cast<char*>(memory[r].buffers.send), i, inputs[0][i]);
     const BroadcastParams p{
         .count = count, .elementSize = t.size(), .rank = r, .nranks = n, .root = root, .ringOrder = ring};
-    schedules.push_back(chain ? buildChainBroadcast(p) : buildBinomialBroadcast(p));
+    schedules.push_back(
+        chain ? buildChainBroadcast(p)
+        : algorithm == RootedAlgorithm::Binomial
+            ? buildBinomialBroadcast(p)
+            : buildDirectBroadcast({.count = count, .elementSize = t.size(), .rank = r, .nranks = n, .root = root}));
   }
   SimulationResult result = simulateAll(schedules, memory, t);
   ASSERT_TRUE(result.ok) << what << ": " << result.error;
@@ -317,24 +345,25 @@ void checkBroadcast(int n, size_t count, int root, bool inPlace, bool chain, con
       ASSERT_EQ(t.get(memory[r].buffers.recv, i), inputs[0][i]) << what << " rank " << r << " element " << i;
 }
 
-TEST(CollectiveSchedules, BroadcastChainAndBinomial) {
+TEST(CollectiveSchedules, BroadcastChainBinomialAndDirect) {
   for (int n : rankCounts())
     for (size_t count : elementCounts(n, false))
       for (int root : roots(n))
         for (bool inPlace : {false, true})
-          for (bool chain : {false, true}) {
-            checkBroadcast(n, count, root, inPlace, chain, Typed{root % 2 ? ncclInt32 : ncclFloat64});
+          for (RootedAlgorithm algorithm :
+               {RootedAlgorithm::Chain, RootedAlgorithm::Binomial, RootedAlgorithm::Direct}) {
+            checkBroadcast(n, count, root, inPlace, algorithm, Typed{root % 2 ? ncclInt32 : ncclFloat64});
             if (HasFatalFailure()) return;
           }
 }
 
-void checkReduce(int n, size_t count, int root, bool inPlace, bool chain, int variant, const Typed& t) {
+void checkReduce(int n, size_t count, int root, bool inPlace, RootedAlgorithm algorithm, int variant, const Typed& t) {
+  const bool chain = algorithm == RootedAlgorithm::Chain;
   const bool average = variant == 1, preScale = variant == 2;
-  const std::string what =
-      label(chain ? "chain reduce" : "binomial reduce", n, count, root, inPlace, t) + (average        ? " avg"
-                                                                                       : preScale     ? " premulsum"
-                                                                                       : variant == 3 ? " max"
-                                                                                                      : "");
+  const std::string what = label(rootedName(algorithm, true), n, count, root, inPlace, t) + (average    ? " avg"
+                                                                                             : preScale ? " premulsum"
+                                                                                             : variant == 3 ? " max"
+                                                                                                            : "");
   const ReduceOp op = variant == 3 ? ReduceOp::Max : ReduceOp::Sum;
   auto inputs = randomInputs(n, count);
   std::vector<double> scalar(n, 1);
@@ -358,7 +387,11 @@ void checkReduce(int n, size_t count, int root, bool inPlace, bool chain, int va
                          .ringOrder = ring,
                          .average = average,
                          .preScale = preScale};
-    schedules.push_back(chain ? buildChainReduce(p) : buildBinomialReduce(p));
+    const DirectParams direct{
+        .count = count, .elementSize = t.size(), .rank = r, .nranks = n, .root = root, .average = average};
+    schedules.push_back(chain                                    ? buildChainReduce(p)
+                        : algorithm == RootedAlgorithm::Binomial ? buildBinomialReduce(p)
+                                                                 : buildDirectReduce(direct));
   }
   std::vector<std::vector<char>> before;
   for (auto& m : memory) before.emplace_back(m.buffers.send, m.buffers.send + m.buffers.sendBytes);
@@ -377,13 +410,16 @@ void checkReduce(int n, size_t count, int root, bool inPlace, bool chain, int va
     }
 }
 
-TEST(CollectiveSchedules, ReduceChainAndBinomial) {
+TEST(CollectiveSchedules, ReduceChainBinomialAndDirect) {
   for (int n : rankCounts())
     for (size_t count : elementCounts(n, false))
       for (int root : roots(n))
         for (bool inPlace : {false, true})
-          for (bool chain : {false, true}) {
-            checkReduce(n, count, root, inPlace, chain, (n + root + count) % 4, Typed{n % 2 ? ncclInt32 : ncclFloat64});
+          for (RootedAlgorithm algorithm :
+               {RootedAlgorithm::Chain, RootedAlgorithm::Binomial, RootedAlgorithm::Direct}) {
+            int variant = static_cast<int>((n + root + count) % 4);
+            if (algorithm == RootedAlgorithm::Direct && variant == 2) variant = 1;  // no PreMulSum: average instead
+            checkReduce(n, count, root, inPlace, algorithm, variant, Typed{n % 2 ? ncclInt32 : ncclFloat64});
             if (HasFatalFailure()) return;
           }
 }
@@ -478,9 +514,9 @@ TEST(CollectiveSchedules, ThousandRanksLogDepthAndLinearAlgorithms) {
       ASSERT_NO_FATAL_FAILURE(checkAllGather(n, 1, n == 1024, a, t));
     ASSERT_NO_FATAL_FAILURE(
         checkReduceScatter(n, 1, n == 1024, n == 1000, false, ScatterAlgorithm::RecursiveHalving, t));
-    for (bool chain : {false, true}) {
-      ASSERT_NO_FATAL_FAILURE(checkBroadcast(n, 7, n - 1, false, chain, t));
-      ASSERT_NO_FATAL_FAILURE(checkReduce(n, 7, n / 3, true, chain, 0, t));
+    for (RootedAlgorithm a : {RootedAlgorithm::Binomial, RootedAlgorithm::Chain}) {
+      ASSERT_NO_FATAL_FAILURE(checkBroadcast(n, 7, n - 1, false, a, t));
+      ASSERT_NO_FATAL_FAILURE(checkReduce(n, 7, n / 3, true, a, 0, t));
     }
     ASSERT_NO_FATAL_FAILURE(checkAllToAll(n, 1, false, true, t));
     for (bool gather : {false, true}) ASSERT_NO_FATAL_FAILURE(checkGatherScatter(n, 1, n / 2, true, gather, t));
