@@ -154,7 +154,7 @@ struct DirectPathState {
   // Own device buffers could not be made or exported: such calls are staged from then on.
   bool ownBuffersUnusable = false;
   bool warnedUnmappable = false;     // a peer's device buffers could not be mapped (said once)
-  bool announcedDevicePath = false;  // the first direct all-reduce on device buffers (logged)
+  bool announcedDevicePath = false;  // the first direct call on device buffers (logged)
 };
 
 // Calls on device memory (runtime/device): the queue of stream-ordered batches and its

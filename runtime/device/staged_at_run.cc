@@ -1,6 +1,5 @@
 #include "runtime/device/staged_at_run.h"
 
-#include "common/dtype.h"
 #include "common/status.h"
 #include "runtime/comm/communicator.h"
 #include "runtime/device/stream_queue.h"
@@ -21,10 +20,12 @@ ncclResult_t stageAtRun(const CollectiveCall& call, RunBuffers* buffers) {
   DeviceBuffers& device = *call.deviceBuffers;
   const DeviceWork* work = nullptr;
   WEFT_CHECK(deviceWorkOf(call.comm, &work));
-  // In place, the two places are one (the batch's layout keeps the caller's overlap).
-  const size_t bytes = call.count * dataTypeSize(call.datatype);  // an all-reduce: each buffer's size
-  WEFT_CHECK(work->api->copyAsync(device.stagingSend, call.sendbuff, bytes, work->stream));
-  WEFT_CHECK(work->api->synchronizeStream(work->stream));
+  // In place, the two places overlap as the caller's buffers do (the batch's layout keeps it).
+  const size_t bytes = bufferSpans(call).send;
+  if (bytes) {
+    WEFT_CHECK(work->api->copyAsync(device.stagingSend, call.sendbuff, bytes, work->stream));
+    WEFT_CHECK(work->api->synchronizeStream(work->stream));
+  }
   device.stagedAtRun = true;
   *buffers = RunBuffers{device.stagingSend, device.stagingRecv, nullptr};
   return ncclSuccess;

@@ -14,37 +14,12 @@ namespace weft {
 
 namespace {
 
-// The bytes of each buffer that the call reads (send) or writes (recv) on this rank; 0 where
-// NCCL ignores the buffer (a broadcast's sendbuff off the root, a reduce's recvbuff, ...).
-struct Spans {
-  size_t send = 0;
-  size_t recv = 0;
-};
-
-Spans significantSpans(const CollectiveCall& call) {
-  const size_t block = call.count * dataTypeSize(call.datatype);
-  const size_t all = block * static_cast<size_t>(call.comm->nranks);
-  const bool root = call.comm->rank == call.root;
-  if (call.kind.isPointToPoint()) return call.kind.isSend() ? Spans{block, 0} : Spans{0, block};
-  switch (call.kind.collective()) {
-    case Collective::AllReduce: return {block, block};
-    case Collective::Broadcast: return {root ? block : 0, block};
-    case Collective::Reduce: return {block, root ? block : 0};
-    case Collective::AllGather: return {block, all};
-    case Collective::ReduceScatter: return {all, block};
-    case Collective::AllToAll: return {all, all};
-    case Collective::Gather: return {block, root ? all : 0};
-    case Collective::Scatter: return {root ? all : 0, block};
-    default: return {block, block};
-  }
-}
-
 bool onDevice(const void* pointer, size_t bytes) { return bytes && isDeviceMemory(pointer); }
 bool streamOrdered(const void* pointer, size_t bytes) { return bytes && memoryKind(pointer) != MemoryKind::Host; }
 
 // Device memory, and pinned host memory (read and written in place, but in stream order).
 bool touchesStreamOrderedMemory(const CollectiveCall& call) {
-  const Spans spans = significantSpans(call);
+  const BufferSpans spans = bufferSpans(call);
   return streamOrdered(call.sendbuff, spans.send) || streamOrdered(call.recvbuff, spans.recv) ||
          streamOrdered(call.residual, call.count * sizeof(float)) || streamOrdered(call.preMulSum.address, 8);
 }
@@ -74,7 +49,7 @@ size_t layOutStaging(const std::vector<const CollectiveCall*>& callers, StreamBa
     CollectiveCall& staged = batch->calls[i];
     DeviceBuffers* atRun = staged.deviceBuffers;
     leftInPlace = atRun != nullptr;
-    const Spans spans = significantSpans(caller);
+    const BufferSpans spans = bufferSpans(caller);
     const char* send = static_cast<const char*>(caller.sendbuff);
     char* recv = static_cast<char*>(caller.recvbuff);
     const bool sendOnDevice = onDevice(send, spans.send);
@@ -152,21 +127,23 @@ ncclResult_t refuseGraphCapture(DeviceApi* device, const CollectiveCall& call) {
   return ncclSuccess;
 }
 
-// Whether the call can skip staging for the direct path: an all-reduce the ranks agree to
-// try direct (the same verdict on every rank: runtime/exec/direct_path.h) whose buffers on this
-// rank are device memory. Buffers peers can map are exported now, on the caller's thread; others
-// (cudaMalloc's) will go through the communicator's own device buffers, up to their limit.
+// Whether the call can skip staging for the direct path: a call the ranks agree to try direct
+// (the same verdict on every rank: runtime/exec/direct_path.h) whose buffers on this rank (those
+// it reads or writes) are device memory. Buffers peers can map are exported now, on the caller's
+// thread; others (cudaMalloc's) will go through the communicator's own device buffers, up to
+// their limit.
 bool leaveForDirectPath(const CollectiveCall& call, DeviceApi* device, DeviceBuffers* out) {
-  const size_t bytes = call.count * dataTypeSize(call.datatype);
+  const BufferSpans spans = bufferSpans(call);
   if (!directPathEligible(call) || call.op >= ncclNumOps || oneShotEligible(call) || compressedAllReduceWanted(call) ||
-      !onDevice(call.sendbuff, bytes) || !onDevice(call.recvbuff, bytes))
+      (spans.send && !onDevice(call.sendbuff, spans.send)) || (spans.recv && !onDevice(call.recvbuff, spans.recv)))
     return false;
   *out = DeviceBuffers{};
-  if (device->exportDeviceBuffer(call.sendbuff, bytes, &out->send) &&
-      device->exportDeviceBuffer(call.recvbuff, bytes, &out->recv))
+  if ((!spans.send || device->exportDeviceBuffer(call.sendbuff, spans.send, &out->send)) &&
+      (!spans.recv || device->exportDeviceBuffer(call.recvbuff, spans.recv, &out->recv)))
     return true;
+  *out = DeviceBuffers{};
   out->throughOwnBuffers = true;
-  return bytes <= kMaxOwnDeviceAreaBytes;
+  return std::max(spans.send, spans.recv) <= kMaxOwnDeviceAreaBytes;
 }
 
 // The batch of one communicator's calls: staged, its streams listed.

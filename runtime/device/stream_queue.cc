@@ -52,9 +52,9 @@ ncclResult_t StreamQueue::runBatch(StreamBatch* batch) {
   }
   bool copied = false;
   for (const CollectiveCall& call : batch->calls) {
-    if (!call.deviceBuffers || !call.deviceBuffers->stagedAtRun) continue;
-    result = device_->copyAsync(call.recvbuff, call.deviceBuffers->stagingRecv,
-                                call.count * dataTypeSize(call.datatype), work_.stream);
+    const size_t bytes = bufferSpans(call).recv;
+    if (!call.deviceBuffers || !call.deviceBuffers->stagedAtRun || bytes == 0) continue;
+    result = device_->copyAsync(call.recvbuff, call.deviceBuffers->stagingRecv, bytes, work_.stream);
     if (result != ncclSuccess) break;
     copied = true;
   }

@@ -28,6 +28,24 @@
 
 namespace weft {
 
+BufferSpans bufferSpans(const CollectiveCall& call) {
+  const size_t block = call.count * dataTypeSize(call.datatype);
+  const size_t all = block * static_cast<size_t>(call.comm->nranks);
+  const bool root = call.comm->rank == call.root;
+  if (call.kind.isPointToPoint()) return call.kind.isSend() ? BufferSpans{block, 0} : BufferSpans{0, block};
+  switch (call.kind.collective()) {
+    case Collective::AllReduce: return {block, block};
+    case Collective::Broadcast: return {root ? block : 0, block};
+    case Collective::Reduce: return {block, root ? block : 0};
+    case Collective::AllGather: return {block, all};
+    case Collective::ReduceScatter: return {all, block};
+    case Collective::AllToAll: return {all, all};
+    case Collective::Gather: return {block, root ? all : 0};
+    case Collective::Scatter: return {root ? all : 0, block};
+    default: return {block, block};
+  }
+}
+
 namespace {
 
 // The prepared schedule for `call`, from the communicator's plan cache when the shape repeats
@@ -287,8 +305,7 @@ ncclResult_t startNext(CommQueue& queue) {
     return startRun(queue, call, plan, buffers, "DirectHandshake");
   }
   if (call.deviceBuffers)  // left unstaged for the direct path, which it must take (stream_dispatch.cc)
-    return fail(ncclInternalError, "rank %d: a device all-reduce left unstaged reached the host path",
-                queue.comm->rank);
+    return fail(ncclInternalError, "rank %d: a device call left unstaged reached the host path", queue.comm->rank);
   const PreparedSchedule* plan = nullptr;
   WEFT_CHECK(planFor(call, false, &plan));
   return startRun(queue, call, plan, userBuffers(call), collectiveName(call.kind.collective()));

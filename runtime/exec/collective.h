@@ -76,8 +76,8 @@ struct CollectiveCall {
   // The caller's send buffer when the runtime stages device memory (runtime/device): state kept
   // per user buffer (WEFT_COMPRESSION's error feedback) is keyed by it. Null: sendbuff is it.
   const void* callerSendbuff = nullptr;
-  // Set (by runtime/device) for a device all-reduce left unstaged for the direct path; owned by
-  // its batch.
+  // Set (by runtime/device) for a device call left unstaged for the direct path; owned by its
+  // batch.
   DeviceBuffers* deviceBuffers = nullptr;
   // weftAllReduceCompressed: the codec, its seed, and the caller's error-feedback residual
   // (count floats, or null). Calls without it may still be compressed by WEFT_COMPRESSION.
@@ -102,6 +102,14 @@ inline CollectiveCall makeCall(CallKind kind, ncclComm* comm, const void* sendbu
   call.peer = peer;
   return call;
 }
+
+// The bytes of each buffer that the call reads (send) or writes (recv) on this rank; 0 where
+// NCCL ignores the buffer (a broadcast's sendbuff off the root, a reduce's recvbuff, ...).
+struct BufferSpans {
+  size_t send = 0;
+  size_t recv = 0;
+};
+BufferSpans bufferSpans(const CollectiveCall& call);
 
 // Runs the calls; calls on one communicator run in order (its sends and receives fused into
 // one schedule, so they may be posted in any order), calls on different communicators progress

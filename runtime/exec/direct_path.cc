@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "algorithms/algorithm.h"
 #include "common/dtype.h"
 #include "common/log.h"
 #include "common/status.h"
@@ -12,9 +13,11 @@ namespace weft {
 
 bool directPathEligible(const CollectiveCall& call) {
   ncclComm* comm = call.comm;
-  return comm->agreed.direct && call.kind == Collective::AllReduce && comm->nranks > 1 &&
-         static_cast<int>(comm->layout.localRanks.size()) == comm->nranks && sameHostPeersShareMemory(comm) &&
-         call.count * dataTypeSize(call.datatype) >= comm->agreed.directMinBytes;
+  if (call.kind.isPointToPoint() || !algorithmApplies(call.kind.collective(), Algorithm::Direct)) return false;
+  // The larger buffer's bytes: the same on every rank (a broadcast's root reads what the others write).
+  const BufferSpans spans = bufferSpans(call);
+  return comm->agreed.direct && comm->nranks > 1 && static_cast<int>(comm->layout.localRanks.size()) == comm->nranks &&
+         sameHostPeersShareMemory(comm) && std::max(spans.send, spans.recv) >= comm->agreed.directMinBytes;
 }
 
 namespace {
@@ -32,8 +35,11 @@ void exchangeOfDescriptors(ncclComm* comm, const PreparedSchedule** plan, RunBuf
 // is released only with the communicator: see releaseDeviceDirectState).
 constexpr size_t kMaxDeviceImports = 256;
 
-// The address here of a peer's device buffer, mapping its allocation once per communicator.
+// The address here of a peer's device buffer, mapping its allocation once per communicator;
+// null for a buffer the call ignores on that peer (nothing exported).
 ncclResult_t mapPeerDeviceBuffer(ncclComm* comm, const DeviceBufferExport& buffer, char** out) {
+  *out = nullptr;
+  if (buffer.kind == DeviceBufferExport::None) return ncclSuccess;
   const auto key = std::make_pair(buffer.ticket.secret[0], buffer.ticket.secret[1]);
   auto it = comm->direct.deviceImports.find(key);
   if (it == comm->direct.deviceImports.end()) {
@@ -61,7 +67,7 @@ bool mapPeersDeviceBuffers(ncclComm* comm) {
   }
   if (!mapped && !comm->direct.warnedUnmappable) {
     WEFT_WARN(
-        "rank %d: cannot map the peers' device buffers (%s); device all-reduces are staged through host "
+        "rank %d: cannot map the peers' device buffers (%s); device collectives are staged through host "
         "memory instead",
         comm->rank, lastErrorMessage().c_str());
     comm->direct.warnedUnmappable = true;
@@ -69,14 +75,22 @@ bool mapPeersDeviceBuffers(ncclComm* comm) {
   return mapped;
 }
 
+// The address here of a peer's shared host buffer; null for a buffer the call ignores on that
+// peer (nothing located).
+ncclResult_t mapPeerSharedBuffer(ncclComm* comm, const SharedBufferLocation& location, char** out) {
+  *out = nullptr;
+  return location.bytes == 0 ? ncclSuccess : comm->direct.peerBuffers.map(location, out);
+}
+
 // Copies the result of the last call through own buffers into the caller's buffer.
 ncclResult_t copyOutOfOwnBuffers(ncclComm* comm) {
   const CollectiveCall* call = comm->direct.resultInOwnBuffers;
   if (!call) return ncclSuccess;
   comm->direct.resultInOwnBuffers = nullptr;
+  const size_t bytes = bufferSpans(*call).recv;
+  if (bytes == 0) return ncclSuccess;  // nothing written on this rank (a reduce off the root)
   const DeviceWork* work = nullptr;
   WEFT_CHECK(deviceWorkOf(comm, &work));
-  const size_t bytes = call->count * dataTypeSize(call->datatype);
   WEFT_CHECK(work->api->copyAsync(call->recvbuff, comm->direct.resultArea, bytes, work->stream));
   return work->api->synchronizeStream(work->stream);
 }
@@ -111,27 +125,37 @@ bool stageIntoOwnBuffers(ncclComm* comm, const CollectiveCall& call, DirectDescr
   if (comm->direct.ownBuffersUnusable) return false;
   const DeviceWork* work = nullptr;
   ncclResult_t r = deviceWorkOf(comm, &work);
-  const size_t bytes = call.count * dataTypeSize(call.datatype);
-  if (r == ncclSuccess) r = ensureOwnDeviceBuffers(comm, bytes);
-  if (r == ncclSuccess) r = work->api->copyAsync(comm->direct.ownDevice.base, call.sendbuff, bytes, work->stream);
+  const BufferSpans spans = bufferSpans(call);
+  if (r == ncclSuccess) r = ensureOwnDeviceBuffers(comm, std::max(spans.send, spans.recv));
+  if (r == ncclSuccess && spans.send)
+    r = work->api->copyAsync(comm->direct.ownDevice.base, call.sendbuff, spans.send, work->stream);
   if (r == ncclSuccess) r = work->api->synchronizeStream(work->stream);
   if (r != ncclSuccess) {
-    WEFT_WARN("rank %d: no device buffers of its own for the direct all-reduce (%s); such calls are staged", comm->rank,
+    WEFT_WARN("rank %d: no device buffers of its own for the direct path (%s); such calls are staged", comm->rank,
               lastErrorMessage().c_str());
     comm->direct.ownBuffersUnusable = true;
     return false;
   }
-  mine->deviceSend = comm->direct.ownDevice.exported;
-  mine->deviceRecv = comm->direct.ownDevice.exported;
-  mine->deviceRecv.offset += comm->direct.ownDevice.areaBytes;
+  if (spans.send) mine->deviceSend = comm->direct.ownDevice.exported;
+  if (spans.recv) {
+    mine->deviceRecv = comm->direct.ownDevice.exported;
+    mine->deviceRecv.offset += comm->direct.ownDevice.areaBytes;
+  }
   return true;
 }
 
 }  // namespace
 
+// Where `bytes` at `pointer` lie in shared host memory; true with nothing to find for a buffer
+// the call ignores on this rank (bytes 0).
+bool locateShared(const void* pointer, size_t bytes, SharedBufferLocation* out) {
+  *out = SharedBufferLocation{};
+  return bytes == 0 || findSharedBuffer(pointer, bytes, out);
+}
+
 ncclResult_t beginDirectHandshake(const CollectiveCall& call, const PreparedSchedule** plan, RunBuffers* buffers) {
   ncclComm* comm = call.comm;
-  const size_t bytes = call.count * dataTypeSize(call.datatype);
+  const BufferSpans spans = bufferSpans(call);
   const size_t d = sizeof(DirectDescriptor);
   if (comm->direct.descriptors.empty()) {
     comm->direct.descriptors.resize(comm->nranks);
@@ -170,7 +194,7 @@ ncclResult_t beginDirectHandshake(const CollectiveCall& call, const PreparedSche
     }
   } else {
     mine.capable =
-        findSharedBuffer(call.sendbuff, bytes, &mine.send) && findSharedBuffer(call.recvbuff, bytes, &mine.recv);
+        locateShared(call.sendbuff, spans.send, &mine.send) && locateShared(call.recvbuff, spans.recv, &mine.recv);
   }
   exchangeOfDescriptors(comm, plan, buffers);
   return ncclSuccess;
@@ -201,8 +225,8 @@ ncclResult_t concludeDirectHandshake(const CollectiveCall& call, bool* useDirect
   for (int p = 0; p < comm->nranks; ++p) {
     if (p == comm->rank) continue;
     const DirectDescriptor& d = comm->direct.descriptors[p];
-    WEFT_CHECK(comm->direct.peerBuffers.map(d.send, &comm->direct.peerSendBuffers[p]));
-    WEFT_CHECK(comm->direct.peerBuffers.map(d.recv, &comm->direct.peerRecvBuffers[p]));
+    WEFT_CHECK(mapPeerSharedBuffer(comm, d.send, &comm->direct.peerSendBuffers[p]));
+    WEFT_CHECK(mapPeerSharedBuffer(comm, d.recv, &comm->direct.peerRecvBuffers[p]));
   }
   buffers->peerSend = comm->direct.peerSendBuffers.data();
   buffers->peerRecv = comm->direct.peerRecvBuffers.data();
@@ -216,8 +240,8 @@ ncclResult_t concludeDeviceMapping(const CollectiveCall& call, bool* useDirect, 
   *buffers = RunBuffers{static_cast<const char*>(call.sendbuff), static_cast<char*>(call.recvbuff), nullptr};
   if (!*useDirect) return stageAtRun(call, buffers);
   if (!comm->direct.announcedDevicePath) {  // what gpu-check.sh looks for: which path ran
-    WEFT_INFO(kLogColl, "rank %d: device all-reduce goes direct: peers' device buffers mapped, kernels on the device",
-              comm->rank);
+    WEFT_INFO(kLogColl, "rank %d: device %s goes direct: peers' device buffers mapped, kernels on the device",
+              comm->rank, collectiveName(call.kind.collective()));
     comm->direct.announcedDevicePath = true;
   }
   if (call.deviceBuffers->throughOwnBuffers) {  // read and written there, copied out after the run

@@ -1,4 +1,4 @@
-// The direct all-reduce on device buffers (runtime/exec/direct_path.h), through the CPU
+// The direct path on device buffers (runtime/exec/direct_path.h), through the CPU
 // implementation of the device seam: each rank exports its device buffers, the peers import them
 // (the CPU device's memory is a shared segment, mapped through the fd broker as cuMem handles
 // are), and every rank's kernels reduce its chunk straight out of the peers' buffers into every
@@ -16,7 +16,9 @@
 
 #include "common/dtype.h"
 #include "nccl.h"
+#include "runtime/comm/communicator.h"
 #include "runtime/device/cpu_device.h"
+#include "runtime/exec/collective_record.h"
 #include "tests/support/multiprocess.h"
 #include "tests/support/reference.h"
 #include "tests/support/test_device.h"
@@ -154,24 +156,33 @@ TEST_P(DeviceDirectRanks, ReduceStraightOutOfThePeersDeviceBuffers) {
             "");
 }
 
-// The whole stream-ordered grid (every type, operator, size and placement) with the direct path
-// taking every all-reduce it can: chunks of one element, empty chunks, integer and 8-bit types.
-TEST_P(DeviceDirectRanks, EveryTypeAndPlacementOfTheGridGoesDirect) {
-  const int n = GetParam();
-  auto outcomes = runRankProcesses(
+// The whole stream-ordered grid (every collective, type, operator, size and placement) with the
+// direct path taking every call it can (the all-reduce, all-gather, reduce-scatter, broadcast and
+// reduce): chunks of one element, empty chunks, integer and 8-bit types. `plain`: on memory that
+// cannot be exported, so that every direct call goes through the communicator's own buffers.
+std::string gridGoesDirect(int n, bool plain) {
+  return describeFailures(runRankProcesses(
       n,
       [&](int rank, const ncclUniqueId& id) {
         setenv("WEFT_DIRECT_MIN_BYTES", "1", 1);
         setenv("WEFT_ONE_SHOT_MAX_BYTES", "0", 1);
         CpuTestDevice device;
+        device.allocatePlain(plain);
         RankResult r;
         r.wrong = runStreamOrderedGrid(device, rank, n, id);
         r.kernels = device.cpu().kernelLaunches();
         r.imports = device.cpu().imports();
         return verdict(rank, r, true);
       },
-      300);
-  EXPECT_EQ(describeFailures(outcomes), "");
+      300));
+}
+
+TEST_P(DeviceDirectRanks, EveryTypeAndPlacementOfTheGridGoesDirect) {
+  EXPECT_EQ(gridGoesDirect(GetParam(), false), "");
+}
+
+TEST_P(DeviceDirectRanks, TheGridOnMemoryThatCannotBeExportedGoesThroughOwnBuffers) {
+  EXPECT_EQ(gridGoesDirect(GetParam(), true), "");
 }
 
 // Buffers that cannot be exported (cudaMalloc's, a caching allocator's) on every rank: each
@@ -308,6 +319,99 @@ TEST(DeviceDirect, ChainedCallsOfOneGroupThroughOwnBuffers) {
   }
   EXPECT_GT(ranks.device().kernelLaunches(), 0u);
   EXPECT_EQ(ranks.device().imports(), static_cast<uint64_t>(n * (n - 1))) << "each rank's own buffers, mapped once";
+}
+
+// The all-gather, reduce-scatter, broadcast and reduce, in and out of place, on 3 ranks of one
+// process, on exportable device memory and on memory that cannot be exported (then through the
+// communicator's own buffers): the results, and that the record names the direct algorithm.
+TEST(DeviceDirect, EachCollectiveOfTheDirectPathGoesDirect) {
+  constexpr int n = 3, root = 1;
+  const size_t block = kCount * sizeof(float);
+  for (bool plain : {false, true}) {
+    OneProcessRanks ranks(n, plain);
+    ASSERT_TRUE(ranks.ok);
+    unsigned seed = 90;
+    for (Collective collective :
+         {Collective::AllGather, Collective::ReduceScatter, Collective::Broadcast, Collective::Reduce})
+      for (bool inPlace : {false, true}) {
+        ++seed;
+        const std::string label = std::string(collectiveName(collective)) + (inPlace ? " in place" : "") +
+                                  (plain ? ", through own buffers" : "");
+        const ncclRedOp_t op = collective == Collective::ReduceScatter ? ncclAvg : ncclSum;
+        std::vector<StreamChecks> checks = ranks.checksPerRank();
+        std::vector<char*> results(n);
+        // In a group the calls reach the streams at ncclGroupEnd: the results are read after it.
+        ASSERT_EQ(ncclGroupStart(), ncclSuccess);
+        for (int r = 0; r < n; ++r) {
+          cudaStream_t s = ranks.streams[r];
+          StreamChecks& check = checks[r];
+          ncclComm_t comm = ranks.comms[r];
+          switch (collective) {
+            case Collective::AllGather: {
+              char* recv = results[r] = check.deviceBuffer(n * block);
+              char* send = check.input(s, kCount, ncclFloat32, op, seed);
+              if (inPlace) {
+                ranks.cpu.copy(s, recv + r * block, send, block);
+                send = recv + r * block;
+              }
+              ASSERT_EQ(ncclAllGather(send, recv, kCount, ncclFloat32, comm, s), ncclSuccess);
+              break;
+            }
+            case Collective::ReduceScatter: {
+              char* send = check.input(s, n * kCount, ncclFloat32, op, seed);
+              char* recv = results[r] = inPlace ? send + r * block : check.deviceBuffer(block);
+              ASSERT_EQ(ncclReduceScatter(send, recv, kCount, ncclFloat32, op, comm, s), ncclSuccess);
+              break;
+            }
+            case Collective::Broadcast: {
+              char* send = check.input(s, kCount, ncclFloat32, op, seed);
+              char* recv = results[r] = inPlace ? send : check.deviceBuffer(block);
+              ASSERT_EQ(ncclBroadcast(send, recv, kCount, ncclFloat32, root, comm, s), ncclSuccess);
+              break;
+            }
+            default: {
+              char* send = check.input(s, kCount, ncclFloat32, op, seed);
+              char* recv = results[r] = inPlace ? send : check.deviceBuffer(block);
+              ASSERT_EQ(ncclReduce(send, recv, kCount, ncclFloat32, op, root, comm, s), ncclSuccess);
+            }
+          }
+        }
+        ASSERT_EQ(ncclGroupEnd(), ncclSuccess);
+        for (int r = 0; r < n; ++r) {
+          cudaStream_t s = ranks.streams[r];
+          switch (collective) {
+            case Collective::AllGather:
+              for (int q = 0; q < n; ++q)
+                checks[r].expect(
+                    s, results[r] + q * block, kCount, ncclFloat32,
+                    [=](size_t i) { return inputValue(q, i, ncclFloat32, op, seed); }, 1, ncclSum, label);
+              break;
+            case Collective::ReduceScatter:
+              checks[r].expect(
+                  s, results[r], kCount, ncclFloat32,
+                  [=](size_t i) { return expectedReduction(n, r * kCount + i, ncclFloat32, op, seed); }, n, op, label);
+              break;
+            case Collective::Broadcast:
+              checks[r].expect(
+                  s, results[r], kCount, ncclFloat32,
+                  [=](size_t i) { return inputValue(root, i, ncclFloat32, op, seed); }, 1, ncclSum, label);
+              break;
+            default:
+              if (r == root)
+                checks[r].expect(
+                    s, results[r], kCount, ncclFloat32,
+                    [=](size_t i) { return expectedReduction(n, i, ncclFloat32, op, seed); }, n, op, label);
+          }
+        }
+        for (int r = 0; r < n; ++r) {
+          ranks.cpu.synchronize(ranks.streams[r]);
+          EXPECT_EQ(checks[r].mismatches(), 0u) << "rank " << r << ": " << label;
+          const std::vector<const CollectiveRecord*> entries = ranks.comms[r]->exec.records.entries();
+          ASSERT_FALSE(entries.empty());
+          EXPECT_STREQ(entries.back()->algorithm, "direct") << "rank " << r << ": " << label;
+        }
+      }
+  }
 }
 
 }  // namespace

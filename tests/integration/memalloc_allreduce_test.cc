@@ -1,16 +1,20 @@
-// All-reduce on ncclMemAlloc's host memory (weftMemAllocHost: what ncclMemAlloc returns without
-// a GPU, and keeps returning with one): large calls take the direct path (peers read each other's
-// shared buffers), with the same results as the ring; if any rank's buffer is not shared, every
-// rank falls back to the ring together.
+// Collectives on ncclMemAlloc's host memory (weftMemAllocHost: what ncclMemAlloc returns without
+// a GPU, and keeps returning with one): large calls take the direct path (peers read and write
+// each other's shared buffers), with the same results as the ring; if any rank's buffer is not
+// shared, every rank falls back to the selected algorithm together. The all-reduce here; the
+// all-gather, reduce-scatter, broadcast and reduce in the second grid.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <cstring>
+#include <string>
 #include <vector>
 
 #include "common/dtype.h"
 #include "nccl.h"
 #include "runtime/comm/communicator.h"
 #include "runtime/device/device_api.h"
+#include "runtime/exec/collective_record.h"
 #include "tests/support/multiprocess.h"
 #include "tests/support/reference.h"
 #include "weft/weft.h"
@@ -82,6 +86,113 @@ TEST_P(MemAllocRanks, OneUnsharedBufferMeansEveryoneUsesTheRing) {
   int nranks = GetParam();
   auto outcomes =
       runRankProcesses(nranks, [&](int rank, const ncclUniqueId& id) { return memAllocGrid(rank, nranks, id, false); });
+  EXPECT_EQ(describeFailures(outcomes), "");
+}
+
+// The algorithm the communicator's record names for its last collective.
+std::string lastAlgorithm(ncclComm_t comm) {
+  const std::vector<const CollectiveRecord*> entries = comm->exec.records.entries();
+  return entries.empty() ? std::string("(none)") : std::string(entries.back()->algorithm);
+}
+
+// The all-gather, reduce-scatter, broadcast and reduce (every root in turn), in and out of place,
+// of several types and sizes down to one element (empty chunks), each call of them direct
+// (WEFT_DIRECT_MIN_BYTES=1) where every rank's buffers are shared; rank 0's are not where
+// `everyRankShared` is false. 0 when every result is right and every call took the expected path.
+int otherCollectivesGrid(int rank, int n, const ncclUniqueId& id, bool everyRankShared) {
+  setenv("WEFT_DIRECT_MIN_BYTES", "1", 1);
+  ncclComm_t comm;
+  if (ncclCommInitRank(&comm, n, id, rank) != ncclSuccess) return 1;
+  constexpr size_t kMostCount = 4099;
+  const size_t bytes = n * kMostCount * 8;
+  char* send = nullptr;
+  char* recv = nullptr;
+  std::vector<char> plainSend, plainRecv;
+  if (everyRankShared || rank != 0) {
+    if (weftMemAllocHost(reinterpret_cast<void**>(&send), bytes) != ncclSuccess ||
+        weftMemAllocHost(reinterpret_cast<void**>(&recv), bytes) != ncclSuccess)
+      return 2;
+  } else {
+    plainSend.resize(bytes);
+    plainRecv.resize(bytes);
+    send = plainSend.data();
+    recv = plainRecv.data();
+  }
+  size_t wrong = 0;
+  int wrongPath = 0;
+  unsigned seed = 70;
+  int scenario = 0;
+  auto done = [&](ncclResult_t result, const std::string& what) {
+    if (result != ncclSuccess) {
+      fprintf(stderr, "rank %d: %s: %s\n", rank, what.c_str(), ncclGetLastError(comm));
+      wrong += 1000;
+    } else if ((lastAlgorithm(comm) == "direct") != everyRankShared) {
+      fprintf(stderr, "rank %d: %s ran %s\n", rank, what.c_str(), lastAlgorithm(comm).c_str());
+      ++wrongPath;
+    }
+  };
+  for (ncclDataType_t type : {ncclFloat32, ncclFloat16, ncclInt8, ncclFloat64})
+    for (size_t count : {size_t{1}, size_t{7}, kMostCount})
+      for (bool inPlace : {false, true}) {
+        const size_t block = count * dataTypeSize(type);
+        const int root = ++scenario % n;
+        const std::string where = std::string(dataTypeName(type)) + " x" + std::to_string(count) +
+                                  (inPlace ? " in place" : "") + " root " + std::to_string(root);
+        ++seed;
+        {
+          char* input = inPlace ? recv + rank * block : send;
+          fillInput(input, count, rank, type, ncclSum, seed);
+          done(ncclAllGather(input, recv, count, type, comm, nullptr), "allgather " + where);
+          for (int r = 0; r < n; ++r)
+            wrong += countMismatchesAgainst(
+                recv + r * block, count, type, [&](size_t i) { return inputValue(r, i, type, ncclSum, seed); }, 1,
+                ncclSum, ("allgather " + where).c_str());
+        }
+        for (ncclRedOp_t op : {ncclSum, ncclAvg}) {
+          fillInput(send, n * count, rank, type, op, seed);
+          char* output = inPlace ? send + rank * block : recv;
+          done(ncclReduceScatter(send, output, count, type, op, comm, nullptr), "reducescatter " + where);
+          wrong += countMismatchesAgainst(
+              output, count, type, [&](size_t i) { return expectedReduction(n, rank * count + i, type, op, seed); }, n,
+              op, ("reducescatter " + where).c_str());
+        }
+        {
+          fillInput(send, count, rank, type, ncclSum, seed);
+          char* output = inPlace ? send : recv;
+          done(ncclBroadcast(send, output, count, type, root, comm, nullptr), "broadcast " + where);
+          wrong += countMismatchesAgainst(
+              output, count, type, [&](size_t i) { return inputValue(root, i, type, ncclSum, seed); }, 1, ncclSum,
+              ("broadcast " + where).c_str());
+        }
+        for (ncclRedOp_t op : {ncclSum, ncclMax}) {
+          fillInput(send, count, rank, type, op, seed);
+          char* output = inPlace ? send : recv;
+          done(ncclReduce(send, output, count, type, op, root, comm, nullptr), "reduce " + where);
+          if (rank == root)
+            wrong += countMismatchesAgainst(
+                output, count, type, [&](size_t i) { return expectedReduction(n, i, type, op, seed); }, n, op,
+                ("reduce " + where).c_str());
+        }
+      }
+  ncclCommDestroy(comm);
+  if (plainSend.empty()) {
+    ncclMemFree(send);
+    ncclMemFree(recv);
+  }
+  return wrong ? 5 : wrongPath ? 4 : 0;
+}
+
+TEST_P(MemAllocRanks, OtherCollectivesGoDirectWithTheReferenceResults) {
+  const int n = GetParam();
+  auto outcomes =
+      runRankProcesses(n, [&](int rank, const ncclUniqueId& id) { return otherCollectivesGrid(rank, n, id, true); });
+  EXPECT_EQ(describeFailures(outcomes), "");
+}
+
+TEST_P(MemAllocRanks, OtherCollectivesWithOneUnsharedBufferTakeTheSelectedAlgorithm) {
+  const int n = GetParam();
+  auto outcomes =
+      runRankProcesses(n, [&](int rank, const ncclUniqueId& id) { return otherCollectivesGrid(rank, n, id, false); });
   EXPECT_EQ(describeFailures(outcomes), "");
 }
 
