@@ -11,9 +11,27 @@
 
 namespace weft {
 
+namespace {
+
+// Broadcast and reduce go direct only where every rank has a device: trainers call them on
+// device memory, where staging crosses PCIe twice. On host memory the handshake is a barrier
+// that the selected algorithm does not have (a root, or a peer, leaves once its data is in the
+// shared-memory slots): with it, calls on malloc'd buffers took 20-76% longer at 1-4 MiB
+// (docs/performance.md). The all-reduce, all-gather and reduce-scatter wait for every rank
+// anyway.
+bool everyRankHasADevice(const ncclComm* comm) {
+  return std::all_of(comm->layout.ranks.begin(), comm->layout.ranks.end(),
+                     [](const RankInfo& rank) { return rank.cudaDevice >= 0; });
+}
+
+}  // namespace
+
 bool directPathEligible(const CollectiveCall& call) {
   ncclComm* comm = call.comm;
   if (call.kind.isPointToPoint() || !algorithmApplies(call.kind.collective(), Algorithm::Direct)) return false;
+  const Collective collective = call.kind.collective();
+  if ((collective == Collective::Broadcast || collective == Collective::Reduce) && !everyRankHasADevice(comm))
+    return false;
   // The larger buffer's bytes: the same on every rank (a broadcast's root reads what the others write).
   const BufferSpans spans = bufferSpans(call);
   return comm->agreed.direct && comm->nranks > 1 && static_cast<int>(comm->layout.localRanks.size()) == comm->nranks &&
