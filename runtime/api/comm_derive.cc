@@ -16,14 +16,18 @@
 #include "runtime/comm/communicator.h"
 #include "runtime/comm/shrink_rendezvous.h"
 #include "runtime/comm/unique_id.h"
+#include "runtime/device/stream_dispatch.h"
 #include "runtime/exec/collective.h"
 
 using namespace weft;
 
 namespace {
 
-// A collective on the parent that runs now, even inside the caller's group.
+// A collective on the parent that runs now, even inside the caller's group: after the device
+// calls made before it, as any host-memory call (its progress thread must be done with the
+// parent's connections and direct-path state).
 ncclResult_t parentAllGather(ncclComm* parent, const void* send, void* recv, size_t bytes) {
+  WEFT_CHECK(waitForStreamWork(parent));
   return runCollectives({makeCall(Collective::AllGather, parent, send, recv, bytes, ncclUint8)});
 }
 

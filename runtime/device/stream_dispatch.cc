@@ -129,17 +129,19 @@ ncclResult_t refuseGraphCapture(DeviceApi* device, const CollectiveCall& call) {
 
 // Whether the call can skip staging for the direct path: a call the ranks agree to try direct
 // (the same verdict on every rank: runtime/exec/direct_path.h) whose buffers on this rank (those
-// it reads or writes) are device memory. Buffers peers can map are exported now, on the caller's
-// thread; others (cudaMalloc's) will go through the communicator's own device buffers, up to
-// their limit.
+// it reads or writes) are device memory. The buffers peers read or write are exported now, on
+// the caller's thread, where the seam can; where it cannot (cudaMalloc's), the call goes through
+// the communicator's own device buffers, up to their limit.
 bool leaveForDirectPath(const CollectiveCall& call, DeviceApi* device, DeviceBuffers* out) {
   const BufferSpans spans = bufferSpans(call);
   if (!directPathEligible(call) || call.op >= ncclNumOps || oneShotEligible(call) || compressedAllReduceWanted(call) ||
       (spans.send && !onDevice(call.sendbuff, spans.send)) || (spans.recv && !onDevice(call.recvbuff, spans.recv)))
     return false;
+  // Exported are only the buffers peers read or write; the others only this rank's kernels touch.
+  const BufferSpans visible = peerVisibleSpans(call);
   *out = DeviceBuffers{};
-  if ((!spans.send || device->exportDeviceBuffer(call.sendbuff, spans.send, &out->send)) &&
-      (!spans.recv || device->exportDeviceBuffer(call.recvbuff, spans.recv, &out->recv)))
+  if ((!visible.send || device->exportDeviceBuffer(call.sendbuff, visible.send, &out->send)) &&
+      (!visible.recv || device->exportDeviceBuffer(call.recvbuff, visible.recv, &out->recv)))
     return true;
   *out = DeviceBuffers{};
   out->throughOwnBuffers = true;

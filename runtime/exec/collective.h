@@ -35,8 +35,8 @@ class CallKind {
   bool send_ = false;  // point-to-point only
 };
 
-// An all-reduce on device buffers that the stream path left in place (runtime/device): the
-// direct path may read them from the peers' kernels. Its buffers as peers map them (or, where
+// A call on device buffers that the stream path left in place (runtime/device): the direct
+// path may read and write them from the peers' kernels. Its buffers as peers map them (or, where
 // they cannot be exported, through the communicator's own device buffers), and the places in
 // the batch's staging area where the progress thread copies them when the ranks cannot all be
 // read directly (then the run is on host memory, and copied back after it).

@@ -26,6 +26,17 @@ bool everyRankHasADevice(const ncclComm* comm) {
 
 }  // namespace
 
+BufferSpans peerVisibleSpans(const CollectiveCall& call) {
+  BufferSpans spans = bufferSpans(call);
+  switch (call.kind.collective()) {
+    case Collective::AllGather: spans.send = 0; break;      // peers write block r of the output
+    case Collective::ReduceScatter: spans.recv = 0; break;  // peers read their blocks of the input
+    case Collective::Broadcast: spans.recv = 0; break;      // peers read the root's input
+    default: break;                                         // all-reduce, reduce: both the call has
+  }
+  return spans;
+}
+
 bool directPathEligible(const CollectiveCall& call) {
   ncclComm* comm = call.comm;
   if (call.kind.isPointToPoint() || !algorithmApplies(call.kind.collective(), Algorithm::Direct)) return false;
@@ -93,6 +104,13 @@ bool mapPeersDeviceBuffers(ncclComm* comm) {
   return mapped;
 }
 
+// Where `bytes` at `pointer` lie in shared host memory; true with nothing to find for a buffer
+// the call ignores on this rank (bytes 0).
+bool locateShared(const void* pointer, size_t bytes, SharedBufferLocation* out) {
+  *out = SharedBufferLocation{};
+  return bytes == 0 || findSharedBuffer(pointer, bytes, out);
+}
+
 // The address here of a peer's shared host buffer; null for a buffer the call ignores on that
 // peer (nothing located).
 ncclResult_t mapPeerSharedBuffer(ncclComm* comm, const SharedBufferLocation& location, char** out) {
@@ -154,8 +172,9 @@ bool stageIntoOwnBuffers(ncclComm* comm, const CollectiveCall& call, DirectDescr
     comm->direct.ownBuffersUnusable = true;
     return false;
   }
-  if (spans.send) mine->deviceSend = comm->direct.ownDevice.exported;
-  if (spans.recv) {
+  const BufferSpans visible = peerVisibleSpans(call);
+  if (visible.send) mine->deviceSend = comm->direct.ownDevice.exported;
+  if (visible.recv) {
     mine->deviceRecv = comm->direct.ownDevice.exported;
     mine->deviceRecv.offset += comm->direct.ownDevice.areaBytes;
   }
@@ -164,16 +183,8 @@ bool stageIntoOwnBuffers(ncclComm* comm, const CollectiveCall& call, DirectDescr
 
 }  // namespace
 
-// Where `bytes` at `pointer` lie in shared host memory; true with nothing to find for a buffer
-// the call ignores on this rank (bytes 0).
-bool locateShared(const void* pointer, size_t bytes, SharedBufferLocation* out) {
-  *out = SharedBufferLocation{};
-  return bytes == 0 || findSharedBuffer(pointer, bytes, out);
-}
-
 ncclResult_t beginDirectHandshake(const CollectiveCall& call, const PreparedSchedule** plan, RunBuffers* buffers) {
   ncclComm* comm = call.comm;
-  const BufferSpans spans = bufferSpans(call);
   const size_t d = sizeof(DirectDescriptor);
   if (comm->direct.descriptors.empty()) {
     comm->direct.descriptors.resize(comm->nranks);
@@ -211,8 +222,9 @@ ncclResult_t beginDirectHandshake(const CollectiveCall& call, const PreparedSche
       mine.deviceRecv = device->recv;
     }
   } else {
+    const BufferSpans visible = peerVisibleSpans(call);
     mine.capable =
-        locateShared(call.sendbuff, spans.send, &mine.send) && locateShared(call.recvbuff, spans.recv, &mine.recv);
+        locateShared(call.sendbuff, visible.send, &mine.send) && locateShared(call.recvbuff, visible.recv, &mine.recv);
   }
   exchangeOfDescriptors(comm, plan, buffers);
   return ncclSuccess;

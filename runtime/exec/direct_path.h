@@ -1,10 +1,11 @@
-// Choosing the direct all-reduce: it needs every rank on one host and every rank's buffers in
-// memory the others can map: all in shared host memory (ncclMemAlloc's without a GPU,
-// weftMemAllocHost), or all in device memory the device seam can export (CUDA IPC; then the
-// local steps are kernels). Each rank knows only its own buffers, so before a large all-reduce
-// the ranks exchange descriptors (a tiny schedule of its own), and every rank reaches the same
-// verdict from the same table. A device call that cannot go direct is staged through host memory
-// by the progress thread instead.
+// Choosing the direct path (algorithms/builders/direct_collectives.h: all-reduce, all-gather,
+// reduce-scatter, broadcast, reduce): it needs every rank on one host and every rank's buffers
+// that peers read or write in memory the others can map: all in shared host memory
+// (ncclMemAlloc's without a GPU, weftMemAllocHost), or all in device memory the device seam can
+// export (CUDA IPC; then the local steps are kernels). Each rank knows only its own buffers, so
+// before a large call the ranks exchange descriptors (a tiny schedule of its own), and every rank
+// reaches the same verdict from the same table. A device call that cannot go direct is staged
+// through host memory by the progress thread instead.
 #pragma once
 
 #include "runtime/exec/collective.h"
@@ -29,6 +30,11 @@ struct DirectDescriptor {
 
 // Depends only on what every rank agrees on (the call's shape, the layout, the environment).
 bool directPathEligible(const CollectiveCall& call);
+// The bytes of this rank's buffers that its peers read or write in the call's direct schedule
+// (its ranges with an owner): those must be shared or exported, and are mapped by the peers.
+// The rest of bufferSpans(call) only this rank touches (an all-gather's input, a reduce-scatter's
+// output, a broadcast's outputs): any memory of the right kind will do.
+BufferSpans peerVisibleSpans(const CollectiveCall& call);
 // The descriptor-exchange run for `call`: fills this rank's descriptor and returns the plan and
 // buffers to run.
 ncclResult_t beginDirectHandshake(const CollectiveCall& call, const PreparedSchedule** plan, RunBuffers* buffers);

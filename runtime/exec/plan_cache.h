@@ -18,7 +18,7 @@ namespace weft {
 // How a call's schedule is made.
 enum class PlanPath : uint8_t {
   Selected,    // the algorithm selection picks (cost model, or WEFT_ALGO / NCCL_ALGO)
-  Direct,      // the direct all-reduce on peers' mapped buffers (runtime/exec/direct_path.h)
+  Direct,      // a direct schedule on peers' mapped buffers (runtime/exec/direct_path.h)
   Compressed,  // the compressed all-reduce with the key's codec
 };
 

@@ -414,4 +414,41 @@ TEST(DeviceDirect, EachCollectiveOfTheDirectPathGoesDirect) {
   }
 }
 
+// Only the buffers peers read or write must be exportable: an all-gather from memory that cannot
+// be exported (cudaMalloc's) into ncclMemAlloc's goes direct on the caller's buffers, with no
+// own buffers allocated.
+TEST(DeviceDirect, BuffersNoPeerTouchesMayBeAnyDeviceMemory) {
+  constexpr int n = 3;
+  const size_t block = kCount * sizeof(float);
+  OneProcessRanks ranks(n);
+  ASSERT_TRUE(ranks.ok);
+  std::vector<StreamChecks> checks = ranks.checksPerRank();
+  std::vector<char*> outputs(n);
+  ASSERT_EQ(ncclGroupStart(), ncclSuccess);
+  for (int r = 0; r < n; ++r) {
+    ranks.cpu.allocatePlain(true);
+    char* input = checks[r].input(ranks.streams[r], kCount, ncclFloat32, ncclSum, 3);
+    ranks.cpu.allocatePlain(false);
+    outputs[r] = checks[r].deviceBuffer(n * block);
+    ASSERT_EQ(ncclAllGather(input, outputs[r], kCount, ncclFloat32, ranks.comms[r], ranks.streams[r]), ncclSuccess);
+  }
+  const size_t allocations = ranks.device().deviceAllocationCount();
+  ASSERT_EQ(ncclGroupEnd(), ncclSuccess);
+  for (int r = 0; r < n; ++r)
+    for (int q = 0; q < n; ++q)
+      checks[r].expect(
+          ranks.streams[r], outputs[r] + q * block, kCount, ncclFloat32,
+          [=](size_t i) { return inputValue(q, i, ncclFloat32, ncclSum, 3); }, 1, ncclSum, "allgather");
+  for (int r = 0; r < n; ++r) {
+    ranks.cpu.synchronize(ranks.streams[r]);
+    EXPECT_EQ(checks[r].mismatches(), 0u) << "rank " << r;
+    const std::vector<const CollectiveRecord*> entries = ranks.comms[r]->exec.records.entries();
+    ASSERT_FALSE(entries.empty());
+    EXPECT_STREQ(entries.back()->algorithm, "direct") << "rank " << r;
+  }
+  EXPECT_EQ(ranks.device().deviceAllocationCount(), allocations) << "own device buffers were allocated";
+  // Each rank maps each peer's output only (its input no peer reads).
+  EXPECT_EQ(ranks.device().imports(), static_cast<uint64_t>(n * (n - 1)));
+}
+
 }  // namespace

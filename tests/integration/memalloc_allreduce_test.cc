@@ -5,8 +5,10 @@
 // all-gather, reduce-scatter, broadcast and reduce in the second grid.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -75,18 +77,21 @@ int memAllocGrid(int rank, int nranks, const ncclUniqueId& id, bool everyRankSha
 
 class MemAllocRanks : public ::testing::TestWithParam<int> {};
 
+// "" when `rankMain` returned 0 on each of `n` rank processes, else what went wrong.
+std::string onEveryRank(int n, const std::function<int(int rank, const ncclUniqueId& id)>& rankMain) {
+  return describeFailures(runRankProcesses(n, rankMain));
+}
+
 TEST_P(MemAllocRanks, DirectPathMatchesReference) {
-  int nranks = GetParam();
-  auto outcomes =
-      runRankProcesses(nranks, [&](int rank, const ncclUniqueId& id) { return memAllocGrid(rank, nranks, id, true); });
-  EXPECT_EQ(describeFailures(outcomes), "");
+  const int nranks = GetParam();
+  EXPECT_EQ(onEveryRank(nranks, [&](int rank, const ncclUniqueId& id) { return memAllocGrid(rank, nranks, id, true); }),
+            "");
 }
 
 TEST_P(MemAllocRanks, OneUnsharedBufferMeansEveryoneUsesTheRing) {
-  int nranks = GetParam();
-  auto outcomes =
-      runRankProcesses(nranks, [&](int rank, const ncclUniqueId& id) { return memAllocGrid(rank, nranks, id, false); });
-  EXPECT_EQ(describeFailures(outcomes), "");
+  const int nranks = GetParam();
+  EXPECT_EQ(
+      onEveryRank(nranks, [&](int rank, const ncclUniqueId& id) { return memAllocGrid(rank, nranks, id, false); }), "");
 }
 
 // The algorithm the communicator's record names for its last collective.
@@ -98,8 +103,8 @@ std::string lastAlgorithm(ncclComm_t comm) {
 // The all-gather, reduce-scatter, broadcast and reduce (every root in turn), in and out of place,
 // of several types and sizes down to one element (empty chunks); every all-gather and
 // reduce-scatter direct (WEFT_DIRECT_MIN_BYTES=1) where every rank's buffers are shared (rank 0's
-// are not where `everyRankShared` is false), and no broadcast or reduce, since no rank has a
-// device here. 0 when every result is right and every call took the expected path.
+// are not where `everyRankShared` is false), and the broadcasts and reduces too where every rank
+// has a device. 0 when every result is right and every call took the expected path.
 int otherCollectivesGrid(int rank, int n, const ncclUniqueId& id, bool everyRankShared) {
   setenv("WEFT_DIRECT_MIN_BYTES", "1", 1);
   ncclComm_t comm;
@@ -124,7 +129,9 @@ int otherCollectivesGrid(int rank, int n, const ncclUniqueId& id, bool everyRank
   unsigned seed = 70;
   int scenario = 0;
   // `direct`: whether the call may go direct where every rank's buffers are shared (broadcast and
-  // reduce only where every rank has a device: runtime/exec/direct_path.h).
+  // reduce only where every rank has a device, as on a GPU machine: runtime/exec/direct_path.h).
+  const bool everyRankHasADevice = std::all_of(comm->layout.ranks.begin(), comm->layout.ranks.end(),
+                                               [](const RankInfo& info) { return info.cudaDevice >= 0; });
   auto done = [&](ncclResult_t result, const std::string& what, bool direct = true) {
     if (result != ncclSuccess) {
       fprintf(stderr, "rank %d: %s: %s\n", rank, what.c_str(), ncclGetLastError(comm));
@@ -162,7 +169,8 @@ int otherCollectivesGrid(int rank, int n, const ncclUniqueId& id, bool everyRank
         {
           fillInput(send, count, rank, type, ncclSum, seed);
           char* output = inPlace ? send : recv;
-          done(ncclBroadcast(send, output, count, type, root, comm, nullptr), "broadcast " + where, false);
+          done(ncclBroadcast(send, output, count, type, root, comm, nullptr), "broadcast " + where,
+               everyRankHasADevice);
           wrong += countMismatchesAgainst(
               output, count, type, [&](size_t i) { return inputValue(root, i, type, ncclSum, seed); }, 1, ncclSum,
               ("broadcast " + where).c_str());
@@ -170,7 +178,7 @@ int otherCollectivesGrid(int rank, int n, const ncclUniqueId& id, bool everyRank
         for (ncclRedOp_t op : {ncclSum, ncclMax}) {
           fillInput(send, count, rank, type, op, seed);
           char* output = inPlace ? send : recv;
-          done(ncclReduce(send, output, count, type, op, root, comm, nullptr), "reduce " + where, false);
+          done(ncclReduce(send, output, count, type, op, root, comm, nullptr), "reduce " + where, everyRankHasADevice);
           if (rank == root)
             wrong += countMismatchesAgainst(
                 output, count, type, [&](size_t i) { return expectedReduction(n, i, type, op, seed); }, n, op,
@@ -187,16 +195,53 @@ int otherCollectivesGrid(int rank, int n, const ncclUniqueId& id, bool everyRank
 
 TEST_P(MemAllocRanks, OtherCollectivesWithTheReferenceResultsDirectWhereTheyMay) {
   const int n = GetParam();
-  auto outcomes =
-      runRankProcesses(n, [&](int rank, const ncclUniqueId& id) { return otherCollectivesGrid(rank, n, id, true); });
-  EXPECT_EQ(describeFailures(outcomes), "");
+  EXPECT_EQ(onEveryRank(n, [&](int rank, const ncclUniqueId& id) { return otherCollectivesGrid(rank, n, id, true); }),
+            "");
 }
 
 TEST_P(MemAllocRanks, OtherCollectivesWithOneUnsharedBufferTakeTheSelectedAlgorithm) {
   const int n = GetParam();
-  auto outcomes =
-      runRankProcesses(n, [&](int rank, const ncclUniqueId& id) { return otherCollectivesGrid(rank, n, id, false); });
-  EXPECT_EQ(describeFailures(outcomes), "");
+  EXPECT_EQ(onEveryRank(n, [&](int rank, const ncclUniqueId& id) { return otherCollectivesGrid(rank, n, id, false); }),
+            "");
+}
+
+// Only the buffers peers read or write need to be shared: an all-gather from a malloc'd input
+// into a shared output, and a reduce-scatter from a shared input into a malloc'd output, go
+// direct.
+int localBuffersAnyMemory(int rank, int n, const ncclUniqueId& id) {
+  setenv("WEFT_DIRECT_MIN_BYTES", "1", 1);
+  ncclComm_t comm;
+  if (ncclCommInitRank(&comm, n, id, rank) != ncclSuccess) return 1;
+  constexpr size_t count = 4099;
+  const size_t block = count * sizeof(float);
+  char* shared = nullptr;
+  if (weftMemAllocHost(reinterpret_cast<void**>(&shared), n * block) != ncclSuccess) return 2;
+  std::vector<char> local(n * block);
+  size_t wrong = 0;
+  int wrongPath = 0;
+  const unsigned seed = 5;
+  fillInput(local.data(), count, rank, ncclFloat32, ncclSum, seed);
+  if (ncclAllGather(local.data(), shared, count, ncclFloat32, comm, nullptr) != ncclSuccess) return 3;
+  wrongPath += lastAlgorithm(comm) != "direct";
+  for (int r = 0; r < n; ++r)
+    wrong += countMismatchesAgainst(
+        shared + r * block, count, ncclFloat32, [&](size_t i) { return inputValue(r, i, ncclFloat32, ncclSum, seed); },
+        1, ncclSum, "allgather from malloc'd memory");
+  fillInput(shared, n * count, rank, ncclFloat32, ncclSum, seed);
+  if (ncclReduceScatter(shared, local.data(), count, ncclFloat32, ncclSum, comm, nullptr) != ncclSuccess) return 3;
+  wrongPath += lastAlgorithm(comm) != "direct";
+  wrong += countMismatchesAgainst(
+      local.data(), count, ncclFloat32,
+      [&](size_t i) { return expectedReduction(n, rank * count + i, ncclFloat32, ncclSum, seed); }, n, ncclSum,
+      "reducescatter into malloc'd memory");
+  ncclCommDestroy(comm);
+  ncclMemFree(shared);
+  return wrong ? 5 : wrongPath ? 4 : 0;
+}
+
+TEST_P(MemAllocRanks, BuffersNoPeerTouchesNeedNotBeShared) {
+  const int n = GetParam();
+  EXPECT_EQ(onEveryRank(n, [&](int rank, const ncclUniqueId& id) { return localBuffersAnyMemory(rank, n, id); }), "");
 }
 
 INSTANTIATE_TEST_SUITE_P(Ranks, MemAllocRanks, ::testing::Values(2, 3, 4));
