@@ -32,7 +32,7 @@ enum class StepKind : uint8_t {
   Send,        // src -> peer
   Recv,        // peer -> dst
   RecvReduce,  // dst = src op (message from peer)
-  Copy,        // dst = src
+  Copy,        // dst [and dst2] = src
   Divide,      // dst = src / divisor (the final step of an average)
   Scale,       // dst = src * the call's scalar (ncclRedOpCreatePreMulSum: inputs are scaled first)
   Reduce,      // dst [and dst2] = src op src2 (any range may be a peer's buffer)
@@ -67,8 +67,9 @@ struct Step {
   BufferRange src;
   BufferRange dst;
   BufferRange src2;  // Reduce: the second source; codec steps: the encoded range (see above)
-  // Reduce only, empty otherwise: a second destination that gets the same result (the direct
-  // all-reduce writes each result into its own and the peer's receive buffer in one pass).
+  // Reduce and Copy only, empty otherwise: a second destination that gets the same result in
+  // the same pass (the direct all-reduce writes each result into its own and the peer's receive
+  // buffer; the direct all-gather its block).
   BufferRange dst2;
 };
 
@@ -77,7 +78,7 @@ inline bool isFence(StepKind kind) { return kind == StepKind::Notify || kind == 
 
 // Hazard checks (the executor's dependencies, the simulator's checks). A step
 // reads its src (and a Reduce its src2) unless it is a Recv or a fence, and writes its dst (and
-// a Reduce its dst2) unless it is a Send or a fence. Codec steps' encoded ranges are apart.
+// a Reduce or Copy its dst2) unless it is a Send or a fence. Codec steps' encoded ranges are apart.
 inline bool readsSources(const Step& step) { return step.kind != StepKind::Recv && !isFence(step.kind); }
 inline bool writesDestinations(const Step& step) { return step.kind != StepKind::Send && !isFence(step.kind); }
 // `reader` reads what `writer` writes (read after write, or write after read the other way), by

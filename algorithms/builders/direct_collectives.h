@@ -8,7 +8,8 @@
 // - All-reduce: rank r sums chunk r straight out of every rank's send buffer and writes the
 //   result straight into every rank's receive buffer; each rank reads the whole buffer once and
 //   writes it once. With two ranks the sum and both writes are one pass (Step::dst2).
-// - All-gather: rank r writes its block into block r of every rank's receive buffer.
+// - All-gather: rank r writes its block into block r of every rank's receive buffer, its own and
+//   the first peer's in one pass (Step::dst2).
 // - Reduce-scatter: rank r sums block r of every rank's send buffer into its receive buffer.
 // - Broadcast: every rank copies the root's send buffer into its receive buffer; only the root
 //   waits for the others after.

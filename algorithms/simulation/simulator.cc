@@ -147,8 +147,8 @@ class Simulation {
     if ((readsSources(s) && !src) || (writesDestinations(s) && !dst) || (s.kind == StepKind::Reduce && !src2) ||
         (s.dst2.bytes && !dst2))
       return false;
-    if (s.dst2.bytes && s.kind != StepKind::Reduce) {
-      failed(where() + ": only a reduce has a second destination");
+    if (s.dst2.bytes && s.kind != StepKind::Reduce && s.kind != StepKind::Copy) {
+      failed(where() + ": only a reduce or a copy has a second destination");
       return false;
     }
     if (readsSources(s) && writesDestinations(s)) {
@@ -213,6 +213,7 @@ class Simulation {
       }
       case StepKind::Copy:
         if (dst != src) memcpy(dst, src, bytes);
+        if (dst2) memcpy(dst2, src, bytes);
         break;
       case StepKind::Scale:
         if (static_cast<size_t>(r) >= options_.scalars.size() || options_.scalars[r].size() != elementSize_) {

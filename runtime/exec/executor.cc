@@ -263,15 +263,19 @@ ncclResult_t CollectiveRun::advance(size_t i, bool* progressed) {
       case StepKind::Copy: {
         char* from = address(step.src);
         char* to = address(step.dst);
-        if (from == to) {  // in place: nothing to move
+        if (from == to && !step.dst2.bytes) {  // in place: nothing to move
           k = total;
           *progressed = true;
           return ncclSuccess;
         }
-        if (step.dst.bytes >= kStreamingRangeBytes)
-          streamingCopy(to + offset, from + offset, bytes);
-        else
-          memcpy(to + offset, from + offset, bytes);
+        // A second destination takes the slice while it is still in cache from the first.
+        for (char* destination : {to, step.dst2.bytes ? address(step.dst2) : nullptr}) {
+          if (!destination || destination == from) continue;
+          if (step.dst.bytes >= kStreamingRangeBytes)
+            streamingCopy(destination + offset, from + offset, bytes);
+          else
+            memcpy(destination + offset, from + offset, bytes);
+        }
         break;
       }
       case StepKind::Scale:
@@ -332,6 +336,7 @@ ncclResult_t CollectiveRun::runOnDevice(const Step& step) {
   switch (step.kind) {
     case StepKind::Copy:
       if (to != from) WEFT_CHECK(device.api->copyAsync(to, from, step.src.bytes, device.stream));
+      if (step.dst2.bytes) WEFT_CHECK(device.api->copyAsync(address(step.dst2), from, step.src.bytes, device.stream));
       break;
     case StepKind::Reduce:
       WEFT_CHECK(
