@@ -77,23 +77,18 @@ Schedule buildDirectAllGather(const DirectParams& p) {
   Schedule schedule;
   const size_t block = p.count * p.elementSize;
   const BufferRange mine = range(BufferKind::Recv, p.rank * block, block);
-  // The first copy writes the first peer's block too, in the same pass (two ranks: the whole
+  auto theirs = [&](int q) { return range(BufferKind::Recv, p.rank * block, block, q); };
+  // The first copy writes the next rank's block too, in the same pass (two ranks: the whole
   // schedule is that step and the barrier); in place its own destination is its source and gets
   // nothing. Further peers' copies are taken from block r of the receive buffer, after it: in
   // place that is the send buffer under another name, which the executor could not order
   // against the first copy. Only this rank writes block r of any receive buffer.
+  const int next = (p.rank + 1) % p.nranks;
   Step first{StepKind::Copy, -1, range(BufferKind::Send, 0, block), mine, {}};
-  for (int q = 0; q < p.nranks; ++q) {
-    if (q == p.rank) continue;
-    const BufferRange theirs = range(BufferKind::Recv, p.rank * block, block, q);
-    if (!first.dst2.bytes && block) {
-      first.dst2 = theirs;
-      schedule.steps.push_back(first);
-    } else {
-      schedule.steps.push_back({StepKind::Copy, -1, mine, theirs, {}});
-    }
-  }
-  if (schedule.steps.empty()) schedule.steps.push_back(first);
+  if (next != p.rank) first.dst2 = theirs(next);
+  schedule.steps.push_back(first);
+  for (int q = 0; q < p.nranks; ++q)
+    if (q != p.rank && q != next) schedule.steps.push_back({StepKind::Copy, -1, mine, theirs(q), {}});
   barrier(schedule, p.rank, p.nranks);  // every block written into this rank's buffer, this rank's into every peer's
   return schedule;
 }

@@ -52,8 +52,9 @@ ncclResult_t StreamQueue::runBatch(StreamBatch* batch) {
   }
   bool copied = false;
   for (const CollectiveCall& call : batch->calls) {
+    if (!call.deviceBuffers || !call.deviceBuffers->stagedAtRun) continue;
     const size_t bytes = bufferSpans(call).recv;
-    if (!call.deviceBuffers || !call.deviceBuffers->stagedAtRun || bytes == 0) continue;
+    if (bytes == 0) continue;
     result = device_->copyAsync(call.recvbuff, call.deviceBuffers->stagingRecv, bytes, work_.stream);
     if (result != ncclSuccess) break;
     copied = true;

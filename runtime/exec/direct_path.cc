@@ -39,14 +39,16 @@ BufferSpans peerVisibleSpans(const CollectiveCall& call) {
 
 bool directPathEligible(const CollectiveCall& call) {
   ncclComm* comm = call.comm;
-  if (call.kind.isPointToPoint() || !algorithmApplies(call.kind.collective(), Algorithm::Direct)) return false;
-  const Collective collective = call.kind.collective();
-  if ((collective == Collective::Broadcast || collective == Collective::Reduce) && !everyRankHasADevice(comm))
-    return false;
+  // Every call asks: the cheap tests first, so that small calls leave at once.
+  if (!comm->agreed.direct || comm->nranks < 2 || call.kind.isPointToPoint()) return false;
   // The larger buffer's bytes: the same on every rank (a broadcast's root reads what the others write).
   const BufferSpans spans = bufferSpans(call);
-  return comm->agreed.direct && comm->nranks > 1 && static_cast<int>(comm->layout.localRanks.size()) == comm->nranks &&
-         sameHostPeersShareMemory(comm) && std::max(spans.send, spans.recv) >= comm->agreed.directMinBytes;
+  if (std::max(spans.send, spans.recv) < comm->agreed.directMinBytes) return false;
+  const Collective collective = call.kind.collective();
+  if (!algorithmApplies(collective, Algorithm::Direct)) return false;
+  if ((collective == Collective::Broadcast || collective == Collective::Reduce) && !everyRankHasADevice(comm))
+    return false;
+  return static_cast<int>(comm->layout.localRanks.size()) == comm->nranks && sameHostPeersShareMemory(comm);
 }
 
 namespace {
