@@ -196,10 +196,13 @@ constexpr CollectiveAlgorithm kCollectiveAlgorithms[] = {
 
     {C::AllToAll, A::Pairwise, from<buildPairwiseAllToAll, allToAllParams>, pairwiseAllToAllUs},
     {C::AllToAll, A::Bruck, from<buildBruckAllToAll, allToAllParams>, bruckAllToAllUs},
+    {C::AllToAll, A::Direct, from<buildDirectAllToAll, directParams>, directCopyUs},
 
     {C::Gather, A::Linear, from<buildLinearGather, gatherScatterParams>, linearUs},
+    {C::Gather, A::Direct, from<buildDirectGather, directParams>, directCopyUs},
 
     {C::Scatter, A::Linear, from<buildLinearScatter, gatherScatterParams>, linearUs},
+    {C::Scatter, A::Direct, from<buildDirectScatter, directParams>, directCopyUs},
 };
 
 constexpr bool rowsAreWellFormed() {

@@ -109,8 +109,8 @@ constexpr std::array<SettingSpec, static_cast<size_t>(Setting::Count)> kSettings
     {Setting::WeftTuningFile, "WEFT_TUNING_FILE", String, nullptr, 0, 0, 0, nullptr, false, false,
      "measured link latency/bandwidth terms for the cost model; rank 0's file is used by every rank"},
     {Setting::WeftDirect, "WEFT_DIRECT", Bool, "1", 0, 1, 0, nullptr, true, false,
-     "0 turns off the direct path (all-reduce, all-gather, reduce-scatter, broadcast, reduce on buffers every "
-     "same-host peer maps: ncclMemAlloc's, weftMemAllocHost's)"},
+     "0 turns off the direct path (every collective on buffers every same-host peer maps: ncclMemAlloc's, "
+     "weftMemAllocHost's)"},
     {Setting::WeftDirectMinBytes, "WEFT_DIRECT_MIN_BYTES", Size, "1048576", 0, kNoLimit, 0, nullptr, true, false,
      "smallest call in bytes (its larger buffer) that takes the direct path"},
     {Setting::WeftOneShotMaxBytes, "WEFT_ONE_SHOT_MAX_BYTES", Size, "4096", 0, 16384, 0, nullptr, true, false,

@@ -19,6 +19,9 @@ BufferRange range(BufferKind buffer, size_t begin, size_t bytes, int owner = -1)
   return BufferRange{buffer, begin, bytes, owner};
 }
 
+// The owner to name for rank `rank`'s buffer: -1 where that is this rank.
+int ownerOf(const DirectParams& p, int rank) { return rank == p.rank ? -1 : rank; }
+
 // Chunk `index` of `count` elements split evenly over the ranks.
 BufferRange chunk(const DirectParams& p, BufferKind buffer, int index, int owner = -1) {
   ElementSpan span = splitEvenly(p.count, p.nranks, index);
@@ -41,6 +44,20 @@ void sumOfEveryRank(Schedule& schedule, const DirectParams& p, Part part, Buffer
   }
   if (first) schedule.steps.push_back({StepKind::Copy, -1, part(-1), into, {}});
   if (p.average) schedule.steps.push_back({StepKind::Divide, -1, into, into, {}});
+}
+
+// A broadcast, gather or scatter: each rank copies its block, then the root keeps its buffers
+// until every peer has read or written its block, and each peer tells the root it has.
+Schedule rootedCopy(const DirectParams& p, BufferRange src, BufferRange dst) {
+  Schedule schedule;
+  schedule.steps.push_back({StepKind::Copy, -1, src, dst, {}});
+  if (p.rank == p.root) {
+    for (int q = 0; q < p.nranks; ++q)
+      if (q != p.root) schedule.steps.push_back({StepKind::WaitNotify, q, {}, {}, {}});
+  } else {
+    schedule.steps.push_back({StepKind::Notify, p.root, {}, {}, {}});
+  }
+  return schedule;
 }
 
 }  // namespace
@@ -107,19 +124,8 @@ Schedule buildDirectReduceScatter(const DirectParams& p) {
 }
 
 Schedule buildDirectBroadcast(const DirectParams& p) {
-  Schedule schedule;
   const size_t bytes = p.count * p.elementSize;
-  const BufferRange output = range(BufferKind::Recv, 0, bytes);
-  if (p.rank == p.root) {
-    schedule.steps.push_back({StepKind::Copy, -1, range(BufferKind::Send, 0, bytes), output, {}});
-    // The root's send buffer stays until every peer has read it; nothing else is shared.
-    for (int q = 0; q < p.nranks; ++q)
-      if (q != p.root) schedule.steps.push_back({StepKind::WaitNotify, q, {}, {}, {}});
-    return schedule;
-  }
-  schedule.steps.push_back({StepKind::Copy, -1, range(BufferKind::Send, 0, bytes, p.root), output, {}});
-  schedule.steps.push_back({StepKind::Notify, p.root, {}, {}, {}});
-  return schedule;
+  return rootedCopy(p, range(BufferKind::Send, 0, bytes, ownerOf(p, p.root)), range(BufferKind::Recv, 0, bytes));
 }
 
 Schedule buildDirectReduce(const DirectParams& p) {
@@ -130,9 +136,40 @@ Schedule buildDirectReduce(const DirectParams& p) {
   // written only by rank r, and read (first) before it is written.
   sumOfEveryRank(
       schedule, p, [&](int owner) { return chunk(p, BufferKind::Send, r, owner); },
-      chunk(p, BufferKind::Recv, r, r == p.root ? -1 : p.root), p.root);
+      chunk(p, BufferKind::Recv, r, ownerOf(p, p.root)), p.root);
   barrier(schedule, r, p.nranks);  // every chunk of the root's result written, every send buffer read
   return schedule;
+}
+
+Schedule buildDirectAllToAll(const DirectParams& p) {
+  Schedule schedule;
+  const size_t block = p.count * p.elementSize;
+  // Own block first, then the peers' from the next rank on, so that the ranks do not all write
+  // into the same peer at once.
+  for (int i = 0; i < p.nranks; ++i) {
+    const int q = (p.rank + i) % p.nranks;
+    schedule.steps.push_back({StepKind::Copy,
+                              -1,
+                              range(BufferKind::Send, q * block, block),
+                              range(BufferKind::Recv, p.rank * block, block, ownerOf(p, q)),
+                              {}});
+  }
+  barrier(schedule, p.rank, p.nranks);  // every block written into this rank's buffer, this rank's into every peer's
+  return schedule;
+}
+
+Schedule buildDirectGather(const DirectParams& p) {
+  const size_t block = p.count * p.elementSize;
+  // In place at the root its send buffer is block root of its receive buffer: the copy moves nothing.
+  return rootedCopy(p, range(BufferKind::Send, 0, block),
+                    range(BufferKind::Recv, p.rank * block, block, ownerOf(p, p.root)));
+}
+
+Schedule buildDirectScatter(const DirectParams& p) {
+  const size_t block = p.count * p.elementSize;
+  // In place at the root its receive buffer is block root of its send buffer.
+  return rootedCopy(p, range(BufferKind::Send, p.rank * block, block, ownerOf(p, p.root)),
+                    range(BufferKind::Recv, 0, block));
 }
 
 }  // namespace weft

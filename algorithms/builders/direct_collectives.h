@@ -15,10 +15,19 @@
 //   waits for the others after.
 // - Reduce: rank r sums chunk r of every rank's send buffer into chunk r of the root's receive
 //   buffer, so the work is spread over the ranks as the all-reduce's is.
+// - All-to-all: rank r writes block q of its send buffer into block r of rank q's receive
+//   buffer. This one needs each rank's buffers apart: in place, a peer could overwrite a block
+//   before its owner sent it. A rank that is in place says so in the handshake, and every rank
+//   takes the selected algorithm (runtime/exec/direct_path.h).
+// - Gather: rank r writes its send buffer into block r of the root's receive buffer; only the
+//   root waits for the others after.
+// - Scatter: rank r copies block r of the root's send buffer into its receive buffer; only the
+//   root waits for the others after.
 //
-// No schedule depends on the call being in place: a Copy onto itself moves nothing, and each
-// reduction reads and writes the same elements. So a plan also runs on buffers that do not
-// alias although the caller's did (the own device buffers of runtime/exec/direct_path.h).
+// Apart from the all-to-all, no schedule depends on the call being in place: a Copy onto itself
+// moves nothing, and each reduction reads and writes the same elements. So a plan also runs on
+// buffers that do not alias although the caller's did (the own device buffers of
+// runtime/exec/direct_path.h); those are always apart, so the all-to-all runs there in place too.
 #pragma once
 
 #include <cstddef>
@@ -28,11 +37,13 @@
 namespace weft {
 
 struct DirectParams {
-  size_t count = 0;  // NCCL's count: per rank for all-gather, per rank's result for reduce-scatter
+  // NCCL's count: per rank for all-gather and gather, per rank's result for reduce-scatter and
+  // scatter, per pair of ranks for all-to-all
+  size_t count = 0;
   size_t elementSize = 0;
   int rank = 0;
   int nranks = 1;
-  int root = 0;  // broadcast, reduce
+  int root = 0;  // broadcast, reduce, gather, scatter
   bool average = false;
 };
 
@@ -41,5 +52,8 @@ Schedule buildDirectAllGather(const DirectParams& params);
 Schedule buildDirectReduceScatter(const DirectParams& params);
 Schedule buildDirectBroadcast(const DirectParams& params);
 Schedule buildDirectReduce(const DirectParams& params);
+Schedule buildDirectAllToAll(const DirectParams& params);
+Schedule buildDirectGather(const DirectParams& params);
+Schedule buildDirectScatter(const DirectParams& params);
 
 }  // namespace weft

@@ -131,7 +131,8 @@ ncclResult_t refuseGraphCapture(DeviceApi* device, const CollectiveCall& call) {
 // (the same verdict on every rank: runtime/exec/direct_path.h) whose buffers on this rank (those
 // it reads or writes) are device memory. The buffers peers read or write are exported now, on
 // the caller's thread, where the seam can; where it cannot (cudaMalloc's), the call goes through
-// the communicator's own device buffers, up to their limit.
+// the communicator's own device buffers, up to their limit, as does an in-place all-to-all
+// (its direct schedule needs buffers apart).
 bool leaveForDirectPath(const CollectiveCall& call, DeviceApi* device, DeviceBuffers* out) {
   const BufferSpans spans = bufferSpans(call);
   if (!directPathEligible(call) || call.op >= ncclNumOps || oneShotEligible(call) || compressedAllReduceWanted(call) ||
@@ -140,7 +141,8 @@ bool leaveForDirectPath(const CollectiveCall& call, DeviceApi* device, DeviceBuf
   // Exported are only the buffers peers read or write; the others only this rank's kernels touch.
   const BufferSpans visible = peerVisibleSpans(call);
   *out = DeviceBuffers{};
-  if ((!visible.send || device->exportDeviceBuffer(call.sendbuff, visible.send, &out->send)) &&
+  if (!needsApartBuffers(call) &&
+      (!visible.send || device->exportDeviceBuffer(call.sendbuff, visible.send, &out->send)) &&
       (!visible.recv || device->exportDeviceBuffer(call.recvbuff, visible.recv, &out->recv)))
     return true;
   *out = DeviceBuffers{};

@@ -13,15 +13,30 @@ namespace weft {
 
 namespace {
 
-// Broadcast and reduce go direct only where every rank has a device: trainers call them on
-// device memory, where staging crosses PCIe twice. On host memory the handshake is a barrier
-// that the selected algorithm does not have (a root, or a peer, leaves once its data is in the
-// shared-memory slots): with it, calls on malloc'd buffers took 20-76% longer at 1-4 MiB
-// (docs/performance.md). The all-reduce, all-gather and reduce-scatter wait for every rank
-// anyway.
+// The rooted collectives (broadcast, reduce, gather, scatter) go direct only where every rank
+// has a device: trainers call them on device memory, where staging crosses PCIe twice. On host
+// memory the handshake is a barrier that the selected algorithm does not have (a root, or a
+// peer, leaves once its data is in the shared-memory slots): with it, broadcasts and reduces on
+// malloc'd buffers took 20-76% longer at 1-4 MiB (docs/performance.md). The all-reduce,
+// all-gather, reduce-scatter and all-to-all wait for every rank anyway.
 bool everyRankHasADevice(const ncclComm* comm) {
   return std::all_of(comm->layout.ranks.begin(), comm->layout.ranks.end(),
                      [](const RankInfo& rank) { return rank.cudaDevice >= 0; });
+}
+
+bool rooted(Collective collective) {
+  return collective == Collective::Broadcast || collective == Collective::Reduce || collective == Collective::Gather ||
+         collective == Collective::Scatter;
+}
+
+// The call's larger buffer, as large as on the rank whose is largest (a gather's or scatter's
+// root): the same on every rank.
+size_t largestBufferOfCall(const CollectiveCall& call) {
+  const Collective collective = call.kind.collective();
+  if (collective == Collective::Gather || collective == Collective::Scatter)
+    return call.count * dataTypeSize(call.datatype) * static_cast<size_t>(call.comm->nranks);
+  const BufferSpans spans = bufferSpans(call);
+  return std::max(spans.send, spans.recv);
 }
 
 }  // namespace
@@ -32,22 +47,30 @@ BufferSpans peerVisibleSpans(const CollectiveCall& call) {
     case Collective::AllGather: spans.send = 0; break;      // peers write block r of the output
     case Collective::ReduceScatter: spans.recv = 0; break;  // peers read their blocks of the input
     case Collective::Broadcast: spans.recv = 0; break;      // peers read the root's input
+    case Collective::AllToAll: spans.send = 0; break;       // peers write their blocks of the output
+    case Collective::Gather: spans.send = 0; break;         // peers write their blocks of the root's output
+    case Collective::Scatter: spans.recv = 0; break;        // peers read their blocks of the root's input
     default: break;                                         // all-reduce, reduce: both the call has
   }
   return spans;
+}
+
+bool needsApartBuffers(const CollectiveCall& call) {
+  if (call.kind.isPointToPoint() || call.kind.collective() != Collective::AllToAll) return false;
+  const BufferSpans spans = bufferSpans(call);
+  const char* send = static_cast<const char*>(call.sendbuff);
+  const char* recv = static_cast<const char*>(call.recvbuff);
+  return send < recv + spans.recv && recv < send + spans.send;
 }
 
 bool directPathEligible(const CollectiveCall& call) {
   ncclComm* comm = call.comm;
   // Every call asks: the cheap tests first, so that small calls leave at once.
   if (!comm->agreed.direct || comm->nranks < 2 || call.kind.isPointToPoint()) return false;
-  // The larger buffer's bytes: the same on every rank (a broadcast's root reads what the others write).
-  const BufferSpans spans = bufferSpans(call);
-  if (std::max(spans.send, spans.recv) < comm->agreed.directMinBytes) return false;
+  if (largestBufferOfCall(call) < comm->agreed.directMinBytes) return false;
   const Collective collective = call.kind.collective();
   if (!algorithmApplies(collective, Algorithm::Direct)) return false;
-  if ((collective == Collective::Broadcast || collective == Collective::Reduce) && !everyRankHasADevice(comm))
-    return false;
+  if (rooted(collective) && !everyRankHasADevice(comm)) return false;
   return static_cast<int>(comm->layout.localRanks.size()) == comm->nranks && sameHostPeersShareMemory(comm);
 }
 
@@ -225,8 +248,8 @@ ncclResult_t beginDirectHandshake(const CollectiveCall& call, const PreparedSche
     }
   } else {
     const BufferSpans visible = peerVisibleSpans(call);
-    mine.capable =
-        locateShared(call.sendbuff, visible.send, &mine.send) && locateShared(call.recvbuff, visible.recv, &mine.recv);
+    mine.capable = !needsApartBuffers(call) && locateShared(call.sendbuff, visible.send, &mine.send) &&
+                   locateShared(call.recvbuff, visible.recv, &mine.recv);
   }
   exchangeOfDescriptors(comm, plan, buffers);
   return ncclSuccess;

@@ -1,11 +1,11 @@
 // Choosing the direct path (algorithms/builders/direct_collectives.h: all-reduce, all-gather,
-// reduce-scatter, broadcast, reduce): it needs every rank on one host and every rank's buffers
-// that peers read or write in memory the others can map: all in shared host memory
-// (ncclMemAlloc's without a GPU, weftMemAllocHost), or all in device memory the device seam can
-// export (CUDA IPC; then the local steps are kernels). Each rank knows only its own buffers, so
-// before a large call the ranks exchange descriptors (a tiny schedule of its own), and every rank
-// reaches the same verdict from the same table. A device call that cannot go direct is staged
-// through host memory by the progress thread instead.
+// reduce-scatter, broadcast, reduce, all-to-all, gather, scatter): it needs every rank on one
+// host and every rank's buffers that peers read or write in memory the others can map: all in
+// shared host memory (ncclMemAlloc's without a GPU, weftMemAllocHost), or all in device memory
+// the device seam can export (CUDA IPC; then the local steps are kernels). Each rank knows only
+// its own buffers, so before a large call the ranks exchange descriptors (a tiny schedule of its
+// own), and every rank reaches the same verdict from the same table. A device call that cannot
+// go direct is staged through host memory by the progress thread instead.
 #pragma once
 
 #include "runtime/exec/collective.h"
@@ -35,6 +35,11 @@ bool directPathEligible(const CollectiveCall& call);
 // The rest of bufferSpans(call) only this rank touches (an all-gather's input, a reduce-scatter's
 // output, a broadcast's outputs): any memory of the right kind will do.
 BufferSpans peerVisibleSpans(const CollectiveCall& call);
+// An all-to-all whose buffers overlap on this rank: its direct schedule cannot run on them (a
+// peer could overwrite a block before this rank sent it). On shared host memory such a rank
+// says it is not capable, so every rank takes the selected algorithm; on device memory the call
+// goes through the communicator's own buffers, which never overlap.
+bool needsApartBuffers(const CollectiveCall& call);
 // The descriptor-exchange run for `call`: fills this rank's descriptor and returns the plan and
 // buffers to run.
 ncclResult_t beginDirectHandshake(const CollectiveCall& call, const PreparedSchedule** plan, RunBuffers* buffers);

@@ -321,7 +321,7 @@ TEST(DeviceDirect, ChainedCallsOfOneGroupThroughOwnBuffers) {
   EXPECT_EQ(ranks.device().imports(), static_cast<uint64_t>(n * (n - 1))) << "each rank's own buffers, mapped once";
 }
 
-// The all-gather, reduce-scatter, broadcast and reduce, in and out of place, on 3 ranks of one
+// Every collective of the direct path but the all-reduce, in and out of place, on 3 ranks of one
 // process, on exportable device memory and on memory that cannot be exported (then through the
 // communicator's own buffers): the results, and that the record names the direct algorithm.
 TEST(DeviceDirect, EachCollectiveOfTheDirectPathGoesDirect) {
@@ -331,8 +331,8 @@ TEST(DeviceDirect, EachCollectiveOfTheDirectPathGoesDirect) {
     OneProcessRanks ranks(n, plain);
     ASSERT_TRUE(ranks.ok);
     unsigned seed = 90;
-    for (Collective collective :
-         {Collective::AllGather, Collective::ReduceScatter, Collective::Broadcast, Collective::Reduce})
+    for (Collective collective : {Collective::AllGather, Collective::ReduceScatter, Collective::Broadcast,
+                                  Collective::Reduce, Collective::AllToAll, Collective::Gather, Collective::Scatter})
       for (bool inPlace : {false, true}) {
         ++seed;
         const std::string label = std::string(collectiveName(collective)) + (inPlace ? " in place" : "") +
@@ -369,10 +369,32 @@ TEST(DeviceDirect, EachCollectiveOfTheDirectPathGoesDirect) {
               ASSERT_EQ(ncclBroadcast(send, recv, kCount, ncclFloat32, root, comm, s), ncclSuccess);
               break;
             }
-            default: {
+            case Collective::Reduce: {
               char* send = check.input(s, kCount, ncclFloat32, op, seed);
               char* recv = results[r] = inPlace ? send : check.deviceBuffer(block);
               ASSERT_EQ(ncclReduce(send, recv, kCount, ncclFloat32, op, root, comm, s), ncclSuccess);
+              break;
+            }
+            case Collective::AllToAll: {  // in place through own buffers even on exportable memory
+              char* send = check.input(s, n * kCount, ncclFloat32, op, seed);
+              char* recv = results[r] = inPlace ? send : check.deviceBuffer(n * block);
+              ASSERT_EQ(ncclAlltoAll(send, recv, kCount, ncclFloat32, comm, s), ncclSuccess);
+              break;
+            }
+            case Collective::Gather: {
+              char* recv = results[r] = check.deviceBuffer(n * block);
+              char* send = check.input(s, kCount, ncclFloat32, op, seed);
+              if (inPlace && r == root) {
+                ranks.cpu.copy(s, recv + r * block, send, block);
+                send = recv + r * block;
+              }
+              ASSERT_EQ(ncclGather(send, recv, kCount, ncclFloat32, root, comm, s), ncclSuccess);
+              break;
+            }
+            default: {
+              char* send = check.input(s, n * kCount, ncclFloat32, op, seed, root);
+              char* recv = results[r] = inPlace && r == root ? send + r * block : check.deviceBuffer(block);
+              ASSERT_EQ(ncclScatter(send, recv, kCount, ncclFloat32, root, comm, s), ncclSuccess);
             }
           }
         }
@@ -396,11 +418,29 @@ TEST(DeviceDirect, EachCollectiveOfTheDirectPathGoesDirect) {
                   s, results[r], kCount, ncclFloat32,
                   [=](size_t i) { return inputValue(root, i, ncclFloat32, op, seed); }, 1, ncclSum, label);
               break;
-            default:
+            case Collective::Reduce:
               if (r == root)
                 checks[r].expect(
                     s, results[r], kCount, ncclFloat32,
                     [=](size_t i) { return expectedReduction(n, i, ncclFloat32, op, seed); }, n, op, label);
+              break;
+            case Collective::AllToAll:
+              for (int q = 0; q < n; ++q)
+                checks[r].expect(
+                    s, results[r] + q * block, kCount, ncclFloat32,
+                    [=](size_t i) { return inputValue(q, r * kCount + i, ncclFloat32, op, seed); }, 1, ncclSum, label);
+              break;
+            case Collective::Gather:
+              if (r == root)
+                for (int q = 0; q < n; ++q)
+                  checks[r].expect(
+                      s, results[r] + q * block, kCount, ncclFloat32,
+                      [=](size_t i) { return inputValue(q, i, ncclFloat32, op, seed); }, 1, ncclSum, label);
+              break;
+            default:
+              checks[r].expect(
+                  s, results[r], kCount, ncclFloat32,
+                  [=](size_t i) { return inputValue(root, r * kCount + i, ncclFloat32, op, seed); }, 1, ncclSum, label);
           }
         }
         for (int r = 0; r < n; ++r) {

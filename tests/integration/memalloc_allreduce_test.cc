@@ -100,11 +100,12 @@ std::string lastAlgorithm(ncclComm_t comm) {
   return entries.empty() ? std::string("(none)") : std::string(entries.back()->algorithm);
 }
 
-// The all-gather, reduce-scatter, broadcast and reduce (every root in turn), in and out of place,
-// of several types and sizes down to one element (empty chunks); every all-gather and
-// reduce-scatter direct (WEFT_DIRECT_MIN_BYTES=1) where every rank's buffers are shared (rank 0's
-// are not where `everyRankShared` is false), and the broadcasts and reduces too where every rank
-// has a device. 0 when every result is right and every call took the expected path.
+// The all-gather, reduce-scatter, broadcast, reduce, all-to-all, gather and scatter (every root
+// in turn), in and out of place, of several types and sizes down to one element (empty chunks);
+// every all-gather, reduce-scatter and out-of-place all-to-all direct (WEFT_DIRECT_MIN_BYTES=1)
+// where every rank's buffers are shared (rank 0's are not where `everyRankShared` is false), and
+// the rooted collectives too where every rank has a device. 0 when every result is right and every call took the
+// expected path.
 int otherCollectivesGrid(int rank, int n, const ncclUniqueId& id, bool everyRankShared) {
   setenv("WEFT_DIRECT_MIN_BYTES", "1", 1);
   ncclComm_t comm;
@@ -183,6 +184,37 @@ int otherCollectivesGrid(int rank, int n, const ncclUniqueId& id, bool everyRank
             wrong += countMismatchesAgainst(
                 output, count, type, [&](size_t i) { return expectedReduction(n, i, type, op, seed); }, n, op,
                 ("reduce " + where).c_str());
+        }
+        {
+          // In place a rank's blocks would be overwritten by peers before it sent them: every
+          // rank takes the selected algorithm.
+          fillInput(send, n * count, rank, type, ncclSum, seed);
+          char* output = inPlace ? send : recv;
+          done(ncclAlltoAll(send, output, count, type, comm, nullptr), "alltoall " + where, !inPlace);
+          for (int q = 0; q < n; ++q)
+            wrong += countMismatchesAgainst(
+                output + q * block, count, type,
+                [&](size_t i) { return inputValue(q, rank * count + i, type, ncclSum, seed); }, 1, ncclSum,
+                ("alltoall " + where).c_str());
+        }
+        {
+          fillInput(send, count, rank, type, ncclSum, seed);
+          char* input = inPlace && rank == root ? recv + root * block : send;
+          if (input != send) memcpy(input, send, block);
+          done(ncclGather(input, recv, count, type, root, comm, nullptr), "gather " + where, everyRankHasADevice);
+          if (rank == root)
+            for (int q = 0; q < n; ++q)
+              wrong += countMismatchesAgainst(
+                  recv + q * block, count, type, [&](size_t i) { return inputValue(q, i, type, ncclSum, seed); }, 1,
+                  ncclSum, ("gather " + where).c_str());
+        }
+        {
+          if (rank == root) fillInput(send, n * count, rank, type, ncclSum, seed);
+          char* output = inPlace && rank == root ? send + root * block : recv;
+          done(ncclScatter(send, output, count, type, root, comm, nullptr), "scatter " + where, everyRankHasADevice);
+          wrong += countMismatchesAgainst(
+              output, count, type, [&](size_t i) { return inputValue(root, rank * count + i, type, ncclSum, seed); }, 1,
+              ncclSum, ("scatter " + where).c_str());
         }
       }
   ncclCommDestroy(comm);

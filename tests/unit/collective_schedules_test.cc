@@ -424,8 +424,19 @@ TEST(CollectiveSchedules, ReduceChainBinomialAndDirect) {
           }
 }
 
-void checkAllToAll(int n, size_t count, bool inPlace, bool bruck, const Typed& t) {
-  const std::string what = label(bruck ? "bruck alltoall" : "pairwise alltoall", n, count, 0, inPlace, t);
+enum class AllToAllAlgorithm { Pairwise, Bruck, Direct };
+const char* allToAllName(AllToAllAlgorithm a) {
+  switch (a) {
+    case AllToAllAlgorithm::Pairwise: return "pairwise alltoall";
+    case AllToAllAlgorithm::Bruck: return "bruck alltoall";
+    case AllToAllAlgorithm::Direct: return "direct alltoall";
+  }
+  return "?";
+}
+
+// Runs the all-to-all; *right says whether every block landed where it should.
+void runAllToAll(int n, size_t count, bool inPlace, AllToAllAlgorithm algorithm, const Typed& t, bool* right) {
+  const std::string what = label(allToAllName(algorithm), n, count, 0, inPlace, t);
   auto inputs = randomInputs(n, n * count);
   std::vector<RankMemory> memory(n);
   std::vector<Schedule> schedules;
@@ -433,29 +444,59 @@ void checkAllToAll(int n, size_t count, bool inPlace, bool bruck, const Typed& t
     layout(memory[r], t, n * count, n * count, inPlace ? 0 : -1);
     for (size_t i = 0; i < n * count; ++i) t.put(const_cast<char*>(memory[r].buffers.send), i, inputs[r][i]);
     const AllToAllParams p{.count = count, .elementSize = t.size(), .rank = r, .nranks = n, .inPlace = inPlace};
-    schedules.push_back(bruck ? buildBruckAllToAll(p) : buildPairwiseAllToAll(p));
+    schedules.push_back(algorithm == AllToAllAlgorithm::Bruck ? buildBruckAllToAll(p)
+                        : algorithm == AllToAllAlgorithm::Pairwise
+                            ? buildPairwiseAllToAll(p)
+                            : buildDirectAllToAll({.count = count, .elementSize = t.size(), .rank = r, .nranks = n}));
   }
   SimulationResult result = simulateAll(schedules, memory, t);
   ASSERT_TRUE(result.ok) << what << ": " << result.error;
+  *right = true;
   for (int r = 0; r < n; ++r)
     for (int q = 0; q < n; ++q)
       for (size_t i = 0; i < count; ++i)
-        ASSERT_EQ(t.get(memory[r].buffers.recv, q * count + i), inputs[q][r * count + i])
-            << what << " rank " << r << " block " << q;
+        *right = *right && t.get(memory[r].buffers.recv, q * count + i) == inputs[q][r * count + i];
 }
 
-TEST(CollectiveSchedules, AllToAllPairwiseAndBruck) {
+void checkAllToAll(int n, size_t count, bool inPlace, AllToAllAlgorithm algorithm, const Typed& t) {
+  bool right = false;
+  ASSERT_NO_FATAL_FAILURE(runAllToAll(n, count, inPlace, algorithm, t, &right));
+  EXPECT_TRUE(right) << label(allToAllName(algorithm), n, count, 0, inPlace, t);
+}
+
+TEST(CollectiveSchedules, AllToAllPairwiseBruckAndDirect) {
   for (int n : rankCounts())
     for (size_t count : elementCounts(n, true))
       for (bool inPlace : {false, true})
-        for (bool bruck : {false, true}) {
-          checkAllToAll(n, count, inPlace, bruck, Typed{n % 2 ? ncclInt32 : ncclFloat64});
+        for (AllToAllAlgorithm algorithm :
+             {AllToAllAlgorithm::Pairwise, AllToAllAlgorithm::Bruck, AllToAllAlgorithm::Direct}) {
+          // The direct schedule needs the buffers apart (the runtime never runs it in place).
+          if (algorithm == AllToAllAlgorithm::Direct && (inPlace || n > 64)) continue;
+          checkAllToAll(n, count, inPlace, algorithm, Typed{n % 2 ? ncclInt32 : ncclFloat64});
           if (HasFatalFailure()) return;
         }
 }
 
-void checkGatherScatter(int n, size_t count, int root, bool inPlace, bool gather, const Typed& t) {
-  const std::string what = label(gather ? "gather" : "scatter", n, count, root, inPlace, t);
+// Why a rank in place refuses the direct all-to-all (runtime/exec/direct_path.h): a rank writes
+// into a peer's receive buffer, which in place is the send buffer the peer has yet to send from.
+TEST(CollectiveSchedules, DirectAllToAllInPlaceWouldLoseBlocks) {
+  for (int n : {2, 3, 5}) {
+    bool right = true;
+    ASSERT_NO_FATAL_FAILURE(runAllToAll(n, 4, true, AllToAllAlgorithm::Direct, Typed{ncclInt32}, &right));
+    EXPECT_FALSE(right) << n << " ranks";
+  }
+}
+
+void checkGatherScatter(int n, size_t count, int root, bool inPlace, bool gather, const Typed& t, bool direct = false) {
+  const std::string what =
+      label(gather ? (direct ? "direct gather" : "gather") : (direct ? "direct scatter" : "scatter"), n, count, root,
+            inPlace, t);
+  const DirectParams directParams{.count = count, .elementSize = t.size(), .nranks = n, .root = root};
+  auto withRank = [&](int r) {
+    DirectParams p = directParams;
+    p.rank = r;
+    return p;
+  };
   std::vector<RankMemory> memory(n);
   std::vector<Schedule> schedules;
   if (gather) {
@@ -464,8 +505,13 @@ void checkGatherScatter(int n, size_t count, int root, bool inPlace, bool gather
       const bool rootInPlace = inPlace && r == root;
       layout(memory[r], t, count, r == root ? n * count : 0, rootInPlace ? static_cast<long>(root * count) : -1);
       for (size_t i = 0; i < count; ++i) t.put(const_cast<char*>(memory[r].buffers.send), i, inputs[r][i]);
-      schedules.push_back(buildLinearGather(
-          {.count = count, .elementSize = t.size(), .rank = r, .nranks = n, .root = root, .inPlace = rootInPlace}));
+      schedules.push_back(direct ? buildDirectGather(withRank(r))
+                                 : buildLinearGather({.count = count,
+                                                      .elementSize = t.size(),
+                                                      .rank = r,
+                                                      .nranks = n,
+                                                      .root = root,
+                                                      .inPlace = rootInPlace}));
     }
     SimulationResult result = simulateAll(schedules, memory, t);
     ASSERT_TRUE(result.ok) << what << ": " << result.error;
@@ -480,8 +526,13 @@ void checkGatherScatter(int n, size_t count, int root, bool inPlace, bool gather
     layout(memory[r], t, r == root ? n * count : 0, count, rootInPlace ? static_cast<long>(root * count) : -1);
     if (r == root)
       for (size_t i = 0; i < n * count; ++i) t.put(const_cast<char*>(memory[r].buffers.send), i, inputs[0][i]);
-    schedules.push_back(buildLinearScatter(
-        {.count = count, .elementSize = t.size(), .rank = r, .nranks = n, .root = root, .inPlace = rootInPlace}));
+    schedules.push_back(direct ? buildDirectScatter(withRank(r))
+                               : buildLinearScatter({.count = count,
+                                                     .elementSize = t.size(),
+                                                     .rank = r,
+                                                     .nranks = n,
+                                                     .root = root,
+                                                     .inPlace = rootInPlace}));
   }
   SimulationResult result = simulateAll(schedules, memory, t);
   ASSERT_TRUE(result.ok) << what << ": " << result.error;
@@ -490,15 +541,17 @@ void checkGatherScatter(int n, size_t count, int root, bool inPlace, bool gather
       ASSERT_EQ(t.get(memory[r].buffers.recv, i), inputs[0][r * count + i]) << what << " rank " << r;
 }
 
-TEST(CollectiveSchedules, GatherAndScatter) {
+TEST(CollectiveSchedules, GatherAndScatterLinearAndDirect) {
   for (int n : rankCounts())
     for (size_t count : elementCounts(n, false))
       for (int root : roots(n))
         for (bool inPlace : {false, true})
-          for (bool gather : {false, true}) {
-            checkGatherScatter(n, count, root, inPlace, gather, Typed{n % 2 ? ncclInt32 : ncclFloat64});
-            if (HasFatalFailure()) return;
-          }
+          for (bool gather : {false, true})
+            for (bool direct : {false, true}) {
+              if (direct && n > 64) continue;
+              checkGatherScatter(n, count, root, inPlace, gather, Typed{n % 2 ? ncclInt32 : ncclFloat64}, direct);
+              if (HasFatalFailure()) return;
+            }
 }
 
 // Random groups of sends and receives: every rank sends a few messages of random sizes to random
@@ -518,7 +571,7 @@ TEST(CollectiveSchedules, ThousandRanksLogDepthAndLinearAlgorithms) {
       ASSERT_NO_FATAL_FAILURE(checkBroadcast(n, 7, n - 1, false, a, t));
       ASSERT_NO_FATAL_FAILURE(checkReduce(n, 7, n / 3, true, a, 0, t));
     }
-    ASSERT_NO_FATAL_FAILURE(checkAllToAll(n, 1, false, true, t));
+    ASSERT_NO_FATAL_FAILURE(checkAllToAll(n, 1, false, AllToAllAlgorithm::Bruck, t));
     for (bool gather : {false, true}) ASSERT_NO_FATAL_FAILURE(checkGatherScatter(n, 1, n / 2, true, gather, t));
   }
 }
@@ -553,7 +606,7 @@ TEST_P(CollectiveSchedulesAtScale, QuadraticAlgorithm) {
       return checkReduceScatter(n, 1, inPlace, average, false, ScatterAlgorithm::Ring, t);
     case QuadraticCase::HierarchicalReduceScatter:
       return checkReduceScatter(n, 1, inPlace, average, false, ScatterAlgorithm::Hierarchical, t);
-    case QuadraticCase::PairwiseAllToAll: return checkAllToAll(n, 1, false, false, t);
+    case QuadraticCase::PairwiseAllToAll: return checkAllToAll(n, 1, false, AllToAllAlgorithm::Pairwise, t);
   }
 }
 
