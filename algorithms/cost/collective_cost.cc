@@ -15,8 +15,8 @@ double ringGatherUs(const Shape& s, const CostInput&, const CostModel& m) {
   return (s.n - 1) * ringStepUs(s, m, s.bytes / s.n);
 }
 
-// Direct all-gather, reduce-scatter, broadcast and reduce on mapped peers: one barrier, and each
-// rank reads and writes at most the call's bytes (s.bytes: the larger buffer) once.
+// Direct collectives but the all-reduce, on mapped peers: one barrier, and each rank reads and
+// writes at most the call's bytes (s.bytes: the larger buffer) once.
 double directCopyUs(const Shape& s, const CostInput&, const CostModel& m) {
   return (s.n > 1 ? m.intra.latencyUs : 0) + m.memory.timeUs(s.bytes);
 }

@@ -157,8 +157,8 @@ TEST_P(DeviceDirectRanks, ReduceStraightOutOfThePeersDeviceBuffers) {
 }
 
 // The whole stream-ordered grid (every collective, type, operator, size and placement) with the
-// direct path taking every call it can (the all-reduce, all-gather, reduce-scatter, broadcast and
-// reduce): chunks of one element, empty chunks, integer and 8-bit types. `plain`: on memory that
+// direct path taking every call it can (every collective; EachCollectiveOfTheDirectPathGoesDirect
+// checks each call's path): chunks of one element, empty chunks, integer and 8-bit types. `plain`: on memory that
 // cannot be exported, so that every direct call goes through the communicator's own buffers.
 std::string gridGoesDirect(int n, bool plain) {
   return describeFailures(runRankProcesses(
@@ -340,6 +340,11 @@ TEST(DeviceDirect, EachCollectiveOfTheDirectPathGoesDirect) {
         const ncclRedOp_t op = collective == Collective::ReduceScatter ? ncclAvg : ncclSum;
         std::vector<StreamChecks> checks = ranks.checksPerRank();
         std::vector<char*> results(n);
+        // An all-to-all in place goes through the own buffers even on memory that can be exported
+        // (its direct schedule needs the buffers apart); no other call here makes them.
+        const bool makesOwnBuffers = !plain && collective == Collective::AllToAll && inPlace;
+        for (int r = 0; r < n && makesOwnBuffers; ++r)
+          EXPECT_EQ(ranks.comms[r]->direct.ownDevice.base, nullptr) << "rank " << r << ": " << label;
         // In a group the calls reach the streams at ncclGroupEnd: the results are read after it.
         ASSERT_EQ(ncclGroupStart(), ncclSuccess);
         for (int r = 0; r < n; ++r) {
@@ -375,7 +380,7 @@ TEST(DeviceDirect, EachCollectiveOfTheDirectPathGoesDirect) {
               ASSERT_EQ(ncclReduce(send, recv, kCount, ncclFloat32, op, root, comm, s), ncclSuccess);
               break;
             }
-            case Collective::AllToAll: {  // in place through own buffers even on exportable memory
+            case Collective::AllToAll: {
               char* send = check.input(s, n * kCount, ncclFloat32, op, seed);
               char* recv = results[r] = inPlace ? send : check.deviceBuffer(n * block);
               ASSERT_EQ(ncclAlltoAll(send, recv, kCount, ncclFloat32, comm, s), ncclSuccess);
@@ -449,6 +454,9 @@ TEST(DeviceDirect, EachCollectiveOfTheDirectPathGoesDirect) {
           const std::vector<const CollectiveRecord*> entries = ranks.comms[r]->exec.records.entries();
           ASSERT_FALSE(entries.empty());
           EXPECT_STREQ(entries.back()->algorithm, "direct") << "rank " << r << ": " << label;
+          if (makesOwnBuffers) {
+            EXPECT_NE(ranks.comms[r]->direct.ownDevice.base, nullptr) << "rank " << r << ": " << label;
+          }
         }
       }
   }

@@ -133,11 +133,14 @@ int otherCollectivesGrid(int rank, int n, const ncclUniqueId& id, bool everyRank
   // reduce only where every rank has a device, as on a GPU machine: runtime/exec/direct_path.h).
   const bool everyRankHasADevice = std::all_of(comm->layout.ranks.begin(), comm->layout.ranks.end(),
                                                [](const RankInfo& info) { return info.cudaDevice >= 0; });
+  // A rooted call off rank 0's root: rank 0 (malloc'd buffers where `everyRankShared` is false)
+  // has no buffer its peers touch in a broadcast, gather or scatter, so the call may go direct.
+  auto rootedGoesDirect = [&](int root) { return everyRankHasADevice && (everyRankShared || root != 0); };
   auto done = [&](ncclResult_t result, const std::string& what, bool direct = true) {
     if (result != ncclSuccess) {
       fprintf(stderr, "rank %d: %s: %s\n", rank, what.c_str(), ncclGetLastError(comm));
       wrong += 1000;
-    } else if ((lastAlgorithm(comm) == "direct") != (everyRankShared && direct)) {
+    } else if ((lastAlgorithm(comm) == "direct") != direct) {
       fprintf(stderr, "rank %d: %s ran %s\n", rank, what.c_str(), lastAlgorithm(comm).c_str());
       ++wrongPath;
     }
@@ -153,7 +156,7 @@ int otherCollectivesGrid(int rank, int n, const ncclUniqueId& id, bool everyRank
         {
           char* input = inPlace ? recv + rank * block : send;
           fillInput(input, count, rank, type, ncclSum, seed);
-          done(ncclAllGather(input, recv, count, type, comm, nullptr), "allgather " + where);
+          done(ncclAllGather(input, recv, count, type, comm, nullptr), "allgather " + where, everyRankShared);
           for (int r = 0; r < n; ++r)
             wrong += countMismatchesAgainst(
                 recv + r * block, count, type, [&](size_t i) { return inputValue(r, i, type, ncclSum, seed); }, 1,
@@ -162,7 +165,8 @@ int otherCollectivesGrid(int rank, int n, const ncclUniqueId& id, bool everyRank
         for (ncclRedOp_t op : {ncclSum, ncclAvg}) {
           fillInput(send, n * count, rank, type, op, seed);
           char* output = inPlace ? send + rank * block : recv;
-          done(ncclReduceScatter(send, output, count, type, op, comm, nullptr), "reducescatter " + where);
+          done(ncclReduceScatter(send, output, count, type, op, comm, nullptr), "reducescatter " + where,
+               everyRankShared);
           wrong += countMismatchesAgainst(
               output, count, type, [&](size_t i) { return expectedReduction(n, rank * count + i, type, op, seed); }, n,
               op, ("reducescatter " + where).c_str());
@@ -171,7 +175,7 @@ int otherCollectivesGrid(int rank, int n, const ncclUniqueId& id, bool everyRank
           fillInput(send, count, rank, type, ncclSum, seed);
           char* output = inPlace ? send : recv;
           done(ncclBroadcast(send, output, count, type, root, comm, nullptr), "broadcast " + where,
-               everyRankHasADevice);
+               rootedGoesDirect(root));
           wrong += countMismatchesAgainst(
               output, count, type, [&](size_t i) { return inputValue(root, i, type, ncclSum, seed); }, 1, ncclSum,
               ("broadcast " + where).c_str());
@@ -179,7 +183,8 @@ int otherCollectivesGrid(int rank, int n, const ncclUniqueId& id, bool everyRank
         for (ncclRedOp_t op : {ncclSum, ncclMax}) {
           fillInput(send, count, rank, type, op, seed);
           char* output = inPlace ? send : recv;
-          done(ncclReduce(send, output, count, type, op, root, comm, nullptr), "reduce " + where, everyRankHasADevice);
+          done(ncclReduce(send, output, count, type, op, root, comm, nullptr), "reduce " + where,
+               everyRankHasADevice && everyRankShared);
           if (rank == root)
             wrong += countMismatchesAgainst(
                 output, count, type, [&](size_t i) { return expectedReduction(n, i, type, op, seed); }, n, op,
@@ -190,7 +195,8 @@ int otherCollectivesGrid(int rank, int n, const ncclUniqueId& id, bool everyRank
           // rank takes the selected algorithm.
           fillInput(send, n * count, rank, type, ncclSum, seed);
           char* output = inPlace ? send : recv;
-          done(ncclAlltoAll(send, output, count, type, comm, nullptr), "alltoall " + where, !inPlace);
+          done(ncclAlltoAll(send, output, count, type, comm, nullptr), "alltoall " + where,
+               everyRankShared && !inPlace);
           for (int q = 0; q < n; ++q)
             wrong += countMismatchesAgainst(
                 output + q * block, count, type,
@@ -201,7 +207,7 @@ int otherCollectivesGrid(int rank, int n, const ncclUniqueId& id, bool everyRank
           fillInput(send, count, rank, type, ncclSum, seed);
           char* input = inPlace && rank == root ? recv + root * block : send;
           if (input != send) memcpy(input, send, block);
-          done(ncclGather(input, recv, count, type, root, comm, nullptr), "gather " + where, everyRankHasADevice);
+          done(ncclGather(input, recv, count, type, root, comm, nullptr), "gather " + where, rootedGoesDirect(root));
           if (rank == root)
             for (int q = 0; q < n; ++q)
               wrong += countMismatchesAgainst(
@@ -211,7 +217,7 @@ int otherCollectivesGrid(int rank, int n, const ncclUniqueId& id, bool everyRank
         {
           if (rank == root) fillInput(send, n * count, rank, type, ncclSum, seed);
           char* output = inPlace && rank == root ? send + root * block : recv;
-          done(ncclScatter(send, output, count, type, root, comm, nullptr), "scatter " + where, everyRankHasADevice);
+          done(ncclScatter(send, output, count, type, root, comm, nullptr), "scatter " + where, rootedGoesDirect(root));
           wrong += countMismatchesAgainst(
               output, count, type, [&](size_t i) { return inputValue(root, rank * count + i, type, ncclSum, seed); }, 1,
               ncclSum, ("scatter " + where).c_str());
@@ -235,6 +241,53 @@ TEST_P(MemAllocRanks, OtherCollectivesWithOneUnsharedBufferTakeTheSelectedAlgori
   const int n = GetParam();
   EXPECT_EQ(onEveryRank(n, [&](int rank, const ncclUniqueId& id) { return otherCollectivesGrid(rank, n, id, false); }),
             "");
+}
+
+// An all-to-all in place on one rank only: that rank cannot take the direct schedule (peers would
+// overwrite blocks it has yet to send), and every rank takes the selected algorithm with it.
+int allToAllOneRankInPlace(int rank, int n, const ncclUniqueId& id) {
+  setenv("WEFT_DIRECT_MIN_BYTES", "1", 1);
+  ncclComm_t comm;
+  if (ncclCommInitRank(&comm, n, id, rank) != ncclSuccess) return 1;
+  constexpr size_t count = 4099;
+  const size_t block = count * sizeof(float);
+  char* send = nullptr;
+  char* recv = nullptr;
+  if (weftMemAllocHost(reinterpret_cast<void**>(&send), n * block) != ncclSuccess ||
+      weftMemAllocHost(reinterpret_cast<void**>(&recv), n * block) != ncclSuccess)
+    return 2;
+  int status = 0;
+  for (int inPlaceRank = 0; inPlaceRank < n && status == 0; ++inPlaceRank) {
+    const unsigned seed = 300 + static_cast<unsigned>(inPlaceRank);
+    fillInput(send, n * count, rank, ncclFloat32, ncclSum, seed);
+    char* output = rank == inPlaceRank ? send : recv;
+    const std::string what = "alltoall, rank " + std::to_string(inPlaceRank) + " in place";
+    if (ncclAlltoAll(send, output, count, ncclFloat32, comm, nullptr) != ncclSuccess) {
+      fprintf(stderr, "rank %d: %s: %s\n", rank, what.c_str(), ncclGetLastError(comm));
+      status = 3;
+      break;
+    }
+    size_t wrong = 0;
+    for (int q = 0; q < n; ++q)
+      wrong += countMismatchesAgainst(
+          output + q * block, count, ncclFloat32,
+          [&](size_t i) { return inputValue(q, rank * count + i, ncclFloat32, ncclSum, seed); }, 1, ncclSum,
+          what.c_str());
+    if (wrong) status = 4;
+    if (lastAlgorithm(comm) == "direct") {
+      fprintf(stderr, "rank %d: %s went direct\n", rank, what.c_str());
+      status = 5;
+    }
+  }
+  ncclCommDestroy(comm);
+  ncclMemFree(send);
+  ncclMemFree(recv);
+  return status;
+}
+
+TEST_P(MemAllocRanks, AllToAllWithOneRankInPlaceTakesTheSelectedAlgorithmOnEveryRank) {
+  const int n = GetParam();
+  EXPECT_EQ(onEveryRank(n, [&](int rank, const ncclUniqueId& id) { return allToAllOneRankInPlace(rank, n, id); }), "");
 }
 
 // Only the buffers peers read or write need to be shared: an all-gather from a malloc'd input

@@ -291,8 +291,7 @@ else
 fi
 
 # ---- 4d. the direct path on device buffers ----
-# The grid again on 2 ranks, every all-reduce, all-gather, reduce-scatter, broadcast and reduce
-# large enough for the direct path, so that the rank processes sharing the GPU map each other's buffers (CUDA
+# The grid again on 2 ranks, every collective large enough for the direct path, so that the rank processes sharing the GPU map each other's buffers (CUDA
 # IPC) and reduce with kernels: on ncclMemAlloc's (cuMem) buffers, mapped themselves, and on
 # cudaMalloc's, copied through weft's own mapped buffers. Where a sandbox refuses IPC they stage
 # instead. The log says which path ran.
