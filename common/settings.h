@@ -73,6 +73,7 @@ enum class Setting {
   WeftDirect,
   WeftDirectMinBytes,
   WeftOneShotMaxBytes,
+  WeftStagingSliceBytes,
   WeftCompression,
   // Machine model and host.
   WeftTopoFile,

@@ -328,6 +328,7 @@ void readAgreedSettings(ncclComm* comm) {
   comm->agreed.directMinBytes = settingSize(Setting::WeftDirectMinBytes);
   comm->agreed.oneShotMaxBytes = settingSize(Setting::WeftOneShotMaxBytes);
   comm->agreed.ringPieceBytes = settingSize(Setting::WeftRingPieceBytes);
+  comm->agreed.stagingSliceBytes = settingSize(Setting::WeftStagingSliceBytes);
 }
 
 // Local ranks and the ring order come from the topology layer's rank layout.

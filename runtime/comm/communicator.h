@@ -62,6 +62,7 @@ struct CommAgreedSettings {
   size_t directMinBytes = 0;            // WEFT_DIRECT_MIN_BYTES
   size_t oneShotMaxBytes = 0;           // WEFT_ONE_SHOT_MAX_BYTES
   size_t ringPieceBytes = 0;            // WEFT_RING_PIECE_BYTES
+  size_t stagingSliceBytes = 0;         // WEFT_STAGING_SLICE_BYTES
 };
 
 // The transports and per-peer connections; built at init and by connectPeers, driven by the

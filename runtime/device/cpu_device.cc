@@ -142,6 +142,7 @@ ncclResult_t CpuDevice::launchHostFunction(cudaStream_t stream, void (*function)
 }
 
 ncclResult_t CpuDevice::waitValue(cudaStream_t stream, std::atomic<uint32_t>* flag, uint32_t value) {
+  flagWaits_.fetch_add(1);
   streamOf(stream)->enqueue([=] {
     for (uint32_t seen = flag->load(std::memory_order_acquire); !counterReached(seen, value);
          seen = flag->load(std::memory_order_acquire))

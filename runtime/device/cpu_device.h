@@ -88,6 +88,9 @@ class CpuDevice : public DeviceApi {
   // which data path ran).
   uint64_t kernelLaunches() const { return kernelLaunches_.load(); }
   uint64_t imports() const { return imports_.load(); }
+  // Stream waits on a flag enqueued so far: one per stream of each batch (tests of how calls
+  // were batched).
+  uint64_t flagWaits() const { return flagWaits_.load(); }
 
  private:
   class Stream;
@@ -106,6 +109,7 @@ class CpuDevice : public DeviceApi {
   std::atomic<bool> importable_{true};
   std::atomic<uint64_t> kernelLaunches_{0};
   std::atomic<uint64_t> imports_{0};
+  std::atomic<uint64_t> flagWaits_{0};
   PeerBufferMapper peerBuffers_;  // what importDeviceBuffer mapped
 };
 

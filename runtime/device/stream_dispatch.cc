@@ -9,6 +9,7 @@
 #include "runtime/exec/compressed_allreduce_run.h"
 #include "runtime/exec/direct_path.h"
 #include "runtime/exec/one_shot.h"
+#include "runtime/exec/staging_slices.h"
 
 namespace weft {
 
@@ -106,7 +107,8 @@ StreamQueue* existingQueue(ncclComm* comm) {
   return comm->device.queue.get();
 }
 
-// A communicator's share of the group.
+// A communicator's calls of the group that go into one batch: all of them, or, where a call is
+// cut for pipelined staging, each of its slices alone and the calls between them together.
 struct CommCalls {
   ncclComm* comm;
   std::vector<const CollectiveCall*> calls;
@@ -173,9 +175,33 @@ ncclResult_t prepareBatch(CommCalls& share, DeviceApi* device) {
   return ncclSuccess;
 }
 
+// The group's calls in batches, in call order per communicator. A communicator whose calls touch
+// device memory (or pinned memory) has them all ordered on its streams.
+std::vector<CommCalls> sharesOf(const std::vector<CollectiveCall>& calls) {
+  std::vector<CommCalls> shares;
+  for (const CollectiveCall& call : calls) {
+    auto last = std::find_if(shares.rbegin(), shares.rend(), [&](const CommCalls& s) { return s.comm == call.comm; });
+    if (last == shares.rend() || call.stagingSlice || last->calls.back()->stagingSlice) {
+      shares.push_back(CommCalls{call.comm, {}});
+      last = shares.rbegin();
+    }
+    last->calls.push_back(&call);
+  }
+  std::vector<const ncclComm*> onStreams;
+  for (const CollectiveCall& call : calls)
+    if (touchesStreamOrderedMemory(call) && std::find(onStreams.begin(), onStreams.end(), call.comm) == onStreams.end())
+      onStreams.push_back(call.comm);
+  for (CommCalls& share : shares)
+    share.device = std::find(onStreams.begin(), onStreams.end(), share.comm) != onStreams.end();
+  return shares;
+}
+
 }  // namespace
 
-ncclResult_t dispatchCollectives(const std::vector<CollectiveCall>& calls) {
+ncclResult_t dispatchCollectives(const std::vector<CollectiveCall>& given) {
+  // Every rank cuts alike, whatever memory its buffers are (runtime/exec/staging_slices.h).
+  std::vector<CollectiveCall> slices;
+  const std::vector<CollectiveCall>& calls = cutIntoStagingSlices(given, &slices);
   DeviceApi* device = deviceApi();
   if (!device) return runCollectives(calls);
   if (std::none_of(calls.begin(), calls.end(), touchesStreamOrderedMemory)) {
@@ -186,13 +212,7 @@ ncclResult_t dispatchCollectives(const std::vector<CollectiveCall>& calls) {
     return runCollectives(calls);
   }
 
-  std::vector<CommCalls> shares;
-  for (const CollectiveCall& call : calls) {
-    auto it = std::find_if(shares.begin(), shares.end(), [&](const CommCalls& s) { return s.comm == call.comm; });
-    if (it == shares.end()) it = shares.insert(shares.end(), CommCalls{call.comm, {}});
-    it->calls.push_back(&call);
-    it->device = it->device || touchesStreamOrderedMemory(call);
-  }
+  std::vector<CommCalls> shares = sharesOf(calls);
   for (const CommCalls& share : shares) {
     if (!share.device) continue;
     CurrentDeviceScope onDevice(share.comm->cudaDevice);  // stream 0 is the communicator's device's

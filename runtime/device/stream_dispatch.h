@@ -3,7 +3,8 @@
 // Otherwise a communicator's calls that touch device memory are staged through pinned host
 // memory and enqueued on their streams (stream_queue.h), returning at once as NCCL's do; the
 // host-memory calls run now, after the device calls enqueued earlier on the same
-// communicator have completed.
+// communicator have completed. First, on every rank alike, large calls between hosts are cut
+// into slices (runtime/exec/staging_slices.h), each slice a batch of its own.
 #pragma once
 
 #include <vector>

@@ -79,6 +79,9 @@ struct CollectiveCall {
   // Set (by runtime/device) for a device call left unstaged for the direct path; owned by its
   // batch.
   DeviceBuffers* deviceBuffers = nullptr;
+  // One slice of a call cut for pipelined staging (runtime/exec/staging_slices.h): a stream
+  // batch of its own.
+  bool stagingSlice = false;
   // weftAllReduceCompressed: the codec, its seed, and the caller's error-feedback residual
   // (count floats, or null). Calls without it may still be compressed by WEFT_COMPRESSION.
   bool compressed = false;

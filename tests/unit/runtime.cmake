@@ -2,6 +2,8 @@
 weft_test(executor_plan_test SOURCES unit/executor_plan_test.cc)
 # runtime/: the plan cache's key (every field that shapes a schedule, compared in full).
 weft_test(plan_cache_test SOURCES unit/plan_cache_test.cc)
+# runtime/exec: which calls are cut into slices for pipelined staging between hosts, and how.
+weft_test(staging_slices_test SOURCES unit/staging_slices_test.cc)
 # runtime/exec: the collective record ring and its dump.
 weft_test(collective_record_test SOURCES unit/collective_record_test.cc)
 # runtime/status: the status reply's text, the live progress snapshot, the culprit rule.

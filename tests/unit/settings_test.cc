@@ -80,6 +80,7 @@ TEST(Settings, ScheduleShapingSettingsMustAgreeAcrossRanks) {
                                            "WEFT_DIRECT_MIN_BYTES",
                                            "WEFT_ONE_SHOT_MAX_BYTES",
                                            "WEFT_RING_PIECE_BYTES",
+                                           "WEFT_STAGING_SLICE_BYTES",
                                            "WEFT_COMPRESSION",
                                            "WEFT_TRANSPORT",
                                            "NCCL_SHM_DISABLE",

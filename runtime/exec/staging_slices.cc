@@ -1,0 +1,77 @@
+#include "runtime/exec/staging_slices.h"
+
+#include <algorithm>
+
+#include "common/dtype.h"
+#include "runtime/comm/communicator.h"
+#include "runtime/exec/compressed_allreduce_run.h"
+
+namespace weft {
+
+namespace {
+
+// Collectives whose slices are the same collective over contiguous elements of every buffer.
+// (An all-gather's slice would be strided in its output; those are staged whole.)
+bool cutsIntoContiguousSlices(const CollectiveCall& call) {
+  if (call.kind.isPointToPoint()) return false;
+  const Collective collective = call.kind.collective();
+  return collective == Collective::AllReduce || collective == Collective::Broadcast || collective == Collective::Reduce;
+}
+
+bool anyRankHasADevice(const ncclComm* comm) {
+  return std::any_of(comm->layout.ranks.begin(), comm->layout.ranks.end(),
+                     [](const RankInfo& rank) { return rank.cudaDevice >= 0; });
+}
+
+size_t sliceElements(const CollectiveCall& call) {
+  return std::max<size_t>(1, call.comm->agreed.stagingSliceBytes / dataTypeSize(call.datatype));
+}
+
+// `pointer` advanced by `bytes`; null stays null (a buffer NCCL ignores on this rank).
+const void* advanced(const void* pointer, size_t bytes) {
+  return pointer ? static_cast<const char*>(pointer) + bytes : nullptr;
+}
+void* advanced(void* pointer, size_t bytes) { return pointer ? static_cast<char*>(pointer) + bytes : nullptr; }
+
+}  // namespace
+
+size_t stagingSliceCount(const CollectiveCall& call) {
+  const ncclComm* comm = call.comm;
+  const size_t sliceBytes = comm->agreed.stagingSliceBytes;
+  // The cheap tests first: every call asks.
+  if (sliceBytes == 0 || call.count * dataTypeSize(call.datatype) < 2 * sliceBytes) return 1;
+  // A PreMulSum operator's scalar may be device memory, staged with the whole call; the
+  // compressed all-reduce has its own slices.
+  if (!cutsIntoContiguousSlices(call) || call.op >= ncclNumOps || compressedAllReduceWanted(call)) return 1;
+  if (static_cast<int>(comm->layout.localRanks.size()) == comm->nranks || !anyRankHasADevice(comm)) return 1;
+  const size_t elements = sliceElements(call);
+  return (call.count + elements - 1) / elements;
+}
+
+const std::vector<CollectiveCall>& cutIntoStagingSlices(const std::vector<CollectiveCall>& calls,
+                                                        std::vector<CollectiveCall>* storage) {
+  storage->clear();
+  if (std::all_of(calls.begin(), calls.end(), [](const CollectiveCall& c) { return stagingSliceCount(c) == 1; }))
+    return calls;
+  for (const CollectiveCall& call : calls) {
+    const size_t slices = stagingSliceCount(call);
+    if (slices == 1) {
+      storage->push_back(call);
+      continue;
+    }
+    const size_t elements = sliceElements(call);
+    const size_t elementSize = dataTypeSize(call.datatype);
+    for (size_t k = 0; k < slices; ++k) {
+      CollectiveCall slice = call;
+      const size_t first = k * elements;
+      slice.count = std::min(elements, call.count - first);
+      slice.sendbuff = advanced(call.sendbuff, first * elementSize);
+      slice.recvbuff = advanced(call.recvbuff, first * elementSize);
+      slice.stagingSlice = true;
+      storage->push_back(slice);
+    }
+  }
+  return *storage;
+}
+
+}  // namespace weft

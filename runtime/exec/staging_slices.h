@@ -1,0 +1,30 @@
+// Device calls between hosts are staged through pinned host memory: the caller's stream copies
+// the input out of the device, the progress thread runs the collective over the network, the
+// stream copies the result back. Done whole, the three follow one another. So a large
+// all-reduce, broadcast or reduce is cut into slices that run as calls of their own, each a
+// stream batch of its own (runtime/device/stream_dispatch.cc): the stream copies every slice
+// out first, the progress thread runs slice k as soon as it is out, and the stream copies slice
+// k back as soon as it has run, while later slices cross the network.
+//
+// Every rank must run the same calls, so the cut depends only on what every rank agrees on: the
+// call's shape, the layout (ranks on more than one host, a CUDA device on some rank) and
+// WEFT_STAGING_SLICE_BYTES; ranks whose buffers are host memory run the slices too. Each slice
+// of such a call is an independent call over contiguous elements of the same buffers.
+#pragma once
+
+#include <cstddef>
+#include <vector>
+
+#include "runtime/exec/collective.h"
+
+namespace weft {
+
+// How many slices `call` is cut into; 1: not cut.
+size_t stagingSliceCount(const CollectiveCall& call);
+
+// `calls` with each call that is cut replaced by its slices, in order (CollectiveCall::stagingSlice
+// set on each); `calls` itself where none is cut (then *storage is left empty).
+const std::vector<CollectiveCall>& cutIntoStagingSlices(const std::vector<CollectiveCall>& calls,
+                                                        std::vector<CollectiveCall>* storage);
+
+}  // namespace weft

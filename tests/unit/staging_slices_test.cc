@@ -1,0 +1,99 @@
+// runtime/exec/staging_slices.h: which calls are cut for pipelined staging, and into what.
+#include "runtime/exec/staging_slices.h"
+
+#include <gtest/gtest.h>
+
+#include <vector>
+
+#include "runtime/comm/communicator.h"
+
+namespace weft {
+namespace {
+
+constexpr size_t kSliceBytes = 4096;
+
+class StagingSlicesTest : public ::testing::Test {
+ protected:
+  // Four ranks on two hosts, rank 2 with a device, slices of 4 KiB (1024 floats).
+  void SetUp() override {
+    comm.rank = 0;
+    comm.nranks = 4;
+    comm.layout.ranks.resize(4);
+    for (int r = 0; r < 4; ++r) comm.layout.ranks[r].cudaDevice = r == 2 ? 0 : -1;
+    comm.layout.localRanks = {0, 1};
+    comm.agreed.stagingSliceBytes = kSliceBytes;
+  }
+  CollectiveCall call(Collective collective, size_t count, ncclDataType_t type = ncclFloat32) {
+    return makeCall(collective, &comm, send.data(), recv.data(), count, type, ncclSum, 1);
+  }
+  ncclComm comm;
+  std::vector<char> send = std::vector<char>(1 << 20);
+  std::vector<char> recv = std::vector<char>(1 << 20);
+};
+
+TEST_F(StagingSlicesTest, AllReduceBroadcastAndReduceOfTwoSlicesOrMoreAreCut) {
+  for (Collective c : {Collective::AllReduce, Collective::Broadcast, Collective::Reduce}) {
+    EXPECT_EQ(stagingSliceCount(call(c, 2047)), 1u) << collectiveName(c) << ": under two slices";
+    EXPECT_EQ(stagingSliceCount(call(c, 2048)), 2u) << collectiveName(c);
+    EXPECT_EQ(stagingSliceCount(call(c, 2049)), 3u) << collectiveName(c) << ": a tail slice";
+    EXPECT_EQ(stagingSliceCount(call(c, 4096, ncclFloat64)), 8u) << collectiveName(c) << ": slices of bytes";
+  }
+}
+
+TEST_F(StagingSlicesTest, OtherCollectivesOneHostNoDeviceOrScaledOperatorsAreNotCut) {
+  for (Collective c : {Collective::AllGather, Collective::ReduceScatter, Collective::AllToAll, Collective::Gather,
+                       Collective::Scatter})
+    EXPECT_EQ(stagingSliceCount(call(c, 1 << 16)), 1u) << collectiveName(c) << ": slices would be strided";
+  CollectiveCall preMulSum = call(Collective::AllReduce, 1 << 16);
+  preMulSum.op = static_cast<ncclRedOp_t>(ncclNumOps);
+  EXPECT_EQ(stagingSliceCount(preMulSum), 1u) << "its scalar may be device memory, staged whole";
+  comm.layout.localRanks = {0, 1, 2, 3};
+  EXPECT_EQ(stagingSliceCount(call(Collective::AllReduce, 1 << 16)), 1u) << "one host";
+  comm.layout.localRanks = {0, 1};
+  comm.layout.ranks[2].cudaDevice = -1;
+  EXPECT_EQ(stagingSliceCount(call(Collective::AllReduce, 1 << 16)), 1u) << "no device on any rank";
+  comm.layout.ranks[2].cudaDevice = 0;
+  comm.agreed.stagingSliceBytes = 0;
+  EXPECT_EQ(stagingSliceCount(call(Collective::AllReduce, 1 << 16)), 1u) << "WEFT_STAGING_SLICE_BYTES=0";
+}
+
+TEST_F(StagingSlicesTest, SlicesCoverTheCallInOrderOverTheSameBuffers) {
+  std::vector<CollectiveCall> calls = {call(Collective::Broadcast, 100), call(Collective::AllReduce, 2500),
+                                       call(Collective::Reduce, 5000, ncclFloat16)};
+  calls[1].recvbuff = send.data();  // in place
+  calls[2].recvbuff = nullptr;      // a reduce's output off the root
+  std::vector<CollectiveCall> storage;
+  const std::vector<CollectiveCall>& cut = cutIntoStagingSlices(calls, &storage);
+  ASSERT_EQ(&cut, &storage);
+  // The broadcast whole; the all-reduce in 1024 + 1024 + 452 floats; the reduce in 2048 + 2048 + 904
+  // halves.
+  ASSERT_EQ(cut.size(), 1u + 3u + 3u);
+  EXPECT_FALSE(cut[0].stagingSlice);
+  EXPECT_EQ(cut[0].count, 100u);
+  const size_t allReduceCounts[] = {1024, 1024, 452};
+  for (size_t k = 0; k < 3; ++k) {
+    const CollectiveCall& slice = cut[1 + k];
+    EXPECT_TRUE(slice.stagingSlice);
+    EXPECT_EQ(slice.kind, Collective::AllReduce);
+    EXPECT_EQ(slice.count, allReduceCounts[k]);
+    EXPECT_EQ(slice.sendbuff, send.data() + k * kSliceBytes);
+    EXPECT_EQ(slice.recvbuff, slice.sendbuff) << "in place stays in place";
+  }
+  for (size_t k = 0; k < 3; ++k) {
+    const CollectiveCall& slice = cut[4 + k];
+    EXPECT_EQ(slice.count, k < 2 ? 2048u : 904u);
+    EXPECT_EQ(slice.sendbuff, send.data() + k * kSliceBytes);
+    EXPECT_EQ(slice.recvbuff, nullptr) << "an ignored buffer stays null";
+    EXPECT_EQ(slice.root, 1);
+  }
+}
+
+TEST_F(StagingSlicesTest, CallsNoneOfWhichIsCutAreReturnedAsTheyAre) {
+  std::vector<CollectiveCall> calls = {call(Collective::AllReduce, 100), call(Collective::AllGather, 1 << 16)};
+  std::vector<CollectiveCall> storage;
+  EXPECT_EQ(&cutIntoStagingSlices(calls, &storage), &calls);
+  EXPECT_TRUE(storage.empty());
+}
+
+}  // namespace
+}  // namespace weft
