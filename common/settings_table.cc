@@ -116,8 +116,10 @@ constexpr std::array<SettingSpec, static_cast<size_t>(Setting::Count)> kSettings
     {Setting::WeftOneShotMaxBytes, "WEFT_ONE_SHOT_MAX_BYTES", Size, "4096", 0, 16384, 0, nullptr, true, false,
      "largest all-reduce in bytes (on one host, over shared memory) done in one exchange through the peers' "
      "mailboxes; 0 turns it off"},
-    {Setting::WeftStagingSliceBytes, "WEFT_STAGING_SLICE_BYTES", Size, "8388608", 0, kNoLimit, 0, nullptr, true, false,
-     "slice in bytes of all-reduces, broadcasts and reduces between hosts where some rank has a GPU: device "
+    {Setting::WeftStagingSliceBytes, "WEFT_STAGING_SLICE_BYTES", Size, "4194304", 0, kNoLimit, 4096, nullptr, true,
+     false,
+     "bytes a rank of the slices (nranks times this, at most 8 a call) into which all-reduces, broadcasts and "
+     "reduces of two slices or more between hosts are cut where some rank has a CUDA device, so that device "
      "buffers are staged slice by slice, the copies overlapping the network; 0 stages calls whole"},
     {Setting::WeftCompression, "WEFT_COMPRESSION", String, nullptr, 0, 0, 0, nullptr, true, false,
      "opt-in gradient compression of ncclAllReduce (fp16, bf16, int8, int4, sign, topk:RATIO, "

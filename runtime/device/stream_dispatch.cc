@@ -110,8 +110,10 @@ StreamQueue* existingQueue(ncclComm* comm) {
 // A communicator's calls of the group that go into one batch: all of them, or, where a call is
 // cut for pipelined staging, each of its slices alone and the calls between them together.
 struct CommCalls {
-  ncclComm* comm;
+  ncclComm* comm = nullptr;
   std::vector<const CollectiveCall*> calls;
+  bool pointToPoint = false;          // holds the communicator's sends and receives
+  std::vector<cudaStream_t> streams;  // of all the communicator's calls in the group
   bool device = false;
   StreamBatch* batch = nullptr;
 };
@@ -165,9 +167,8 @@ ncclResult_t prepareBatch(CommCalls& share, DeviceApi* device) {
       batch->deviceBuffers.push_back(direct);
       batch->calls.back().deviceBuffers = &batch->deviceBuffers.back();
     }
-    if (std::find(batch->streams.begin(), batch->streams.end(), call->stream) == batch->streams.end())
-      batch->streams.push_back(call->stream);
   }
+  batch->streams = share.streams;
   const size_t bytes = layOutStaging(share.calls, batch, nullptr);
   if (bytes == 0) return ncclSuccess;  // pinned and host buffers only: ordered on the streams, nothing to copy
   WEFT_CHECK(queue->staging().acquire(bytes, &batch->staging));
@@ -175,24 +176,44 @@ ncclResult_t prepareBatch(CommCalls& share, DeviceApi* device) {
   return ncclSuccess;
 }
 
-// The group's calls in batches, in call order per communicator. A communicator whose calls touch
+// The group's calls in batches, in call order per communicator: all of a communicator's calls
+// in one, unless some are slices of a cut call. Then each slice is a batch of its own, the calls
+// between slices share one, and all of its sends and receives join the batch of the first (the
+// executor runs them as one item where the first was called, as on a rank whose calls run on
+// host memory). Every batch of a communicator lists every stream of its calls in the group, so
+// that each stream waits for the whole group, as NCCL's do. A communicator whose calls touch
 // device memory (or pinned memory) has them all ordered on its streams.
 std::vector<CommCalls> sharesOf(const std::vector<CollectiveCall>& calls) {
   std::vector<CommCalls> shares;
   for (const CollectiveCall& call : calls) {
+    if (call.kind.isPointToPoint()) {
+      auto joined = std::find_if(shares.begin(), shares.end(),
+                                 [&](const CommCalls& s) { return s.comm == call.comm && s.pointToPoint; });
+      if (joined != shares.end()) {
+        joined->calls.push_back(&call);
+        continue;
+      }
+    }
     auto last = std::find_if(shares.rbegin(), shares.rend(), [&](const CommCalls& s) { return s.comm == call.comm; });
     if (last == shares.rend() || call.stagingSlice || last->calls.back()->stagingSlice) {
-      shares.push_back(CommCalls{call.comm, {}});
+      shares.emplace_back();
+      shares.back().comm = call.comm;
       last = shares.rbegin();
     }
     last->calls.push_back(&call);
+    last->pointToPoint = last->pointToPoint || call.kind.isPointToPoint();
   }
   std::vector<const ncclComm*> onStreams;
   for (const CollectiveCall& call : calls)
     if (touchesStreamOrderedMemory(call) && std::find(onStreams.begin(), onStreams.end(), call.comm) == onStreams.end())
       onStreams.push_back(call.comm);
-  for (CommCalls& share : shares)
+  for (CommCalls& share : shares) {
     share.device = std::find(onStreams.begin(), onStreams.end(), share.comm) != onStreams.end();
+    for (const CollectiveCall& call : calls)
+      if (call.comm == share.comm &&
+          std::find(share.streams.begin(), share.streams.end(), call.stream) == share.streams.end())
+        share.streams.push_back(call.stream);
+  }
   return shares;
 }
 

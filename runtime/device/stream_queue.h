@@ -37,7 +37,9 @@ struct StreamCopy {
 
 class StreamQueue;
 
-// The calls of one communicator from one ncclGroupEnd (or one lone call), staged.
+// The calls of one communicator from one ncclGroupEnd (or one lone call), staged; or one slice
+// of a call cut for pipelined staging, or the calls between such slices
+// (runtime/exec/staging_slices.h).
 struct StreamBatch {
   std::vector<CollectiveCall> calls;  // buffers point into `staging` where the caller's are device memory
   std::vector<StreamCopy> copiesIn;

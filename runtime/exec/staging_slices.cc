@@ -23,8 +23,18 @@ bool anyRankHasADevice(const ncclComm* comm) {
                      [](const RankInfo& rank) { return rank.cudaDevice >= 0; });
 }
 
+// The slice: WEFT_STAGING_SLICE_BYTES a rank. Each slice is a collective of its own, whose
+// start-up (a ring's 2(n-1) steps) grows with the rank count; a slice of n times a few MiB keeps
+// each step's message large beside its latency.
+size_t sliceBytes(const ncclComm* comm) {
+  return comm->agreed.stagingSliceBytes * static_cast<size_t>(std::max(comm->nranks, 1));
+}
+
+// Elements a slice of `call`: at most kMostStagingSlices slices, of equal size but the last.
 size_t sliceElements(const CollectiveCall& call) {
-  return std::max<size_t>(1, call.comm->agreed.stagingSliceBytes / dataTypeSize(call.datatype));
+  const size_t bytes = call.count * dataTypeSize(call.datatype);
+  const size_t slices = std::min(kMostStagingSlices, (bytes + sliceBytes(call.comm) - 1) / sliceBytes(call.comm));
+  return (call.count + slices - 1) / slices;
 }
 
 // `pointer` advanced by `bytes`; null stays null (a buffer NCCL ignores on this rank).
@@ -37,9 +47,8 @@ void* advanced(void* pointer, size_t bytes) { return pointer ? static_cast<char*
 
 size_t stagingSliceCount(const CollectiveCall& call) {
   const ncclComm* comm = call.comm;
-  const size_t sliceBytes = comm->agreed.stagingSliceBytes;
   // The cheap tests first: every call asks.
-  if (sliceBytes == 0 || call.count * dataTypeSize(call.datatype) < 2 * sliceBytes) return 1;
+  if (comm->agreed.stagingSliceBytes == 0 || call.count * dataTypeSize(call.datatype) < 2 * sliceBytes(comm)) return 1;
   // A PreMulSum operator's scalar may be device memory, staged with the whole call; the
   // compressed all-reduce has its own slices.
   if (!cutsIntoContiguousSlices(call) || call.op >= ncclNumOps || compressedAllReduceWanted(call)) return 1;

@@ -6,10 +6,14 @@
 // out first, the progress thread runs slice k as soon as it is out, and the stream copies slice
 // k back as soon as it has run, while later slices cross the network.
 //
-// Every rank must run the same calls, so the cut depends only on what every rank agrees on: the
-// call's shape, the layout (ranks on more than one host, a CUDA device on some rank) and
-// WEFT_STAGING_SLICE_BYTES; ranks whose buffers are host memory run the slices too. Each slice
-// of such a call is an independent call over contiguous elements of the same buffers.
+// Slices are nranks x WEFT_STAGING_SLICE_BYTES (4 MiB a rank by default: each slice is a
+// collective of its own, whose start-up grows with the rank count), at most kMostStagingSlices
+// of them (a larger call gets larger slices; 8 hide 7/8 of the copies already); a call of less
+// than two slices is not cut. Every rank must run the same calls, so the cut depends only on
+// what every rank agrees on: the call's shape, the layout (ranks on more than one host, a CUDA
+// device on some rank: on GPU nodes, every rank) and the setting; ranks whose buffers are host
+// memory run the slices too. Each slice is an independent call over contiguous elements of the
+// same buffers.
 #pragma once
 
 #include <cstddef>
@@ -18,6 +22,8 @@
 #include "runtime/exec/collective.h"
 
 namespace weft {
+
+constexpr size_t kMostStagingSlices = 8;
 
 // How many slices `call` is cut into; 1: not cut.
 size_t stagingSliceCount(const CollectiveCall& call);

@@ -1,11 +1,13 @@
 // Calls between hosts on device memory, cut into slices for pipelined staging
 // (runtime/exec/staging_slices.h), through the CPU implementation of the device seam: ranks on
-// two fake hosts (WEFT_HOSTNAME) and slices of 64 KiB, so that calls of a few hundred KiB run as
-// several calls, each its own stream batch. Results are checked against the reference, and the
-// number of collectives each rank ran says that every call ran as its slices, on every rank
-// alike (a rank that ran them whole would have hung its peers until the time-out).
+// two fake hosts (WEFT_HOSTNAME) and slices of 32 KiB a rank, so that calls of a few hundred KiB
+// run as several calls, each its own stream batch. Results are checked against the reference;
+// the number of collectives each rank ran says that every call ran as its slices, on every rank
+// alike (a rank that ran one whole would have failed on the size mismatch or hung its peers),
+// and the flag waits its streams got say how the calls were batched.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <functional>
 #include <memory>
@@ -24,7 +26,11 @@ using namespace weft::testing;
 
 namespace {
 
-constexpr size_t kSliceBytes = 64 << 10;
+constexpr size_t kSliceBytesPerRank = 32 << 10;
+constexpr size_t kMostSlices = 8;
+constexpr unsigned kPointToPointSeed = 777;  // the sender's input and the receiver's reference
+
+enum class PointToPoint { None, SendToNext, ReceiveFromPrevious };
 
 // One call of the sequence below.
 struct Call {
@@ -34,85 +40,107 @@ struct Call {
   ncclRedOp_t op = ncclSum;
   int root = 0;
   bool inPlace = false;
+  PointToPoint pointToPoint = PointToPoint::None;  // instead of the collective
+  bool secondStream = false;
 };
 
-size_t slicesOf(const Call& c) {
-  const size_t perSlice = kSliceBytes / dataTypeSize(c.type);
-  return c.count * dataTypeSize(c.type) >= 2 * kSliceBytes ? (c.count + perSlice - 1) / perSlice : 1;
+// The slices the library cuts `c` into on `n` ranks (staging_slices.h's rule, restated).
+size_t slicesOf(const Call& c, int n) {
+  const size_t bytes = c.count * dataTypeSize(c.type), slice = kSliceBytesPerRank * n;
+  if (c.pointToPoint != PointToPoint::None || bytes < 2 * slice) return 1;
+  const size_t slices = std::min(kMostSlices, (bytes + slice - 1) / slice);
+  const size_t perSlice = (c.count + slices - 1) / slices;
+  return (c.count + perSlice - 1) / perSlice;
 }
 
-// Stream batches of a group on a device rank: each slice alone, the calls between together.
-size_t batchesOf(const std::vector<Call>& group) {
+// Stream batches of a group on a device rank: each slice alone, the calls between together,
+// the sends and receives all in the batch of the first; each batch waited for on every stream
+// of the group.
+size_t flagWaitsOf(const std::vector<Call>& group, int n) {
   size_t batches = 0;
-  bool lastWasSlice = true;
+  bool lastWasSlice = true, pointToPointBatch = false;
   for (const Call& c : group) {
-    const bool cut = slicesOf(c) > 1;
-    batches += cut ? slicesOf(c) : lastWasSlice ? 1 : 0;
-    lastWasSlice = cut;
+    const size_t slices = slicesOf(c, n);
+    const bool isPointToPoint = c.pointToPoint != PointToPoint::None;
+    if (isPointToPoint && pointToPointBatch) continue;
+    if (slices > 1 || lastWasSlice) batches += slices;
+    pointToPointBatch = pointToPointBatch || isPointToPoint;
+    lastWasSlice = slices > 1;
   }
-  return batches;
+  const bool twoStreams = std::any_of(group.begin(), group.end(), [](const Call& c) { return c.secondStream; });
+  return batches * (twoStreams ? 2 : 1);
 }
 
-// A rank's side of the calls: device memory on its stream where it has the CPU device, else
+// A rank's side of the calls: device memory on its streams where it has the CPU device, else
 // host memory (a rank without a GPU beside ranks with one).
 class RankCalls {
  public:
   RankCalls(int rank, int n, ncclComm_t comm, TestDevice* device) : rank_(rank), n_(n), comm_(comm), device_(device) {
     if (device_) {
-      stream_ = device_->createStream();
+      streams_[0] = device_->createStream();
+      streams_[1] = device_->createStream();
       checks_ = std::make_unique<StreamChecks>(*device_, rank);
     }
   }
   ~RankCalls() {
     checks_.reset();
-    if (device_) device_->destroyStream(stream_);
+    if (device_)
+      for (cudaStream_t s : streams_) device_->destroyStream(s);
   }
 
   // Issues the call (inside a group where the caller opened one), its result to be read by
   // check(); false when it was refused.
   bool issue(const Call& c, unsigned seed) {
+    cudaStream_t stream = streams_[c.secondStream ? 1 : 0];
+    if (c.pointToPoint != PointToPoint::None) seed = kPointToPointSeed;
     const size_t bytes = c.count * dataTypeSize(c.type);
-    const bool root = rank_ == c.root;
     char* send = nullptr;
     if (device_) {
-      send = checks_->input(stream_, c.count, c.type, c.op, seed);
+      send = checks_->input(stream, c.count, c.type, c.op, seed);
     } else {
-      host_.push_back(std::vector<char>(bytes));
-      send = host_.back().data();
+      send = hostBuffer(bytes);
       fillInput(send, c.count, rank_, c.type, c.op, seed);
     }
-    char* recv = c.inPlace ? send : nullptr;
-    if (!recv && device_) recv = checks_->deviceBuffer(bytes);
-    if (!recv) {
-      host_.push_back(std::vector<char>(bytes));
-      recv = host_.back().data();
-    }
+    char* recv = c.inPlace ? send : device_ ? checks_->deviceBuffer(bytes) : hostBuffer(bytes);
+    const int next = (rank_ + 1) % n_, previous = (rank_ + n_ - 1) % n_;
     ncclResult_t r = ncclInvalidUsage;
-    switch (c.collective) {
-      case Collective::AllReduce: r = ncclAllReduce(send, recv, c.count, c.type, c.op, comm_, stream_); break;
-      case Collective::Broadcast: r = ncclBroadcast(send, recv, c.count, c.type, c.root, comm_, stream_); break;
-      default: r = ncclReduce(send, recv, c.count, c.type, c.op, c.root, comm_, stream_);
+    if (c.pointToPoint == PointToPoint::SendToNext) {
+      r = ncclSend(send, c.count, c.type, next, comm_, stream);
+    } else if (c.pointToPoint == PointToPoint::ReceiveFromPrevious) {
+      r = ncclRecv(recv, c.count, c.type, previous, comm_, stream);
+    } else if (c.collective == Collective::AllReduce) {
+      r = ncclAllReduce(send, recv, c.count, c.type, c.op, comm_, stream);
+    } else if (c.collective == Collective::Broadcast) {
+      r = ncclBroadcast(send, recv, c.count, c.type, c.root, comm_, stream);
+    } else {
+      r = ncclReduce(send, recv, c.count, c.type, c.op, c.root, comm_, stream);
     }
     if (r != ncclSuccess) {
       fprintf(stderr, "rank %d: %s: %s\n", rank_, collectiveName(c.collective), ncclGetLastError(comm_));
       return false;
     }
-    const std::string label = std::string(collectiveName(c.collective)) + " of " + std::to_string(c.count) + " " +
-                              dataTypeName(c.type) + (c.inPlace ? " in place" : "");
+    const std::string label =
+        (c.pointToPoint != PointToPoint::None ? std::string("receive") : std::string(collectiveName(c.collective))) +
+        " of " + std::to_string(c.count) + " " + dataTypeName(c.type) + (c.inPlace ? " in place" : "");
     std::function<double(size_t)> expected;
     int reduced = n_;
     const int n = n_;
-    if (c.collective == Collective::Broadcast) {
+    if (c.pointToPoint == PointToPoint::ReceiveFromPrevious) {
+      expected = [=](size_t i) { return inputValue(previous, i, c.type, c.op, seed); };
+      reduced = 1;
+    } else if (c.pointToPoint == PointToPoint::SendToNext) {
+      return true;
+    } else if (c.collective == Collective::Broadcast) {
       expected = [=](size_t i) { return inputValue(c.root, i, c.type, c.op, seed); };
       reduced = 1;
-    } else if (c.collective == Collective::AllReduce || root) {
+    } else if (c.collective == Collective::AllReduce || rank_ == c.root) {
       expected = [=](size_t i) { return expectedReduction(n, i, c.type, c.op, seed); };
     } else {
       return true;  // a reduce's output off the root: nothing to check
     }
     pending_.push_back([=, this] {
       if (device_) {
-        checks_->expect(stream_, recv, c.count, c.type, expected, reduced, c.op, label);
+        checks_->expect(stream, recv, c.count, c.type, expected, reduced, c.op, label);
       } else {
         wrong_ += countMismatchesAgainst(recv, c.count, c.type, expected, reduced, c.op, label.c_str());
       }
@@ -121,23 +149,29 @@ class RankCalls {
   }
 
   // Reads the results of the calls issued since the last time: after their group, where the
-  // calls have reached the stream (or, on host memory, have run).
+  // calls have reached the streams (or, on host memory, have run).
   void check() {
     for (const auto& read : pending_) read();
     pending_.clear();
   }
 
-  // Wrong elements so far (after the stream's work).
+  // Wrong elements so far (after the streams' work).
   size_t wrong() {
-    if (device_) device_->synchronize(stream_);
+    if (device_)
+      for (cudaStream_t s : streams_) device_->synchronize(s);
     return wrong_ + (checks_ ? checks_->mismatches() : 0);
   }
 
  private:
+  char* hostBuffer(size_t bytes) {
+    host_.push_back(std::vector<char>(bytes));
+    return host_.back().data();
+  }
+
   int rank_, n_;
   ncclComm_t comm_;
   TestDevice* device_;
-  cudaStream_t stream_ = nullptr;
+  cudaStream_t streams_[2] = {nullptr, nullptr};
   std::unique_ptr<StreamChecks> checks_;
   std::vector<std::vector<char>> host_;
   std::vector<std::function<void()>> pending_;
@@ -145,13 +179,14 @@ class RankCalls {
 };
 
 // Runs the calls on `n` ranks of two fake hosts; `hostRank`: that rank has no device and calls
-// on host memory (-1: none). "" when every rank was right and ran every call as its slices.
+// on host memory (-1: none). "" when every rank was right, ran every call as its slices, and
+// (on the device) got the batches expected.
 std::string runCalls(int n, int hostRank, const std::vector<std::vector<Call>>& groups) {
   return describeFailures(runRankProcesses(
       n,
       [&](int rank, const ncclUniqueId& id) {
         setenv("WEFT_HOSTNAME", rank % 2 ? "hostB" : "hostA", 1);
-        setenv("WEFT_STAGING_SLICE_BYTES", std::to_string(kSliceBytes).c_str(), 1);
+        setenv("WEFT_STAGING_SLICE_BYTES", std::to_string(kSliceBytesPerRank).c_str(), 1);
         std::unique_ptr<CpuTestDevice> device;
         if (rank != hostRank) device = std::make_unique<CpuTestDevice>();
         ncclComm_t comm;
@@ -160,16 +195,20 @@ std::string runCalls(int n, int hostRank, const std::vector<std::vector<Call>>& 
         {
           RankCalls calls(rank, n, comm, device.get());
           unsigned seed = 500;
-          size_t expectedRuns = 0, expectedBatches = 0;
+          size_t expectedRuns = 0, expectedFlagWaits = 0;
           for (const std::vector<Call>& group : groups) {
             if (group.size() > 1) ncclGroupStart();
+            bool pointToPoint = false;
             for (const Call& c : group) {
               if (!calls.issue(c, ++seed)) status = 2;
-              expectedRuns += slicesOf(c);
+              // A group's sends and receives run as one.
+              const bool isPointToPoint = c.pointToPoint != PointToPoint::None;
+              if (!isPointToPoint || !pointToPoint) expectedRuns += slicesOf(c, n);
+              pointToPoint = pointToPoint || isPointToPoint;
             }
-            expectedBatches += batchesOf(group);
             if (group.size() > 1 && ncclGroupEnd() != ncclSuccess) status = 2;
             calls.check();
+            expectedFlagWaits += flagWaitsOf(group, n);
           }
           if (calls.wrong()) status = 3;
           ncclResult_t async = ncclSuccess;
@@ -183,11 +222,9 @@ std::string runCalls(int n, int hostRank, const std::vector<std::vector<Call>>& 
                     (unsigned long long)comm->exec.collectiveSequence, expectedRuns);
             status = 5;
           }
-          // One stream, so one flag wait per batch: the slices went to the streams apart, so
-          // that the stream copies slice k back while later ones are on the network.
-          if (device && device->cpu().flagWaits() != expectedBatches) {
-            fprintf(stderr, "rank %d: %llu stream batches, %zu expected\n", rank,
-                    (unsigned long long)device->cpu().flagWaits(), expectedBatches);
+          if (device && device->cpu().flagWaits() != expectedFlagWaits) {
+            fprintf(stderr, "rank %d: %llu flag waits on its streams, %zu expected\n", rank,
+                    (unsigned long long)device->cpu().flagWaits(), expectedFlagWaits);
             status = 7;
           }
         }
@@ -197,19 +234,26 @@ std::string runCalls(int n, int hostRank, const std::vector<std::vector<Call>>& 
       120));
 }
 
-// Calls of several slices (a tail slice too, and 8-byte and 2-byte types), each root, in place
-// and not, and a group in which cut calls sit between calls that are not.
+// Calls of several slices (a tail slice too, more than 8 slices' worth, and 8-byte and 2-byte
+// types), each root, in place and not; a group in which cut calls sit between calls that are
+// not; sends and receives on both sides of a cut call (every rank receives first: they must run
+// as one, as on a host-memory rank); a group on two streams.
 std::vector<std::vector<Call>> callsFor(int n) {
+  const Call receive{Collective::AllReduce, ncclFloat32, 5000, ncclSum, 0, false, PointToPoint::ReceiveFromPrevious};
+  const Call send{Collective::AllReduce, ncclFloat32, 5000, ncclSum, 0, false, PointToPoint::SendToNext};
   std::vector<std::vector<Call>> groups = {
       {{Collective::AllReduce, ncclFloat32, 100000, ncclSum}},
       {{Collective::AllReduce, ncclFloat32, 100000, ncclAvg, 0, true}},
       {{Collective::AllReduce, ncclFloat16, 70001, ncclMax}},
-      {{Collective::AllReduce, ncclFloat64, 20000, ncclSum}},  // 160000 bytes: 3 slices
-      {{Collective::AllReduce, ncclFloat32, 1000, ncclSum}},   // not cut
+      {{Collective::AllReduce, ncclFloat64, 20000, ncclSum}},
+      {{Collective::AllReduce, ncclFloat32, 1000, ncclSum}},  // not cut
       {{Collective::AllReduce, ncclFloat32, 40000, ncclMin},
        {Collective::Broadcast, ncclFloat32, 50000, ncclSum, n - 1},
        {Collective::AllReduce, ncclInt32, 300, ncclSum},
        {Collective::Reduce, ncclFloat32, 50000, ncclSum, 1 % n}},
+      {receive, {Collective::AllReduce, ncclFloat32, 60000, ncclSum}, send},
+      {{Collective::AllReduce, ncclFloat32, 300, ncclSum, 0, false, PointToPoint::None, true},
+       {Collective::AllReduce, ncclFloat32, 60000, ncclSum}},
   };
   for (int root = 0; root < n; ++root) {
     groups.push_back({{Collective::Broadcast, ncclFloat32, 60000, ncclSum, root, root % 2 == 1}});

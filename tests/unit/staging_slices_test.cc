@@ -10,18 +10,18 @@
 namespace weft {
 namespace {
 
-constexpr size_t kSliceBytes = 4096;
+constexpr size_t kSliceBytesPerRank = 1024;
 
 class StagingSlicesTest : public ::testing::Test {
  protected:
-  // Four ranks on two hosts, rank 2 with a device, slices of 4 KiB (1024 floats).
+  // Four ranks on two hosts, rank 2 with a device, slices of 4 x 1 KiB (1024 floats).
   void SetUp() override {
     comm.rank = 0;
     comm.nranks = 4;
     comm.layout.ranks.resize(4);
     for (int r = 0; r < 4; ++r) comm.layout.ranks[r].cudaDevice = r == 2 ? 0 : -1;
     comm.layout.localRanks = {0, 1};
-    comm.agreed.stagingSliceBytes = kSliceBytes;
+    comm.agreed.stagingSliceBytes = kSliceBytesPerRank;
   }
   CollectiveCall call(Collective collective, size_t count, ncclDataType_t type = ncclFloat32) {
     return makeCall(collective, &comm, send.data(), recv.data(), count, type, ncclSum, 1);
@@ -37,6 +37,20 @@ TEST_F(StagingSlicesTest, AllReduceBroadcastAndReduceOfTwoSlicesOrMoreAreCut) {
     EXPECT_EQ(stagingSliceCount(call(c, 2048)), 2u) << collectiveName(c);
     EXPECT_EQ(stagingSliceCount(call(c, 2049)), 3u) << collectiveName(c) << ": a tail slice";
     EXPECT_EQ(stagingSliceCount(call(c, 4096, ncclFloat64)), 8u) << collectiveName(c) << ": slices of bytes";
+    EXPECT_EQ(stagingSliceCount(call(c, 100000)), 8u) << collectiveName(c) << ": at most 8, larger";
+  }
+  comm.nranks = 8;  // slices of 8 x 1 KiB
+  EXPECT_EQ(stagingSliceCount(call(Collective::AllReduce, 4095)), 1u) << "the slice grows with the rank count";
+  EXPECT_EQ(stagingSliceCount(call(Collective::AllReduce, 4096)), 2u);
+}
+
+TEST_F(StagingSlicesTest, AtMostEightSlicesOfEqualSizeButTheLast) {
+  std::vector<CollectiveCall> storage;
+  const std::vector<CollectiveCall>& cut = cutIntoStagingSlices({call(Collective::AllReduce, 100001)}, &storage);
+  ASSERT_EQ(cut.size(), 8u);
+  for (size_t k = 0; k < 8; ++k) {
+    EXPECT_EQ(cut[k].count, k < 7 ? 12501u : 100001u - 7 * 12501u) << "slice " << k;
+    EXPECT_EQ(cut[k].sendbuff, send.data() + k * 12501 * sizeof(float)) << "slice " << k;
   }
 }
 
@@ -65,24 +79,24 @@ TEST_F(StagingSlicesTest, SlicesCoverTheCallInOrderOverTheSameBuffers) {
   std::vector<CollectiveCall> storage;
   const std::vector<CollectiveCall>& cut = cutIntoStagingSlices(calls, &storage);
   ASSERT_EQ(&cut, &storage);
-  // The broadcast whole; the all-reduce in 1024 + 1024 + 452 floats; the reduce in 2048 + 2048 + 904
-  // halves.
+  // The broadcast whole; the all-reduce (10000 bytes: 3 slices) in 834 + 834 + 832 floats; the
+  // reduce (10000 bytes) in 1667 + 1667 + 1666 halves.
   ASSERT_EQ(cut.size(), 1u + 3u + 3u);
   EXPECT_FALSE(cut[0].stagingSlice);
   EXPECT_EQ(cut[0].count, 100u);
-  const size_t allReduceCounts[] = {1024, 1024, 452};
+  const size_t allReduceCounts[] = {834, 834, 832};
   for (size_t k = 0; k < 3; ++k) {
     const CollectiveCall& slice = cut[1 + k];
     EXPECT_TRUE(slice.stagingSlice);
     EXPECT_EQ(slice.kind, Collective::AllReduce);
     EXPECT_EQ(slice.count, allReduceCounts[k]);
-    EXPECT_EQ(slice.sendbuff, send.data() + k * kSliceBytes);
+    EXPECT_EQ(slice.sendbuff, send.data() + k * 834 * sizeof(float));
     EXPECT_EQ(slice.recvbuff, slice.sendbuff) << "in place stays in place";
   }
   for (size_t k = 0; k < 3; ++k) {
     const CollectiveCall& slice = cut[4 + k];
-    EXPECT_EQ(slice.count, k < 2 ? 2048u : 904u);
-    EXPECT_EQ(slice.sendbuff, send.data() + k * kSliceBytes);
+    EXPECT_EQ(slice.count, k < 2 ? 1667u : 1666u);
+    EXPECT_EQ(slice.sendbuff, send.data() + k * 1667 * 2);
     EXPECT_EQ(slice.recvbuff, nullptr) << "an ignored buffer stays null";
     EXPECT_EQ(slice.root, 1);
   }
