@@ -633,6 +633,15 @@ bool sameHostPeersShareMemory(const ncclComm* comm) {
   return !comm->net.forcedTransport || comm->net.forcedTransport->peersShareMemory;
 }
 
+bool allRanksOnOneHost(const ncclComm* comm) {
+  return static_cast<int>(comm->layout.localRanks.size()) == comm->nranks;
+}
+
+int ranksWithADevice(const ncclComm* comm) {
+  return static_cast<int>(std::count_if(comm->layout.ranks.begin(), comm->layout.ranks.end(),
+                                        [](const RankInfo& rank) { return rank.cudaDevice >= 0; }));
+}
+
 ncclResult_t checkCommunicator(ncclComm* comm, const char* argumentName) {
   if (!comm) return fail(ncclInvalidArgument, "%s is NULL", argumentName);
   if (comm->magic != kCommMagic)

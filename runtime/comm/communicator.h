@@ -217,6 +217,11 @@ Doorbell* communicatorDoorbell(ncclComm* comm);
 // Whether same-host peers are joined by a transport through which they can map each other's
 // buffers (not when WEFT_TRANSPORT forces the network): the direct path needs it.
 bool sameHostPeersShareMemory(const ncclComm* comm);
+// Every rank on this host. From the layout, so the same verdict on every rank.
+bool allRanksOnOneHost(const ncclComm* comm);
+// The ranks that had a CUDA device current when they created the communicator (from the init
+// exchange, so the same count on every rank).
+int ranksWithADevice(const ncclComm* comm);
 
 // ncclInvalidArgument unless `comm` is a live weft communicator; the stored error if it failed.
 ncclResult_t checkCommunicator(ncclComm* comm, const char* argumentName = "comm");

@@ -55,8 +55,7 @@ size_t layOutStaging(const std::vector<const CollectiveCall*>& callers, StreamBa
     char* recv = static_cast<char*>(caller.recvbuff);
     const bool sendOnDevice = onDevice(send, spans.send);
     const bool recvOnDevice = onDevice(recv, spans.recv);
-    const bool overlap = spans.send && spans.recv && send < recv + spans.recv && recv < send + spans.send;
-    if (overlap && (sendOnDevice || recvOnDevice)) {
+    if (buffersOverlap(caller) && (sendOnDevice || recvOnDevice)) {
       const char* low = std::min<const char*>(send, recv);
       const char* high = std::max<const char*>(send + spans.send, recv + spans.recv);
       char* area = place(static_cast<size_t>(high - low));

@@ -46,6 +46,13 @@ BufferSpans bufferSpans(const CollectiveCall& call) {
   }
 }
 
+bool buffersOverlap(const CollectiveCall& call) {
+  const BufferSpans spans = bufferSpans(call);
+  const char* send = static_cast<const char*>(call.sendbuff);
+  const char* recv = static_cast<const char*>(call.recvbuff);
+  return spans.send && spans.recv && send < recv + spans.recv && recv < send + spans.send;
+}
+
 namespace {
 
 // The prepared schedule for `call`, from the communicator's plan cache when the shape repeats

@@ -113,6 +113,9 @@ struct BufferSpans {
   size_t recv = 0;
 };
 BufferSpans bufferSpans(const CollectiveCall& call);
+// Whether the bytes the call reads and writes on this rank share memory (in place, or at an
+// offset).
+bool buffersOverlap(const CollectiveCall& call);
 
 // Runs the calls; calls on one communicator run in order (its sends and receives fused into
 // one schedule, so they may be posted in any order), calls on different communicators progress

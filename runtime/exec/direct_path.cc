@@ -13,17 +13,12 @@ namespace weft {
 
 namespace {
 
-// The rooted collectives (broadcast, reduce, gather, scatter) go direct only where every rank
-// has a device: trainers call them on device memory, where staging crosses PCIe twice. On host
-// memory the handshake is a barrier that the selected algorithm does not have (a root, or a
-// peer, leaves once its data is in the shared-memory slots): with it, broadcasts and reduces on
-// malloc'd buffers took 20-76% longer at 1-4 MiB (docs/performance.md). The all-reduce,
+// The rooted collectives (broadcast, reduce, gather, scatter), which go direct only where every
+// rank has a device: trainers call them on device memory, where staging crosses PCIe twice. On
+// host memory the handshake is a barrier that the selected algorithm does not have (a root, or
+// a peer, leaves once its data is in the shared-memory slots): with it, broadcasts and reduces
+// on malloc'd buffers took 20-76% longer at 1-4 MiB (docs/performance.md). The all-reduce,
 // all-gather, reduce-scatter and all-to-all wait for every rank anyway.
-bool everyRankHasADevice(const ncclComm* comm) {
-  return std::all_of(comm->layout.ranks.begin(), comm->layout.ranks.end(),
-                     [](const RankInfo& rank) { return rank.cudaDevice >= 0; });
-}
-
 bool rooted(Collective collective) {
   return collective == Collective::Broadcast || collective == Collective::Reduce || collective == Collective::Gather ||
          collective == Collective::Scatter;
@@ -56,11 +51,7 @@ BufferSpans peerVisibleSpans(const CollectiveCall& call) {
 }
 
 bool needsApartBuffers(const CollectiveCall& call) {
-  if (call.kind.isPointToPoint() || call.kind.collective() != Collective::AllToAll) return false;
-  const BufferSpans spans = bufferSpans(call);
-  const char* send = static_cast<const char*>(call.sendbuff);
-  const char* recv = static_cast<const char*>(call.recvbuff);
-  return send < recv + spans.recv && recv < send + spans.send;
+  return !call.kind.isPointToPoint() && call.kind.collective() == Collective::AllToAll && buffersOverlap(call);
 }
 
 bool directPathEligible(const CollectiveCall& call) {
@@ -70,8 +61,8 @@ bool directPathEligible(const CollectiveCall& call) {
   if (largestBufferOfCall(call) < comm->agreed.directMinBytes) return false;
   const Collective collective = call.kind.collective();
   if (!algorithmApplies(collective, Algorithm::Direct)) return false;
-  if (rooted(collective) && !everyRankHasADevice(comm)) return false;
-  return static_cast<int>(comm->layout.localRanks.size()) == comm->nranks && sameHostPeersShareMemory(comm);
+  if (rooted(collective) && ranksWithADevice(comm) < comm->nranks) return false;
+  return allRanksOnOneHost(comm) && sameHostPeersShareMemory(comm);
 }
 
 namespace {

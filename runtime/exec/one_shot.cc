@@ -75,8 +75,8 @@ bool oneShotEligible(const CollectiveCall& call) {
   ncclComm* comm = call.comm;
   const size_t bytes = call.count * dataTypeSize(call.datatype);
   return call.kind == Collective::AllReduce && comm->nranks > 1 && bytes > 0 && bytes <= comm->agreed.oneShotMaxBytes &&
-         call.op < ncclNumOps && static_cast<int>(comm->layout.localRanks.size()) == comm->nranks &&
-         sameHostPeersShareMemory(comm) && !algorithmForced(comm) && !compressedAllReduceWanted(call);
+         call.op < ncclNumOps && allRanksOnOneHost(comm) && sameHostPeersShareMemory(comm) && !algorithmForced(comm) &&
+         !compressedAllReduceWanted(call);
 }
 
 ncclResult_t prepareOneShot(const CollectiveCall& call, const std::vector<PeerTraffic>** traffic) {

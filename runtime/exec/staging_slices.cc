@@ -1,6 +1,7 @@
 #include "runtime/exec/staging_slices.h"
 
 #include <algorithm>
+#include <cstddef>
 
 #include "common/dtype.h"
 #include "runtime/comm/communicator.h"
@@ -16,11 +17,6 @@ bool cutsIntoContiguousSlices(const CollectiveCall& call) {
   if (call.kind.isPointToPoint()) return false;
   const Collective collective = call.kind.collective();
   return collective == Collective::AllReduce || collective == Collective::Broadcast || collective == Collective::Reduce;
-}
-
-bool anyRankHasADevice(const ncclComm* comm) {
-  return std::any_of(comm->layout.ranks.begin(), comm->layout.ranks.end(),
-                     [](const RankInfo& rank) { return rank.cudaDevice >= 0; });
 }
 
 // The slice: WEFT_STAGING_SLICE_BYTES a rank. Each slice is a collective of its own, whose
@@ -52,7 +48,7 @@ size_t stagingSliceCount(const CollectiveCall& call) {
   // A PreMulSum operator's scalar may be device memory, staged with the whole call; the
   // compressed all-reduce has its own slices.
   if (!cutsIntoContiguousSlices(call) || call.op >= ncclNumOps || compressedAllReduceWanted(call)) return 1;
-  if (static_cast<int>(comm->layout.localRanks.size()) == comm->nranks || !anyRankHasADevice(comm)) return 1;
+  if (allRanksOnOneHost(comm) || ranksWithADevice(comm) == 0) return 1;
   const size_t elements = sliceElements(call);
   return (call.count + elements - 1) / elements;
 }
@@ -60,14 +56,16 @@ size_t stagingSliceCount(const CollectiveCall& call) {
 const std::vector<CollectiveCall>& cutIntoStagingSlices(const std::vector<CollectiveCall>& calls,
                                                         std::vector<CollectiveCall>* storage) {
   storage->clear();
-  if (std::all_of(calls.begin(), calls.end(), [](const CollectiveCall& c) { return stagingSliceCount(c) == 1; }))
-    return calls;
-  for (const CollectiveCall& call : calls) {
+  bool cut = false;
+  for (size_t i = 0; i < calls.size(); ++i) {
+    const CollectiveCall& call = calls[i];
     const size_t slices = stagingSliceCount(call);
     if (slices == 1) {
-      storage->push_back(call);
+      if (cut) storage->push_back(call);
       continue;
     }
+    if (!cut) storage->assign(calls.begin(), calls.begin() + static_cast<std::ptrdiff_t>(i));  // whole, before it
+    cut = true;
     const size_t elements = sliceElements(call);
     const size_t elementSize = dataTypeSize(call.datatype);
     for (size_t k = 0; k < slices; ++k) {
@@ -80,7 +78,7 @@ const std::vector<CollectiveCall>& cutIntoStagingSlices(const std::vector<Collec
       storage->push_back(slice);
     }
   }
-  return *storage;
+  return cut ? *storage : calls;
 }
 
 }  // namespace weft

@@ -100,6 +100,14 @@ std::string lastAlgorithm(ncclComm_t comm) {
   return entries.empty() ? std::string("(none)") : std::string(entries.back()->algorithm);
 }
 
+// A communicator whose calls of any size may take the direct path (WEFT_DIRECT_MIN_BYTES=1);
+// null when its init failed.
+ncclComm_t commForEveryDirectCall(int rank, int n, const ncclUniqueId& id) {
+  setenv("WEFT_DIRECT_MIN_BYTES", "1", 1);
+  ncclComm_t comm = nullptr;
+  return ncclCommInitRank(&comm, n, id, rank) == ncclSuccess ? comm : nullptr;
+}
+
 // The all-gather, reduce-scatter, broadcast, reduce, all-to-all, gather and scatter (every root
 // in turn), in and out of place, of several types and sizes down to one element (empty chunks);
 // every all-gather, reduce-scatter and out-of-place all-to-all direct (WEFT_DIRECT_MIN_BYTES=1)
@@ -107,9 +115,8 @@ std::string lastAlgorithm(ncclComm_t comm) {
 // the rooted collectives too where every rank has a device. 0 when every result is right and every call took the
 // expected path.
 int otherCollectivesGrid(int rank, int n, const ncclUniqueId& id, bool everyRankShared) {
-  setenv("WEFT_DIRECT_MIN_BYTES", "1", 1);
-  ncclComm_t comm;
-  if (ncclCommInitRank(&comm, n, id, rank) != ncclSuccess) return 1;
+  ncclComm_t comm = commForEveryDirectCall(rank, n, id);
+  if (!comm) return 1;
   constexpr size_t kMostCount = 4099;
   const size_t bytes = n * kMostCount * 8;
   char* send = nullptr;
@@ -246,9 +253,8 @@ TEST_P(MemAllocRanks, OtherCollectivesWithOneUnsharedBufferTakeTheSelectedAlgori
 // An all-to-all in place on one rank only: that rank cannot take the direct schedule (peers would
 // overwrite blocks it has yet to send), and every rank takes the selected algorithm with it.
 int allToAllOneRankInPlace(int rank, int n, const ncclUniqueId& id) {
-  setenv("WEFT_DIRECT_MIN_BYTES", "1", 1);
-  ncclComm_t comm;
-  if (ncclCommInitRank(&comm, n, id, rank) != ncclSuccess) return 1;
+  ncclComm_t comm = commForEveryDirectCall(rank, n, id);
+  if (!comm) return 1;
   constexpr size_t count = 4099;
   const size_t block = count * sizeof(float);
   char* send = nullptr;
@@ -294,9 +300,8 @@ TEST_P(MemAllocRanks, AllToAllWithOneRankInPlaceTakesTheSelectedAlgorithmOnEvery
 // into a shared output, and a reduce-scatter from a shared input into a malloc'd output, go
 // direct.
 int localBuffersAnyMemory(int rank, int n, const ncclUniqueId& id) {
-  setenv("WEFT_DIRECT_MIN_BYTES", "1", 1);
-  ncclComm_t comm;
-  if (ncclCommInitRank(&comm, n, id, rank) != ncclSuccess) return 1;
+  ncclComm_t comm = commForEveryDirectCall(rank, n, id);
+  if (!comm) return 1;
   constexpr size_t count = 4099;
   const size_t block = count * sizeof(float);
   char* shared = nullptr;
