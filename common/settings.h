@@ -72,6 +72,7 @@ enum class Setting {
   WeftTuningFile,
   WeftDirect,
   WeftDirectMinBytes,
+  WeftDirectSendRecv,
   WeftOneShotMaxBytes,
   WeftStagingSliceBytes,
   WeftCompression,

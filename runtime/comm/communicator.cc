@@ -325,6 +325,7 @@ void readAgreedSettings(ncclComm* comm) {
   comm->agreed.ncclAlgo = settingString(Setting::NcclAlgo);
   comm->agreed.weftAlgo = settingString(Setting::WeftAlgo);
   comm->agreed.direct = settingBool(Setting::WeftDirect);
+  comm->agreed.directSendRecv = settingBool(Setting::WeftDirectSendRecv);
   comm->agreed.directMinBytes = settingSize(Setting::WeftDirectMinBytes);
   comm->agreed.oneShotMaxBytes = settingSize(Setting::WeftOneShotMaxBytes);
   comm->agreed.ringPieceBytes = settingSize(Setting::WeftRingPieceBytes);

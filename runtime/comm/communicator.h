@@ -59,6 +59,7 @@ struct CommAgreedSettings {
   std::optional<std::string> ncclAlgo;  // NCCL_ALGO
   std::optional<std::string> weftAlgo;  // WEFT_ALGO
   bool direct = true;                   // WEFT_DIRECT
+  bool directSendRecv = false;          // WEFT_DIRECT_SEND_RECV (runtime/exec/direct_point_to_point.h)
   size_t directMinBytes = 0;            // WEFT_DIRECT_MIN_BYTES
   size_t oneShotMaxBytes = 0;           // WEFT_ONE_SHOT_MAX_BYTES
   size_t ringPieceBytes = 0;            // WEFT_RING_PIECE_BYTES
@@ -154,8 +155,9 @@ struct DirectPathState {
   const char* resultArea = nullptr;
   // Own device buffers could not be made or exported: such calls are staged from then on.
   bool ownBuffersUnusable = false;
-  bool warnedUnmappable = false;     // a peer's device buffers could not be mapped (said once)
-  bool announcedDevicePath = false;  // the first direct call on device buffers (logged)
+  bool warnedUnmappable = false;             // a peer's device buffers could not be mapped (said once)
+  bool announcedDevicePath = false;          // the first direct call on device buffers (logged)
+  bool announcedDevicePointToPoint = false;  // ... and sends and receives (direct_point_to_point.h)
 };
 
 // Calls on device memory (runtime/device): the queue of stream-ordered batches and its

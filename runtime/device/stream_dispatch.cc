@@ -8,6 +8,7 @@
 #include "runtime/device/stream_queue.h"
 #include "runtime/exec/compressed_allreduce_run.h"
 #include "runtime/exec/direct_path.h"
+#include "runtime/exec/direct_point_to_point.h"
 #include "runtime/exec/one_shot.h"
 #include "runtime/exec/staging_slices.h"
 
@@ -138,6 +139,15 @@ ncclResult_t refuseGraphCapture(DeviceApi* device, const CollectiveCall& call) {
 // (its direct schedule needs buffers apart).
 bool leaveForDirectPath(const CollectiveCall& call, DeviceApi* device, DeviceBuffers* out) {
   const BufferSpans spans = bufferSpans(call);
+  if (call.kind.isPointToPoint()) {  // runtime/exec/direct_point_to_point.h: a receive's buffer exported
+    *out = DeviceBuffers{};
+    if (!pointToPointDirectEligible(call)) return false;
+    if (call.kind.isSend()) return onDevice(call.sendbuff, spans.send);
+    if (!onDevice(call.recvbuff, spans.recv)) return false;
+    if (device->exportDeviceBuffer(call.recvbuff, spans.recv, &out->recv)) return true;
+    out->throughOwnBuffers = true;  // received there, copied out after the run
+    return spans.recv <= kMaxOwnDeviceAreaBytes;
+  }
   if (!directPathEligible(call) || call.op >= ncclNumOps || oneShotEligible(call) || compressedAllReduceWanted(call) ||
       (spans.send && !onDevice(call.sendbuff, spans.send)) || (spans.recv && !onDevice(call.recvbuff, spans.recv)))
     return false;

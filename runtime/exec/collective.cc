@@ -20,6 +20,7 @@
 #include "runtime/exec/collective_trace.h"
 #include "runtime/exec/compressed_allreduce_run.h"
 #include "runtime/exec/direct_path.h"
+#include "runtime/exec/direct_point_to_point.h"
 #include "runtime/exec/idle_waiter.h"
 #include "runtime/exec/one_shot.h"
 #include "runtime/exec/plan_cache.h"
@@ -101,6 +102,8 @@ struct CommQueue {
   const CollectiveCall* handshakeFor = nullptr;  // the running run is this call's descriptor exchange
   bool confirmingDeviceMapping = false;          // ... its second one (direct_path.h)
   std::unique_ptr<PreparedSchedule> ownedPlan;   // a plan not in the cache (send/recv groups)
+  // The running run is one of this send/recv group's (its exchanges, or its data).
+  std::unique_ptr<DirectPointToPoint> pointToPoint;
 };
 
 char* scratchFor(ncclComm* comm, size_t bytes) {
@@ -169,12 +172,13 @@ ncclResult_t startRun(CommQueue& queue, const CollectiveCall& call, const Prepar
   int kind = pointToPoint ? kPointToPointKind : static_cast<int>(call.kind.collective());
   uint64_t bytes = 0;
   if (pointToPoint) {
+    bytes = plan->bytesSentOutsideSteps;
     for (const PeerTraffic& t : plan->traffic) bytes += t.sentBytes;
   } else {
     bytes = call.count * dataTypeSize(call.datatype) *
             (sizeCountsEveryRank(call.kind.collective()) ? static_cast<uint64_t>(comm->nranks) : 1);
   }
-  if (plan == &comm->direct.handshakePlan) kind = -1;
+  if (plan->bookkeeping) kind = -1;
   beginRecord(comm, sequence, call, name, plan->algorithm, kind, bytes, plan->schedule.steps.size(), plan->traffic);
   queue.running =
       std::make_unique<CollectiveRun>(plan, comm->net.connectionTable.data(), buffers, reduction, name, sequence);
@@ -257,6 +261,17 @@ RunBuffers userBuffers(const CollectiveCall& call) {
 }
 
 // Starts the queue's next item (or the direct-path handshake that decides how to run it).
+// The next run of the send/recv group going direct (its exchanges, then its data); *started
+// false once its data ran.
+ncclResult_t startPointToPointRun(CommQueue& queue, bool* started) {
+  const PreparedSchedule* plan = nullptr;
+  RunBuffers buffers;
+  const char* name = nullptr;
+  WEFT_CHECK(queue.pointToPoint->nextRun(&plan, &buffers, &name));
+  *started = plan != nullptr;
+  return plan ? startRun(queue, queue.pointToPoint->firstCall(), plan, buffers, name) : ncclSuccess;
+}
+
 ncclResult_t startNext(CommQueue& queue) {
   CancelScope abortable(&queue.comm->state.aborted);  // connection set-up and mapping wait on peers
   ScopedLogRank logAs(queue.comm->rank);              // its selection and plan lines name this rank
@@ -281,9 +296,19 @@ ncclResult_t startNext(CommQueue& queue) {
     WEFT_CHECK(planFor(call, direct, &plan));
     return startRun(queue, call, plan, buffers, collectiveName(call.kind.collective()));
   }
+  if (queue.pointToPoint) {
+    bool started = false;
+    WEFT_CHECK(startPointToPointRun(queue, &started));
+    if (started) return ncclSuccess;
+    queue.pointToPoint.reset();  // its data ran
+  }
   if (queue.pending.empty()) return ncclSuccess;
   WorkItem item = std::move(queue.pending.front());
   queue.pending.pop_front();
+  if (!item.pointToPoint.empty() && (queue.pointToPoint = DirectPointToPoint::start(item.pointToPoint))) {
+    bool started = false;  // its first exchange
+    return startPointToPointRun(queue, &started);
+  }
   if (!item.pointToPoint.empty()) {
     Schedule schedule;
     WEFT_CHECK(scheduleForPointToPoint(item.pointToPoint, &schedule));
@@ -325,7 +350,7 @@ std::vector<CommQueue> queuesFor(const std::vector<CollectiveCall>& calls) {
   for (const auto& call : calls) {
     auto it = std::find_if(queues.begin(), queues.end(), [&](const CommQueue& q) { return q.comm == call.comm; });
     if (it == queues.end()) {
-      queues.push_back(CommQueue{call.comm, {}, nullptr, nullptr, false, nullptr});
+      queues.push_back(CommQueue{call.comm, {}, nullptr, nullptr, false, nullptr, nullptr});
       it = queues.end() - 1;
     }
     if (call.kind.isPointToPoint()) {

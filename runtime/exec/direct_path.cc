@@ -80,8 +80,8 @@ void exchangeOfDescriptors(ncclComm* comm, const PreparedSchedule** plan, RunBuf
 // is released only with the communicator: see releaseDeviceDirectState).
 constexpr size_t kMaxDeviceImports = 256;
 
-// The address here of a peer's device buffer, mapping its allocation once per communicator;
-// null for a buffer the call ignores on that peer (nothing exported).
+}  // namespace
+
 ncclResult_t mapPeerDeviceBuffer(ncclComm* comm, const DeviceBufferExport& buffer, char** out) {
   *out = nullptr;
   if (buffer.kind == DeviceBufferExport::None) return ncclSuccess;
@@ -99,6 +99,17 @@ ncclResult_t mapPeerDeviceBuffer(ncclComm* comm, const DeviceBufferExport& buffe
   return ncclSuccess;
 }
 
+void warnUnmappablePeers(ncclComm* comm) {
+  if (comm->direct.warnedUnmappable) return;
+  WEFT_WARN(
+      "rank %d: cannot map the peers' device buffers (%s); device calls are staged through host memory "
+      "instead",
+      comm->rank, lastErrorMessage().c_str());
+  comm->direct.warnedUnmappable = true;
+}
+
+namespace {
+
 // Maps every peer's device buffers; false (and why, logged once per communicator) when one
 // cannot be, or this rank has no stream for its kernels.
 bool mapPeersDeviceBuffers(ncclComm* comm) {
@@ -110,13 +121,7 @@ bool mapPeersDeviceBuffers(ncclComm* comm) {
     mapped = mapPeerDeviceBuffer(comm, d.deviceSend, &comm->direct.peerSendBuffers[p]) == ncclSuccess &&
              mapPeerDeviceBuffer(comm, d.deviceRecv, &comm->direct.peerRecvBuffers[p]) == ncclSuccess;
   }
-  if (!mapped && !comm->direct.warnedUnmappable) {
-    WEFT_WARN(
-        "rank %d: cannot map the peers' device buffers (%s); device collectives are staged through host "
-        "memory instead",
-        comm->rank, lastErrorMessage().c_str());
-    comm->direct.warnedUnmappable = true;
-  }
+  if (!mapped) warnUnmappablePeers(comm);
   return mapped;
 }
 
@@ -170,6 +175,13 @@ ncclResult_t ensureOwnDeviceBuffers(ncclComm* comm, size_t bytes) {
   return ncclSuccess;
 }
 
+// Says why the own device buffers cannot be had, and stops trying (staged from then on).
+void giveUpOwnBuffers(ncclComm* comm) {
+  WEFT_WARN("rank %d: no device buffers of its own for the direct path (%s); such calls are staged", comm->rank,
+            lastErrorMessage().c_str());
+  comm->direct.ownBuffersUnusable = true;
+}
+
 // For a call on memory this rank cannot export: its input copied into the own send area, and
 // the two areas' exports for the descriptor; false where there are no own buffers (then for
 // good: no allocation per call, no free under waiting streams).
@@ -183,9 +195,7 @@ bool stageIntoOwnBuffers(ncclComm* comm, const CollectiveCall& call, DirectDescr
     r = work->api->copyAsync(comm->direct.ownDevice.base, call.sendbuff, spans.send, work->stream);
   if (r == ncclSuccess) r = work->api->synchronizeStream(work->stream);
   if (r != ncclSuccess) {
-    WEFT_WARN("rank %d: no device buffers of its own for the direct path (%s); such calls are staged", comm->rank,
-              lastErrorMessage().c_str());
-    comm->direct.ownBuffersUnusable = true;
+    giveUpOwnBuffers(comm);
     return false;
   }
   const BufferSpans visible = peerVisibleSpans(call);
@@ -198,6 +208,18 @@ bool stageIntoOwnBuffers(ncclComm* comm, const CollectiveCall& call, DirectDescr
 }
 
 }  // namespace
+
+bool ownDeviceBuffersFor(ncclComm* comm, size_t bytes) {
+  if (comm->direct.ownBuffersUnusable) return false;
+  const ncclResult_t copied = copyOutOfOwnBuffers(comm);
+  if (copied != ncclSuccess) {  // that call's result is not in place: the communicator's error
+    setCommunicatorError(comm, copied);
+    return false;
+  }
+  if (ensureOwnDeviceBuffers(comm, bytes) == ncclSuccess) return true;
+  giveUpOwnBuffers(comm);
+  return false;
+}
 
 ncclResult_t beginDirectHandshake(const CollectiveCall& call, const PreparedSchedule** plan, RunBuffers* buffers) {
   ncclComm* comm = call.comm;
@@ -215,6 +237,7 @@ ncclResult_t beginDirectHandshake(const CollectiveCall& call, const PreparedSche
       if (p != comm->rank) exchange.steps.push_back({StepKind::Recv, p, {}, {BufferKind::Scratch, p * d, d}, {}});
     prepareSchedule(std::move(exchange), false, comm->net.sliceBytes, &comm->direct.handshakePlan);
     comm->direct.handshakePlan.algorithm = "direct descriptor exchange";
+    comm->direct.handshakePlan.bookkeeping = true;
     std::vector<int> everyone;
     for (int p = 0; p < comm->nranks; ++p) everyone.push_back(p);
     WEFT_CHECK(connectPeers(comm, everyone));

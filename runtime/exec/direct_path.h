@@ -54,6 +54,15 @@ ncclResult_t concludeDirectHandshake(const CollectiveCall& call, bool* useDirect
 // `buffers` has them, and the device work stream); otherwise the call is staged through host
 // memory (runtime/device/staged_at_run.h) and `buffers` points there.
 ncclResult_t concludeDeviceMapping(const CollectiveCall& call, bool* useDirect, RunBuffers* buffers);
+// The address here of a peer's device buffer, mapping its allocation once per communicator;
+// null for a buffer the call ignores on that peer (nothing exported).
+ncclResult_t mapPeerDeviceBuffer(ncclComm* comm, const DeviceBufferExport& buffer, char** out);
+// Says once per communicator that a peer's device buffers could not be mapped (and why).
+void warnUnmappablePeers(ncclComm* comm);
+// The communicator's own device buffers (DirectPathState::ownDevice), each area at least
+// `bytes`, free to use: an earlier call's result copied out of them first. False where they
+// cannot be had (then for good, and said once).
+bool ownDeviceBuffersFor(ncclComm* comm, size_t bytes);
 // After a batch ran (`ran`: without error): copies the result of its last call through the
 // communicator's own device buffers into the caller's (earlier calls' are copied before the
 // next one reuses the buffers).

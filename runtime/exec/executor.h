@@ -45,6 +45,12 @@ struct PreparedSchedule {
   std::vector<int32_t> forwardedBy;
   std::vector<PeerTraffic> traffic;  // bytes to and from each peer (for the collective record)
   const char* algorithm = "?";       // static text, set by whoever made the schedule
+  // The runtime's own exchange before a call (the direct path's descriptors): its run is not
+  // counted as the call in the statistics.
+  bool bookkeeping = false;
+  // Bytes the call sent to peers other than by its steps (direct sends' device copies, before
+  // the run): counted with its traffic in the record and the statistics.
+  uint64_t bytesSentOutsideSteps = 0;
 };
 
 // `sendAliasesRecv`: the call is in place, so the Send and Recv buffers are the same memory.

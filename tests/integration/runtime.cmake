@@ -35,6 +35,8 @@ weft_test(soak_test SOURCES integration/soak_test.cc LIBS weft_test_support TIME
 weft_test(stream_order_test SOURCES integration/stream_order_test.cc LIBS weft_test_support)
 # The direct all-reduce on device buffers (IPC through the seam) and its fallbacks, on the CPU device.
 weft_test(device_direct_test SOURCES integration/device_direct_test.cc LIBS weft_test_support)
+# Sends and receives between device buffers, direct where both sides can (direct_point_to_point.h).
+weft_test(device_point_to_point_test SOURCES integration/device_point_to_point_test.cc LIBS weft_test_support)
 # Device calls between hosts cut into slices, staged slice by slice (runtime/exec/staging_slices.h).
 weft_test(pipelined_staging_test SOURCES integration/pipelined_staging_test.cc LIBS weft_test_support)
 # Attacks on admission: replayed hellos, impostors, idle connections by the thousand (docs/security.md).

@@ -78,6 +78,7 @@ TEST(Settings, ScheduleShapingSettingsMustAgreeAcrossRanks) {
                                            "NCCL_MAX_NCHANNELS",
                                            "WEFT_DIRECT",
                                            "WEFT_DIRECT_MIN_BYTES",
+                                           "WEFT_DIRECT_SEND_RECV",
                                            "WEFT_ONE_SHOT_MAX_BYTES",
                                            "WEFT_RING_PIECE_BYTES",
                                            "WEFT_STAGING_SLICE_BYTES",

@@ -20,6 +20,7 @@ threaded+='|Observability|CollectiveProgress'
 # files. A test built nowhere would not run, in silence: lint.sanitizer_targets checks this list
 # against the tests the full build has.
 threaded_targets='transport_contract_test errors_test stream_order_test device_direct_test comm_management_test'
+threaded_targets+=' device_point_to_point_test'
 threaded_targets+=' observability_test pipelined_staging_test'
 threaded_targets+=' security_test fd_broker_test abort_test init_threads_test premulsum_lifetime_test deadline_test'
 threaded_targets+=' collectives_test api_boundary_test leak_test socket_test unique_id_root_test closed_peer_test'
