@@ -113,10 +113,10 @@ constexpr std::array<SettingSpec, static_cast<size_t>(Setting::Count)> kSettings
      "weftMemAllocHost's)"},
     {Setting::WeftDirectMinBytes, "WEFT_DIRECT_MIN_BYTES", Size, "1048576", 0, kNoLimit, 0, nullptr, true, false,
      "smallest call in bytes (its larger buffer) that takes the direct path"},
-    {Setting::WeftDirectSendRecv, "WEFT_DIRECT_SEND_RECV", Bool, "0", 0, 1, 0, nullptr, true, false,
-     "1: sends and receives of WEFT_DIRECT_MIN_BYTES or more between device buffers of one host go direct "
-     "(the sender copies into the receiver's buffer); each pair of ranks must group its sends and receives to "
-     "each other alike"},
+    {Setting::WeftDirectSendRecv, "WEFT_DIRECT_SEND_RECV", Bool, "1", 0, 1, 0, nullptr, true, false,
+     "0 stages sends and receives between device buffers of one host; 1 (the default) lets those of "
+     "WEFT_DIRECT_MIN_BYTES or more go direct (the sender copies into the receiver's buffer), which needs "
+     "each pair of ranks to group its sends and receives to each other alike, as NCCL does"},
     {Setting::WeftOneShotMaxBytes, "WEFT_ONE_SHOT_MAX_BYTES", Size, "4096", 0, 16384, 0, nullptr, true, false,
      "largest all-reduce in bytes (on one host, over shared memory) done in one exchange through the peers' "
      "mailboxes; 0 turns it off"},

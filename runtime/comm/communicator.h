@@ -59,7 +59,7 @@ struct CommAgreedSettings {
   std::optional<std::string> ncclAlgo;  // NCCL_ALGO
   std::optional<std::string> weftAlgo;  // WEFT_ALGO
   bool direct = true;                   // WEFT_DIRECT
-  bool directSendRecv = false;          // WEFT_DIRECT_SEND_RECV (runtime/exec/direct_point_to_point.h)
+  bool directSendRecv = true;           // WEFT_DIRECT_SEND_RECV (runtime/exec/direct_point_to_point.h)
   size_t directMinBytes = 0;            // WEFT_DIRECT_MIN_BYTES
   size_t oneShotMaxBytes = 0;           // WEFT_ONE_SHOT_MAX_BYTES
   size_t ringPieceBytes = 0;            // WEFT_RING_PIECE_BYTES

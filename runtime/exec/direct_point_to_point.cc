@@ -204,7 +204,7 @@ ncclResult_t DirectPointToPoint::takeRecords() {
     if ((in.isSend != 0) == call.kind.isSend())
       return fail(ncclInvalidUsage,
                   "send/recv group: ranks %d and %d group their sends and receives to each other differently "
-                  "(WEFT_DIRECT_SEND_RECV=1 needs them grouped alike)",
+                  "(undefined in NCCL; the direct path needs them grouped alike: WEFT_DIRECT_SEND_RECV=0 turns it off)",
                   comm->rank, call.peer);
     if (in.bytes == s.bytes) continue;
     const uint64_t theirs = in.bytes;

@@ -15,11 +15,12 @@
 // the communicator's layout and settings), so a pair never waits on an exchange the other side
 // skips; a call between a pair is matched by position, as NCCL matches sends with receives.
 //
-// Opt-in (WEFT_DIRECT_SEND_RECV=1): the exchanges are per group, so both ranks of a pair must
-// group their sends and receives to each other alike, as PyTorch's all_to_all and matching
-// batch_isend_irecv lists do. NCCL also lets one side group what the other calls one by one;
-// there the records' sizes differ, and the call fails with an error (never a wrong result).
-// Messages of a size decided at run time (a token or the data) would lift that restriction.
+// The exchanges are per group, so both ranks of a pair must group their sends and receives to
+// each other alike, as PyTorch's all_to_all and batch_isend_irecv do. NCCL treats calls grouped
+// differently as undefined too (NVIDIA/nccl#1279: its connection set-up then fails with "Message
+// truncated"); here the records disagree and both ranks get an error, never a wrong result.
+// WEFT_DIRECT_SEND_RECV=0 stages every transfer instead (the schedule then tolerates it, as
+// weft did before). docs/architecture.md, "Planned", says how to lift the restriction.
 #pragma once
 
 #include <memory>

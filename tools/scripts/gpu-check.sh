@@ -37,7 +37,7 @@
 #      the losses must agree (pytorch.log). Without such a torch the step says so and is skipped.
 #   4d. the 2-rank grid twice more, on ncclMemAlloc and on cudaMalloc buffers, with every
 #      collective the direct path has on it (WEFT_DIRECT_MIN_BYTES=1), and its ring of sends
-#      and receives direct too (WEFT_DIRECT_SEND_RECV=1): the ranks map each other's
+#      and receives direct too: the ranks map each other's
 #      buffers (or weft's own, for cudaMalloc's) through CUDA IPC, or stage where that is
 #      refused; the summary says which path ran (stream_order_direct_*.log). After PyTorch,
 #      whose DDP buckets take the same path, since the deadline cuts the last steps.
@@ -300,7 +300,7 @@ for alloc in ncclMemAlloc cudaMalloc; do
   direct_log="$out/stream_order_direct_$alloc.log"
   step "stream_order_cuda_test, 2 ranks, direct collectives on $alloc buffers" "$direct_log" 75 env WEFT_TIMEOUT=30 \
     NCCL_SOCKET_IFNAME=lo WEFT_TEST_DEVICE_ALLOC=$alloc WEFT_DIRECT_MIN_BYTES=1 WEFT_ONE_SHOT_MAX_BYTES=0 \
-    WEFT_DIRECT_SEND_RECV=1 NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=COLL "$build/tests/stream_order_cuda_test" --gtest_color=no --gtest_filter='*/0'
+    NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=COLL "$build/tests/stream_order_cuda_test" --gtest_color=no --gtest_filter='*/0'
   if grep -q '^\[  SKIPPED \] [0-9]' "$direct_log"; then
     say "device collectives' path on $alloc buffers: not run (the test skipped)"
   elif grep -q "goes direct: peers' device buffers mapped" "$direct_log"; then
