@@ -260,7 +260,6 @@ RunBuffers userBuffers(const CollectiveCall& call) {
   return RunBuffers{static_cast<const char*>(call.sendbuff), static_cast<char*>(call.recvbuff), nullptr};
 }
 
-// Starts the queue's next item (or the direct-path handshake that decides how to run it).
 // The next run of the send/recv group going direct (its exchanges, then its data); *started
 // false once its data ran.
 ncclResult_t startPointToPointRun(CommQueue& queue, bool* started) {
@@ -272,6 +271,7 @@ ncclResult_t startPointToPointRun(CommQueue& queue, bool* started) {
   return plan ? startRun(queue, queue.pointToPoint->firstCall(), plan, buffers, name) : ncclSuccess;
 }
 
+// Starts the queue's next item (or the direct-path handshake that decides how to run it).
 ncclResult_t startNext(CommQueue& queue) {
   CancelScope abortable(&queue.comm->state.aborted);  // connection set-up and mapping wait on peers
   ScopedLogRank logAs(queue.comm->rank);              // its selection and plan lines name this rank

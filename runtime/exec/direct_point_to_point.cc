@@ -53,9 +53,11 @@ bool overlap(const char* a, size_t aBytes, const char* b, size_t bBytes) {
 
 bool pointToPointDirectEligible(const CollectiveCall& call) {
   const ncclComm* comm = call.comm;
+  // The memory last: it asks the device.
   return call.kind.isPointToPoint() && comm->agreed.direct && comm->agreed.directSendRecv && comm->nranks >= 2 &&
          call.peer != comm->rank && bytesOf(call) >= std::max<size_t>(comm->agreed.directMinBytes, 1) &&
-         ranksWithADevice(comm) == comm->nranks && allRanksOnOneHost(comm) && sameHostPeersShareMemory(comm);
+         ranksWithADevice(comm) == comm->nranks && allRanksOnOneHost(comm) && sameHostPeersShareMemory(comm) &&
+         memoryKind(bufferOf(call)) != MemoryKind::Host;
 }
 
 DirectPointToPoint::DirectPointToPoint(const std::vector<const CollectiveCall*>& calls)
@@ -80,11 +82,11 @@ std::unique_ptr<DirectPointToPoint> DirectPointToPoint::start(const std::vector<
   std::vector<int> partners;
   for (const CollectiveCall* call : calls)
     if (pointToPointDirectEligible(*call)) partners.push_back(call->peer);
-  // Sends to self that do not pair up with receives from self: the plain schedule says so, before
-  // any message (buildPointToPoint).
-  size_t selfSends = 0, selfRecvs = 0;
+  // Sends to self that do not pair up with receives from self (in number and, in order, in
+  // size): the plain schedule says so, before any message (buildPointToPoint).
+  std::vector<size_t> selfSends, selfRecvs;
   for (const CollectiveCall* call : calls)
-    if (call->peer == call->comm->rank) ++(call->kind.isSend() ? selfSends : selfRecvs);
+    if (call->peer == call->comm->rank) (call->kind.isSend() ? selfSends : selfRecvs).push_back(bytesOf(*call));
   if (partners.empty() || selfSends != selfRecvs) return nullptr;
   std::sort(partners.begin(), partners.end());
   partners.erase(std::unique(partners.begin(), partners.end()), partners.end());

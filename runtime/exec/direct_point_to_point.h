@@ -32,14 +32,20 @@
 namespace weft {
 
 // The same verdict on both ranks of a transfer: the direct path is on, every rank of the
-// communicator is on this host and has a device, the peer is another rank, and the call is at
-// least WEFT_DIRECT_MIN_BYTES. Whether the buffers are device memory only each side knows.
+// communicator is on this host and has a device, the peer is another rank, the call is at least
+// WEFT_DIRECT_MIN_BYTES, and its buffer is memory a device reaches (device or pinned host memory,
+// as NCCL requires of every buffer). So sends and receives on malloc'd host memory (weft's CPU
+// jobs, its PyTorch backend) keep the plain schedule and its tolerance of any grouping; a pair
+// where one side passes malloc'd memory and the other device memory (invalid in NCCL) disagrees,
+// and both get an error. Whether the buffer can go direct (device memory left in place by the
+// stream path) only each side knows: its record says.
 bool pointToPointDirectEligible(const CollectiveCall& call);
 
 // One group's sends and receives on one communicator, run as the two exchanges and the data.
 class DirectPointToPoint {
  public:
-  // Null when no call with any partner is eligible: the group runs as one plain schedule.
+  // Null when no call with any partner is eligible, or sends and receives to self do not pair up
+  // (the plain schedule then reports it, before any message): the group runs as one plain schedule.
   static std::unique_ptr<DirectPointToPoint> start(const std::vector<const CollectiveCall*>& calls);
   ~DirectPointToPoint();
 

@@ -39,15 +39,22 @@ unsigned seedOf(int from, int to, bool large, unsigned round) {
   return 500 + round * 100 + static_cast<unsigned>(from * 10 + to) * 2 + (large ? 1 : 0);
 }
 
-// One rank's part: its buffers on the device (or on the host), the group's calls (odd ranks
-// receive first: calls match by order per peer, not by kind), then the results checked in
-// stream order. The number of wrong elements (1000+ when a call failed). `withAllReduce`: the
-// group starts with a direct all-reduce (device buffers), whose result may still be in the
-// communicator's own device buffers when the receives want them.
-size_t unevenAllToAll(TestDevice& device, ncclComm_t comm, cudaStream_t stream, int rank, int n, bool onDevice,
+// One rank's part: its buffers on the device (or in pinned host memory, which the progress
+// thread reads and writes in place), the group's calls (odd ranks receive first: calls match by
+// order per peer, not by kind), then the results checked in stream order. The number of wrong
+// elements (1000+ when a call failed). `withAllReduce`: the group starts with a direct all-reduce
+// (device buffers), whose result may still be in the communicator's own device buffers when the
+// receives want them.
+size_t unevenAllToAll(CpuTestDevice& device, ncclComm_t comm, cudaStream_t stream, int rank, int n, bool onDevice,
                       unsigned round, bool withAllReduce = false) {
   StreamChecks checks(device, rank);
-  std::vector<std::vector<float>> hostBuffers;
+  std::vector<void*> pinned;
+  auto pinnedFloats = [&](size_t count) {
+    void* buffer = nullptr;
+    if (device.cpu().allocatePinned(count * sizeof(float), &buffer) != ncclSuccess) std::abort();
+    pinned.push_back(buffer);
+    return static_cast<float*>(buffer);
+  };
   struct Transfer {
     int peer;
     bool large;
@@ -66,11 +73,10 @@ size_t unevenAllToAll(TestDevice& device, ncclComm_t comm, cudaStream_t stream, 
         t.send = checks.input(stream, sendCount, ncclFloat32, ncclSum, seed);
         t.recv = checks.deviceBuffer(t.count * sizeof(float));
       } else {
-        hostBuffers.emplace_back(sendCount);
-        fillInput(hostBuffers.back().data(), sendCount, rank, ncclFloat32, ncclSum, seed);
-        t.send = reinterpret_cast<char*>(hostBuffers.back().data());
-        hostBuffers.emplace_back(t.count);
-        t.recv = reinterpret_cast<char*>(hostBuffers.back().data());
+        float* send = pinnedFloats(sendCount);
+        fillInput(send, sendCount, rank, ncclFloat32, ncclSum, seed);
+        t.send = reinterpret_cast<char*>(send);
+        t.recv = reinterpret_cast<char*>(pinnedFloats(t.count));
       }
       transfers.push_back(t);
     }
@@ -101,18 +107,26 @@ size_t unevenAllToAll(TestDevice& device, ncclComm_t comm, cudaStream_t stream, 
         stream, reduced, kLarge, ncclFloat32,
         [=](size_t i) { return expectedReduction(n, i, ncclFloat32, ncclSum, reduceSeed); }, n, ncclSum,
         "the all-reduce before");
-  for (const Transfer& t : transfers) {
-    const unsigned seed = seedOf(t.peer, rank, t.large, round);
-    const int from = t.peer;
-    const std::string label = "from rank " + std::to_string(from) + (t.large ? ", large" : ", small");
-    auto expected = [=](size_t i) { return inputValue(from, i, ncclFloat32, ncclSum, seed); };
-    if (onDevice) {
-      checks.expect(stream, t.recv, t.count, ncclFloat32, expected, 1, ncclSum, label);
-    } else {
-      wrong += countMismatchesAgainst(t.recv, t.count, ncclFloat32, expected, 1, ncclSum, label.c_str());
+  if (onDevice)
+    for (const Transfer& t : transfers) {
+      const unsigned seed = seedOf(t.peer, rank, t.large, round);
+      const int from = t.peer;
+      checks.expect(
+          stream, t.recv, t.count, ncclFloat32,
+          [=](size_t i) { return inputValue(from, i, ncclFloat32, ncclSum, seed); }, 1, ncclSum,
+          "from rank " + std::to_string(from) + (t.large ? ", large" : ", small"));
     }
-  }
   device.synchronize(stream);
+  if (!onDevice)  // written in place, in stream order
+    for (const Transfer& t : transfers) {
+      const unsigned seed = seedOf(t.peer, rank, t.large, round);
+      const int from = t.peer;
+      const std::string label = "from rank " + std::to_string(from) + (t.large ? ", large" : ", small");
+      wrong += countMismatchesAgainst(
+          t.recv, t.count, ncclFloat32, [=](size_t i) { return inputValue(from, i, ncclFloat32, ncclSum, seed); }, 1,
+          ncclSum, label.c_str());
+    }
+  for (void* buffer : pinned) device.cpu().freePinned(buffer);
   return wrong + checks.mismatches();
 }
 
@@ -183,7 +197,7 @@ TEST(DeviceDirectSendRecv, TurnedOffEveryTransferIsStaged) {
 
 // How a rank process is set up, and what it must find.
 struct SendRecvRank {
-  bool onDevice = true;
+  bool onDevice = true;       // else pinned host memory
   bool importable = true;     // CpuDevice::setImportable: it cannot map its peers' buffers
   bool expectImports = true;  // it mapped some peer's buffer (a direct send)
   bool expectDirect = true;   // some transfer of its group went direct (its record says so)
@@ -231,9 +245,9 @@ std::string oneRankDiffers(int odd, SendRecvRank setup) {
   return runSendRecvRanks(3, [=](int rank) { return rank == odd ? setup : SendRecvRank{}; });
 }
 
-// Rank 2's buffers are host memory: its transfers take the transport, ranks 0 and 1 still send
-// to each other directly in the same group.
-TEST(DeviceDirectSendRecv, AHostMemoryRankLeavesTheOtherPairsDirect) {
+// Rank 2's buffers are pinned host memory (stream-ordered, as NCCL allows): its transfers take
+// the transport, ranks 0 and 1 still send to each other directly in the same group.
+TEST(DeviceDirectSendRecv, APinnedMemoryRankLeavesTheOtherPairsDirect) {
   EXPECT_EQ(oneRankDiffers(2, {.onDevice = false, .expectImports = false, .expectDirect = false}), "");
 }
 
@@ -314,53 +328,70 @@ TEST(DeviceDirectSendRecv, SizesThatDisagreeAreAnErrorOnBothRanks) {
             "");
 }
 
-// One rank groups what its peer calls one by one (undefined in NCCL, NVIDIA/nccl#1279); the
-// records' sizes then disagree. That must be an error on both ranks within the time-out (or,
-// should it ever work, right results), never a hang and never a wrong result taken for a right one.
-TEST(DeviceDirectSendRecv, GroupedAgainstOneByOneIsAnErrorNotAWrongResult) {
-  EXPECT_EQ(describeFailures(runRankProcesses(
-                2,
-                [](int rank, const ncclUniqueId& id) {
-                  setenv("WEFT_TIMEOUT", "5", 1);
-                  CpuTestDevice device;
-                  ncclComm_t comm;
-                  if (ncclCommInitRank(&comm, 2, id, rank) != ncclSuccess) return 5;
-                  cudaStream_t stream = device.createStream();
-                  size_t wrong = 0;
-                  bool failed = false;
-                  {
-                    StreamChecks checks(device, rank);
-                    const int peer = 1 - rank;
-                    char* send = checks.input(stream, kLarge, ncclFloat32, ncclSum, 60 + rank);
-                    char* recv = checks.deviceBuffer(kLarge * sizeof(float));
-                    ncclResult_t r = ncclSuccess;
-                    if (rank == 0) {
-                      r = ncclGroupStart();
-                      if (r == ncclSuccess) r = ncclSend(send, kLarge, ncclFloat32, peer, comm, stream);
-                      if (r == ncclSuccess) r = ncclRecv(recv, kLarge, ncclFloat32, peer, comm, stream);
-                      if (r == ncclSuccess) r = ncclGroupEnd();
-                    } else {
-                      r = ncclRecv(recv, kLarge, ncclFloat32, peer, comm, stream);
-                      if (r == ncclSuccess) r = ncclSend(send, kLarge, ncclFloat32, peer, comm, stream);
-                    }
-                    checks.expect(
-                        stream, recv, kLarge, ncclFloat32,
-                        [=](size_t i) { return inputValue(peer, i, ncclFloat32, ncclSum, 60 + peer); }, 1, ncclSum,
-                        "from the peer");
-                    device.synchronize(stream);
-                    ncclResult_t asyncError = ncclSuccess;
-                    ncclCommGetAsyncError(comm, &asyncError);
-                    failed = r != ncclSuccess || asyncError != ncclSuccess;
-                    wrong = checks.mismatches();
-                    if (failed) fprintf(stderr, "rank %d: %s\n", rank, ncclGetLastError(comm));
-                  }
-                  device.destroyStream(stream);
-                  ncclCommAbort(comm);
-                  if (!failed && wrong) return 1;  // a wrong result, and no error said so
-                  return 0;
-                },
-                60)),
-            "");
+// Rank 0 sends and receives kLarge floats to and from rank 1 in one group; rank 1 does the same,
+// grouped or one call at a time; each on device memory or malloc'd host memory (`onMalloc[r]`).
+// Each rank's exit status: 0 when it got an error (within WEFT_TIMEOUT) as `expectError` says,
+// or else received the right values; else what happened.
+std::string pairOfRanks(std::array<bool, 2> onMallocOf, bool rankOneCallByCall, bool expectError) {
+  return describeFailures(runRankProcesses(
+      2,
+      [=](int rank, const ncclUniqueId& id) {
+        setenv("WEFT_TIMEOUT", "5", 1);
+        CpuTestDevice device;
+        ncclComm_t comm;
+        if (ncclCommInitRank(&comm, 2, id, rank) != ncclSuccess) return 5;
+        cudaStream_t stream = device.createStream();
+        const int peer = 1 - rank;
+        const bool onMalloc = onMallocOf[rank];
+        std::vector<float> hostSend(kLarge), hostRecv(kLarge);
+        fillInput(hostSend.data(), kLarge, rank, ncclFloat32, ncclSum, 60 + rank);
+        ncclResult_t r = ncclSuccess;
+        ncclResult_t asyncError = ncclSuccess;
+        size_t wrong = 0;
+        {
+          StreamChecks checks(device, rank);
+          char* send = onMalloc ? reinterpret_cast<char*>(hostSend.data())
+                                : checks.input(stream, kLarge, ncclFloat32, ncclSum, 60 + rank);
+          char* recv =
+              onMalloc ? reinterpret_cast<char*>(hostRecv.data()) : checks.deviceBuffer(kLarge * sizeof(float));
+          const bool grouped = !(rank == 1 && rankOneCallByCall);
+          if (grouped) r = ncclGroupStart();
+          if (r == ncclSuccess) r = ncclSend(send, kLarge, ncclFloat32, peer, comm, stream);
+          if (r == ncclSuccess) r = ncclRecv(recv, kLarge, ncclFloat32, peer, comm, stream);
+          if (grouped && r == ncclSuccess) r = ncclGroupEnd();
+          auto expected = [=](size_t i) { return inputValue(peer, i, ncclFloat32, ncclSum, 60 + peer); };
+          if (!onMalloc) checks.expect(stream, recv, kLarge, ncclFloat32, expected, 1, ncclSum, "from the peer");
+          device.synchronize(stream);
+          ncclCommGetAsyncError(comm, &asyncError);
+          wrong = onMalloc ? countMismatchesAgainst(recv, kLarge, ncclFloat32, expected, 1, ncclSum, "from the peer")
+                           : checks.mismatches();
+        }
+        const bool failed = r != ncclSuccess || asyncError != ncclSuccess;
+        fprintf(stderr, "rank %d: %s\n", rank, failed ? ncclGetLastError(comm) : "no error");
+        device.destroyStream(stream);
+        ncclCommAbort(comm);
+        if (failed != expectError) return 1;
+        return !failed && wrong ? 2 : 0;
+      },
+      60));
+}
+
+// One rank groups what its peer calls one by one (undefined in NCCL, NVIDIA/nccl#1279): the
+// records' sizes disagree, and both ranks get an error, never a hang or a result taken for right.
+TEST(DeviceDirectSendRecv, GroupedAgainstOneByOneIsAnErrorOnBothRanks) {
+  EXPECT_EQ(pairOfRanks({false, false}, true, true), "");
+}
+
+// On malloc'd host memory (weft's CPU jobs) nothing changes: the plain schedule takes the same
+// calls, grouped differently, and delivers them.
+TEST(DeviceDirectSendRecv, MallocdMemoryKeepsThePlainScheduleWhateverTheGrouping) {
+  EXPECT_EQ(pairOfRanks({true, true}, true, false), "");
+}
+
+// Malloc'd host memory against device memory (invalid in NCCL, which needs memory a device
+// reaches): one side keeps the plain schedule, the other sends records; both get an error.
+TEST(DeviceDirectSendRecv, MallocdMemoryAgainstDeviceMemoryIsAnErrorOnBothRanks) {
+  EXPECT_EQ(pairOfRanks({false, true}, false, true), "");
 }
 
 }  // namespace
