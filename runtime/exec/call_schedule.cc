@@ -67,7 +67,7 @@ ncclResult_t selectForCall(const CollectiveCall& call, Algorithm* out) {
 Schedule scheduleForCall(const CollectiveCall& call, Algorithm selected, const char** algorithm) {
   ncclComm* comm = call.comm;
   const size_t elementSize = dataTypeSize(call.datatype);
-  if (call.kind.isPointToPoint()) {  // scheduleForPointToPoint
+  if (call.kind.isPointToPoint()) {  // preparePointToPoint
     *algorithm = "?";
     return {};
   }
@@ -92,7 +92,7 @@ Schedule scheduleForCall(const CollectiveCall& call, Algorithm selected, const c
   return schedule;
 }
 
-ncclResult_t scheduleForPointToPoint(const std::vector<const CollectiveCall*>& calls, Schedule* schedule) {
+PointToPointParams pointToPointParamsOf(const std::vector<const CollectiveCall*>& calls) {
   PointToPointParams params;
   params.rank = calls.front()->comm->rank;
   for (const CollectiveCall* call : calls) {
@@ -101,8 +101,19 @@ ncclResult_t scheduleForPointToPoint(const std::vector<const CollectiveCall*>& c
     params.ops.push_back(
         {.peer = call->peer, .bytes = call->count * dataTypeSize(call->datatype), .send = send, .offset = address});
   }
+  return params;
+}
+
+ncclResult_t preparePointToPoint(const PointToPointParams& params, size_t sliceBytes, PreparedSchedule* out) {
+  Schedule schedule;
   std::string error;
-  if (!buildPointToPoint(params, schedule, &error)) return fail(ncclInvalidUsage, "send/recv group: %s", error.c_str());
+  if (!buildPointToPoint(params, &schedule, &error))
+    return fail(ncclInvalidUsage, "send/recv group: %s", error.c_str());
+  // Null bases: a send range and a receive range at the same addresses are the same memory, and
+  // the hazard analysis must compare them as one buffer: a receive into a buffer still being
+  // sent (an in-place exchange) then waits for the send to take each slice first.
+  prepareSchedule(std::move(schedule), /*sendAliasesRecv=*/true, sliceBytes, out);
+  out->algorithm = "point to point";
   return ncclSuccess;
 }
 

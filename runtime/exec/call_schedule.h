@@ -5,9 +5,11 @@
 #include <string>
 #include <vector>
 
+#include "algorithms/builders/point_to_point.h"
 #include "algorithms/cost/cost_model.h"
 #include "algorithms/schedule.h"
 #include "runtime/exec/collective.h"
+#include "runtime/exec/executor.h"
 
 namespace weft {
 
@@ -29,8 +31,10 @@ ncclResult_t selectForCall(const CollectiveCall& call, Algorithm* out);
 // found every peer's buffers mapped) for one collective.
 Schedule scheduleForCall(const CollectiveCall& call, Algorithm selected, const char** algorithm);
 
-// One schedule for a group's sends and receives on one communicator. Steps address user
-// memory directly: ranges are absolute addresses over null Send/Recv bases.
-ncclResult_t scheduleForPointToPoint(const std::vector<const CollectiveCall*>& calls, Schedule* schedule);
+// A group's sends and receives on one communicator, each at its caller's address and size.
+PointToPointParams pointToPointParamsOf(const std::vector<const CollectiveCall*>& calls);
+// The prepared plan of one schedule for them. Steps address memory directly: ranges are
+// absolute addresses over null Send/Recv bases (RunBuffers{}).
+ncclResult_t preparePointToPoint(const PointToPointParams& params, size_t sliceBytes, PreparedSchedule* out);
 
 }  // namespace weft

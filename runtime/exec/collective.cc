@@ -47,11 +47,15 @@ BufferSpans bufferSpans(const CollectiveCall& call) {
   }
 }
 
+bool rangesOverlap(const void* a, size_t aBytes, const void* b, size_t bBytes) {
+  const char* x = static_cast<const char*>(a);
+  const char* y = static_cast<const char*>(b);
+  return aBytes && bBytes && x < y + bBytes && y < x + aBytes;
+}
+
 bool buffersOverlap(const CollectiveCall& call) {
   const BufferSpans spans = bufferSpans(call);
-  const char* send = static_cast<const char*>(call.sendbuff);
-  const char* recv = static_cast<const char*>(call.recvbuff);
-  return spans.send && spans.recv && send < recv + spans.recv && recv < send + spans.send;
+  return rangesOverlap(call.sendbuff, spans.send, call.recvbuff, spans.recv);
 }
 
 namespace {
@@ -310,15 +314,9 @@ ncclResult_t startNext(CommQueue& queue) {
     return startPointToPointRun(queue, &started);
   }
   if (!item.pointToPoint.empty()) {
-    Schedule schedule;
-    WEFT_CHECK(scheduleForPointToPoint(item.pointToPoint, &schedule));
     queue.ownedPlan = std::make_unique<PreparedSchedule>();
-    // Ranges are absolute addresses (see scheduleForPointToPoint): null bases. So a send range
-    // and a receive range at the same addresses are the same memory, and the hazard analysis
-    // must compare them as one buffer: a receive into a buffer still being sent (an in-place
-    // exchange) then waits for the send to take each slice first.
-    prepareSchedule(std::move(schedule), /*sendAliasesRecv=*/true, queue.comm->net.sliceBytes, queue.ownedPlan.get());
-    queue.ownedPlan->algorithm = "point to point";
+    WEFT_CHECK(preparePointToPoint(pointToPointParamsOf(item.pointToPoint), queue.comm->net.sliceBytes,
+                                   queue.ownedPlan.get()));
     return startRun(queue, *item.pointToPoint.front(), queue.ownedPlan.get(), RunBuffers{}, "SendRecv");
   }
   const CollectiveCall& call = *item.call;

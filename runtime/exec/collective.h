@@ -113,6 +113,8 @@ struct BufferSpans {
   size_t recv = 0;
 };
 BufferSpans bufferSpans(const CollectiveCall& call);
+// Whether two byte ranges share memory (an empty one shares none).
+bool rangesOverlap(const void* a, size_t aBytes, const void* b, size_t bBytes);
 // Whether the bytes the call reads and writes on this rank share memory (in place, or at an
 // offset).
 bool buffersOverlap(const CollectiveCall& call);

@@ -2,12 +2,12 @@
 
 #include <algorithm>
 
-#include "algorithms/builders/point_to_point.h"
 #include "common/dtype.h"
 #include "common/log.h"
 #include "common/status.h"
 #include "runtime/comm/communicator.h"
 #include "runtime/device/staged_at_run.h"
+#include "runtime/exec/call_schedule.h"
 #include "runtime/exec/direct_path.h"
 
 namespace weft {
@@ -24,7 +24,7 @@ struct DirectPointToPoint::Record {
 
 struct DirectPointToPoint::CallState {
   size_t bytes = 0;
-  bool eligible = false;
+  bool eligible = false;  // pointToPointDirectEligible, asked by start()
   bool capable = false;
   bool peerCapable = false;
   bool mapped = false;  // a send: this rank mapped the peer's buffer; a receive: the peer did
@@ -43,10 +43,6 @@ size_t bytesOf(const CollectiveCall& call) { return call.count * dataTypeSize(ca
 
 const char* bufferOf(const CollectiveCall& call) {
   return static_cast<const char*>(call.kind.isSend() ? call.sendbuff : call.recvbuff);
-}
-
-bool overlap(const char* a, size_t aBytes, const char* b, size_t bBytes) {
-  return aBytes && bBytes && a < b + bBytes && b < a + aBytes;
 }
 
 }  // namespace
@@ -80,8 +76,9 @@ ncclResult_t DirectPointToPoint::waitForCopies() {
 
 std::unique_ptr<DirectPointToPoint> DirectPointToPoint::start(const std::vector<const CollectiveCall*>& calls) {
   std::vector<int> partners;
-  for (const CollectiveCall* call : calls)
-    if (pointToPointDirectEligible(*call)) partners.push_back(call->peer);
+  std::vector<bool> eligible(calls.size());  // asked once a call: it may ask the device
+  for (size_t i = 0; i < calls.size(); ++i)
+    if ((eligible[i] = pointToPointDirectEligible(*calls[i]))) partners.push_back(calls[i]->peer);
   // Sends to self that do not pair up with receives from self (in number and, in order, in
   // size): the plain schedule says so, before any message (buildPointToPoint).
   std::vector<size_t> selfSends, selfRecvs;
@@ -92,6 +89,7 @@ std::unique_ptr<DirectPointToPoint> DirectPointToPoint::start(const std::vector<
   partners.erase(std::unique(partners.begin(), partners.end()), partners.end());
   std::unique_ptr<DirectPointToPoint> group(new DirectPointToPoint(calls));
   group->partners_ = std::move(partners);
+  for (size_t i = 0; i < calls.size(); ++i) group->state_[i].eligible = eligible[i];
   return group;
 }
 
@@ -102,7 +100,6 @@ void DirectPointToPoint::prepareRecords() {
     const CollectiveCall& call = *calls_[i];
     CallState& s = state_[i];
     s.bytes = bytesOf(call);
-    s.eligible = pointToPointDirectEligible(call);
     const DeviceBuffers* device = call.deviceBuffers;
     // (A call left in place came through the stream path: its communicator has a work stream.)
     s.capable = s.eligible && device;
@@ -110,7 +107,7 @@ void DirectPointToPoint::prepareRecords() {
     // it also sends from (or receives into) in the same group is left to the ordered schedule.
     for (size_t j = 0; s.capable && j < calls_.size(); ++j)
       if (j != i && calls_[j]->kind.isSend() != call.kind.isSend() &&
-          overlap(bufferOf(call), s.bytes, bufferOf(*calls_[j]), bytesOf(*calls_[j])))
+          rangesOverlap(bufferOf(call), s.bytes, bufferOf(*calls_[j]), bytesOf(*calls_[j])))
         s.capable = false;
     if (s.capable && !call.kind.isSend() && device->recv.kind == DeviceBufferExport::None) {
       // Placed side by side in the own buffers, as many as fit.
@@ -243,37 +240,29 @@ ncclResult_t DirectPointToPoint::prepareData() {
   ncclComm* comm = calls_.front()->comm;
   WEFT_CHECK(waitForCopies());  // the tokens go out once the data is in the receivers' buffers
   tokens_.assign(calls_.size(), 1);
-  PointToPointParams params;
-  params.rank = comm->rank;
+  // The plain schedule's operations, with a token for each direct transfer and the staging place
+  // for each call left in place for nothing.
+  PointToPointParams params = pointToPointParamsOf(calls_);
   size_t direct = 0, directBytes = 0;
   for (size_t i = 0; i < calls_.size(); ++i) {
     const CollectiveCall& call = *calls_[i];
     CallState& s = state_[i];
-    const bool send = call.kind.isSend();
-    if (s.hasRecord && !send && s.capable && s.peerCapable) s.mapped = records_[s.incoming].mapped != 0;
+    PointToPointOp& op = params.ops[i];
+    if (s.hasRecord && !op.send && s.capable && s.peerCapable) s.mapped = records_[s.incoming].mapped != 0;
     s.direct = s.capable && s.peerCapable && s.mapped;
-    uintptr_t address = reinterpret_cast<uintptr_t>(bufferOf(call));
-    size_t bytes = s.bytes;
     if (s.direct) {
       ++direct;
-      if (send) directBytes += s.bytes;
-      address = reinterpret_cast<uintptr_t>(&tokens_[i]);
-      bytes = sizeof(uint64_t);
-    } else if (call.deviceBuffers) {  // left in place for nothing: through its staging place now
+      if (op.send) directBytes += s.bytes;
+      op.offset = reinterpret_cast<uintptr_t>(&tokens_[i]);
+      op.bytes = sizeof(uint64_t);
+    } else if (call.deviceBuffers) {
       RunBuffers staged;
       WEFT_CHECK(stageAtRun(call, &staged));
-      address = reinterpret_cast<uintptr_t>(send ? staged.send : staged.recv);
+      op.offset = reinterpret_cast<uintptr_t>(op.send ? staged.send : staged.recv);
     }
-    params.ops.push_back({.peer = call.peer, .bytes = bytes, .send = send, .offset = address});
   }
-  Schedule schedule;
-  std::string error;
-  if (!buildPointToPoint(params, &schedule, &error))
-    return fail(ncclInvalidUsage, "send/recv group: %s", error.c_str());
-  // Absolute addresses, as in scheduleForPointToPoint: a send and a receive range at the same
-  // address are the same memory.
-  prepareSchedule(std::move(schedule), /*sendAliasesRecv=*/true, comm->net.sliceBytes, &dataPlan_);
-  dataPlan_.algorithm = direct == 0 ? "point to point" : "point to point, direct";
+  WEFT_CHECK(preparePointToPoint(params, comm->net.sliceBytes, &dataPlan_));
+  if (direct) dataPlan_.algorithm = "point to point, direct";
   dataPlan_.bytesSentOutsideSteps = directBytes;
   if (direct && !comm->direct.announcedDevicePointToPoint) {  // what gpu-check.sh looks for
     WEFT_INFO(kLogColl, "rank %d: device sends and receives go direct: the receivers' buffers mapped", comm->rank);
