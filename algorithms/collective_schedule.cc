@@ -1,6 +1,9 @@
 #include "algorithms/collective_schedule.h"
 
+#include <utility>
+
 #include "algorithms/algorithm_registry.h"
+#include "algorithms/builders/strided_blocks.h"
 
 namespace weft {
 
@@ -10,7 +13,12 @@ Schedule buildCollectiveSchedule(Algorithm algorithm, const CollectiveShape& s, 
     row = findCollectiveAlgorithm(s.collective, defaultAlgorithm(s.collective));
   if (ran) *ran = row ? row->algorithm : defaultAlgorithm(s.collective);
   if (!row) return {};  // not a collective
-  return row->build(s, orderOrIdentity(s.order, s.nranks));
+  Schedule schedule = row->build(s, orderOrIdentity(s.order, s.nranks));
+  const bool gathers = s.collective == Collective::AllGather;
+  if (s.blockStride && (gathers || s.collective == Collective::ReduceScatter))
+    return withStridedBlocks(std::move(schedule), gathers ? BufferKind::Recv : BufferKind::Send,
+                             s.count * s.elementSize, s.blockStride * s.elementSize, s.nranks);
+  return schedule;
 }
 
 Schedule buildAllReduceSchedule(Algorithm algorithm, const AllReduceShape& s) {

@@ -6,6 +6,7 @@
 #include "common/status.h"
 #include "runtime/comm/communicator.h"
 #include "runtime/device/stream_queue.h"
+#include "runtime/exec/call_schedule.h"
 #include "runtime/exec/compressed_allreduce_run.h"
 #include "runtime/exec/direct_path.h"
 #include "runtime/exec/direct_point_to_point.h"
@@ -56,6 +57,33 @@ size_t layOutStaging(const std::vector<const CollectiveCall*>& callers, StreamBa
     char* recv = static_cast<char*>(caller.recvbuff);
     const bool sendOnDevice = onDevice(send, spans.send);
     const bool recvOnDevice = onDevice(recv, spans.recv);
+    const bool gathers = !caller.kind.isPointToPoint() && caller.kind.collective() == Collective::AllGather;
+    if (caller.blockStride && (gathers ? recvOnDevice : sendOnDevice)) {
+      // A strided slice (runtime/exec/staging_slices.h; between hosts, so never left in place):
+      // its blocks go into one contiguous area, and the staged call is the contiguous call.
+      const size_t block = caller.count * dataTypeSize(caller.datatype), stride = blockStrideBytes(caller);
+      const size_t rank = static_cast<size_t>(caller.comm->rank), ranks = static_cast<size_t>(caller.comm->nranks);
+      const bool inPlace = callIsInPlace(caller);
+      char* area = place(ranks * block);
+      staged.blockStride = 0;
+      if (gathers) {
+        staged.recvbuff = area;
+        for (size_t r = 0; r < ranks; ++r)
+          if (!inPlace || r != rank) copyOut(caller.stream, recv + r * stride, area + r * block, block);
+        if (inPlace || sendOnDevice) {
+          staged.sendbuff = inPlace ? area + rank * block : place(block);
+          copyIn(caller.stream, const_cast<void*>(staged.sendbuff), send, block);
+        }
+      } else {
+        staged.sendbuff = area;
+        for (size_t r = 0; r < ranks; ++r) copyIn(caller.stream, area + r * block, send + r * stride, block);
+        if (inPlace || recvOnDevice) {
+          staged.recvbuff = inPlace ? area + rank * block : place(block);
+          copyOut(caller.stream, recv, staged.recvbuff, block);
+        }
+      }
+      continue;  // no residual, no PreMulSum scalar: such calls are not cut
+    }
     if (buffersOverlap(caller) && (sendOnDevice || recvOnDevice)) {
       const char* low = std::min<const char*>(send, recv);
       const char* high = std::max<const char*>(send + spans.send, recv + spans.recv);

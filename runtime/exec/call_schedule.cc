@@ -16,11 +16,11 @@ namespace weft {
 bool callIsInPlace(const CollectiveCall& call) {
   const char* send = static_cast<const char*>(call.sendbuff);
   const char* recv = static_cast<const char*>(call.recvbuff);
-  size_t block = call.count * dataTypeSize(call.datatype);
-  int rank = call.comm->rank;
+  const size_t block = call.count * dataTypeSize(call.datatype), stride = blockStrideBytes(call);
+  const int rank = call.comm->rank;
   switch (call.kind.collective()) {
-    case Collective::AllGather: return recv && send == recv + rank * block;
-    case Collective::ReduceScatter: return send && recv == send + rank * block;
+    case Collective::AllGather: return recv && send == recv + static_cast<size_t>(rank) * stride;
+    case Collective::ReduceScatter: return send && recv == send + static_cast<size_t>(rank) * stride;
     case Collective::Gather: return rank == call.root && recv && send == recv + call.root * block;
     case Collective::Scatter: return rank == call.root && send && recv == send + call.root * block;
     default: return send == recv;
@@ -85,6 +85,7 @@ Schedule scheduleForCall(const CollectiveCall& call, Algorithm selected, const c
       .inPlace = callIsInPlace(call),
       .channels = comm->layout.costModel.ringChannels(comm->layout.nodes, static_cast<double>(costBytes(call))),
       .pieceChunkBytes = comm->agreed.ringPieceBytes,
+      .blockStride = call.blockStride,
   };
   Algorithm ran = selected;
   Schedule schedule = buildCollectiveSchedule(selected, shape, &ran);

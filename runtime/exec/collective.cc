@@ -29,17 +29,22 @@
 
 namespace weft {
 
+size_t blockStrideBytes(const CollectiveCall& call) {
+  return (call.blockStride ? call.blockStride : call.count) * dataTypeSize(call.datatype);
+}
+
 BufferSpans bufferSpans(const CollectiveCall& call) {
   const size_t block = call.count * dataTypeSize(call.datatype);
   const size_t all = block * static_cast<size_t>(call.comm->nranks);
+  const size_t strided = block ? blockStrideBytes(call) * static_cast<size_t>(call.comm->nranks - 1) + block : 0;
   const bool root = call.comm->rank == call.root;
   if (call.kind.isPointToPoint()) return call.kind.isSend() ? BufferSpans{block, 0} : BufferSpans{0, block};
   switch (call.kind.collective()) {
     case Collective::AllReduce: return {block, block};
     case Collective::Broadcast: return {root ? block : 0, block};
     case Collective::Reduce: return {block, root ? block : 0};
-    case Collective::AllGather: return {block, all};
-    case Collective::ReduceScatter: return {all, block};
+    case Collective::AllGather: return {block, strided};
+    case Collective::ReduceScatter: return {strided, block};
     case Collective::AllToAll: return {all, all};
     case Collective::Gather: return {block, root ? all : 0};
     case Collective::Scatter: return {root ? all : 0, block};

@@ -82,6 +82,9 @@ struct CollectiveCall {
   // One slice of a call cut for pipelined staging (runtime/exec/staging_slices.h): a stream
   // batch of its own.
   bool stagingSlice = false;
+  // Such a slice of an all-gather (in its receive buffer) or reduce-scatter (in its send
+  // buffer): elements from one rank's block to the next, the whole call's count; 0: count.
+  size_t blockStride = 0;
   // weftAllReduceCompressed: the codec, its seed, and the caller's error-feedback residual
   // (count floats, or null). Calls without it may still be compressed by WEFT_COMPRESSION.
   bool compressed = false;
@@ -113,6 +116,9 @@ struct BufferSpans {
   size_t recv = 0;
 };
 BufferSpans bufferSpans(const CollectiveCall& call);
+// Bytes from one rank's block to the next in an all-gather's receive buffer or a
+// reduce-scatter's send buffer (the block's size, unless the call is a strided staging slice).
+size_t blockStrideBytes(const CollectiveCall& call);
 // Whether two byte ranges share memory (an empty one shares none).
 bool rangesOverlap(const void* a, size_t aBytes, const void* b, size_t bBytes);
 // Whether the bytes the call reads and writes on this rank share memory (in place, or at an

@@ -12,7 +12,7 @@ namespace weft {
 bool operator==(const PlanKey& a, const PlanKey& b) {
   return a.path == b.path && a.collective == b.collective && a.count == b.count && a.datatype == b.datatype &&
          a.average == b.average && a.preScale == b.preScale && a.root == b.root && a.inPlace == b.inPlace &&
-         a.sendAliasesRecv == b.sendAliasesRecv && sameCodecConfig(a.codec, b.codec);
+         a.sendAliasesRecv == b.sendAliasesRecv && a.blockStride == b.blockStride && sameCodecConfig(a.codec, b.codec);
 }
 
 PlanKey planKeyFor(const CollectiveCall& call, PlanPath path, const compression::CodecConfig& codec) {
@@ -26,6 +26,7 @@ PlanKey planKeyFor(const CollectiveCall& call, PlanPath path, const compression:
   key.root = call.root;
   key.inPlace = callIsInPlace(call);
   key.sendAliasesRecv = sendAliasesRecv(call);
+  key.blockStride = call.blockStride;
   if (path == PlanPath::Compressed) key.codec = codec;
   return key;
 }
@@ -47,6 +48,7 @@ uint64_t hashPlanKey(const PlanKey& key) {
   hash = mix(hash, key.count);
   hash = mix(hash, key.datatype);
   hash = mix(hash, key.root);
+  hash = mix(hash, key.blockStride);
   const uint8_t flags =
       static_cast<uint8_t>(key.average | key.preScale << 1 | key.inPlace << 2 | key.sendAliasesRecv << 3);
   hash = mix(hash, flags);

@@ -35,6 +35,7 @@ struct PlanKey {
   int root = -1;                     // broadcast, reduce, gather, scatter
   bool inPlace = false;              // NCCL's in-place rule for the collective (callIsInPlace)
   bool sendAliasesRecv = false;      // the Send and Recv buffers are one memory (prepareSchedule)
+  size_t blockStride = 0;            // a strided staging slice (CollectiveCall::blockStride)
   compression::CodecConfig codec{};  // PlanPath::Compressed only; default otherwise
 
   friend bool operator==(const PlanKey& a, const PlanKey& b);

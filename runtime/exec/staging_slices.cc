@@ -11,25 +11,41 @@ namespace weft {
 
 namespace {
 
-// Collectives whose slices are the same collective over contiguous elements of every buffer.
-// (An all-gather's slice would be strided in its output; those are staged whole.)
-bool cutsIntoContiguousSlices(const CollectiveCall& call) {
+// Collectives cut into slices: those over contiguous elements of every buffer, and the
+// all-gather and reduce-scatter, whose slice k is elements [k*s, (k+1)*s) of every rank's block,
+// so that its blocks lie a whole block apart in one buffer (CollectiveCall::blockStride).
+bool cutsIntoSlices(const CollectiveCall& call) {
   if (call.kind.isPointToPoint()) return false;
-  const Collective collective = call.kind.collective();
-  return collective == Collective::AllReduce || collective == Collective::Broadcast || collective == Collective::Reduce;
+  switch (call.kind.collective()) {
+    case Collective::AllReduce:
+    case Collective::Broadcast:
+    case Collective::Reduce:
+    case Collective::AllGather:
+    case Collective::ReduceScatter: return true;
+    default: return false;
+  }
 }
 
-// The slice: WEFT_STAGING_SLICE_BYTES a rank. Each slice is a collective of its own, whose
-// start-up (a ring's 2(n-1) steps) grows with the rank count; a slice of n times a few MiB keeps
-// each step's message large beside its latency.
-size_t sliceBytes(const ncclComm* comm) {
-  return comm->agreed.stagingSliceBytes * static_cast<size_t>(std::max(comm->nranks, 1));
+// Whether the call's count is per rank (its buffers hold one block of it per rank).
+bool countsPerRank(const CollectiveCall& call) {
+  const Collective collective = call.kind.collective();
+  return collective == Collective::AllGather || collective == Collective::ReduceScatter;
+}
+
+// The bytes of `call` that a slice's size is measured against, and a slice of them:
+// WEFT_STAGING_SLICE_BYTES a rank. Each slice is a collective of its own, whose start-up (a
+// ring's 2(n-1) steps) grows with the rank count; a slice of n times a few MiB keeps each step's
+// message large beside its latency. Of an all-gather or reduce-scatter, whose count is one
+// rank's block, a slice is WEFT_STAGING_SLICE_BYTES of every block.
+size_t sliceBytes(const CollectiveCall& call) {
+  const size_t perRank = call.comm->agreed.stagingSliceBytes;
+  return countsPerRank(call) ? perRank : perRank * static_cast<size_t>(std::max(call.comm->nranks, 1));
 }
 
 // Elements a slice of `call`: at most kMostStagingSlices slices, of equal size but the last.
 size_t sliceElements(const CollectiveCall& call) {
   const size_t bytes = call.count * dataTypeSize(call.datatype);
-  const size_t slices = std::min(kMostStagingSlices, (bytes + sliceBytes(call.comm) - 1) / sliceBytes(call.comm));
+  const size_t slices = std::min(kMostStagingSlices, (bytes + sliceBytes(call) - 1) / sliceBytes(call));
   return (call.count + slices - 1) / slices;
 }
 
@@ -44,10 +60,10 @@ void* advanced(void* pointer, size_t bytes) { return pointer ? static_cast<char*
 size_t stagingSliceCount(const CollectiveCall& call) {
   const ncclComm* comm = call.comm;
   // The cheap tests first: every call asks.
-  if (comm->agreed.stagingSliceBytes == 0 || call.count * dataTypeSize(call.datatype) < 2 * sliceBytes(comm)) return 1;
+  if (comm->agreed.stagingSliceBytes == 0 || call.count * dataTypeSize(call.datatype) < 2 * sliceBytes(call)) return 1;
   // A PreMulSum operator's scalar may be device memory, staged with the whole call; the
   // compressed all-reduce has its own slices.
-  if (!cutsIntoContiguousSlices(call) || call.op >= ncclNumOps || compressedAllReduceWanted(call)) return 1;
+  if (!cutsIntoSlices(call) || call.op >= ncclNumOps || compressedAllReduceWanted(call)) return 1;
   if (allRanksOnOneHost(comm) || ranksWithADevice(comm) == 0) return 1;
   const size_t elements = sliceElements(call);
   return (call.count + elements - 1) / elements;
@@ -75,6 +91,7 @@ const std::vector<CollectiveCall>& cutIntoStagingSlices(const std::vector<Collec
       slice.sendbuff = advanced(call.sendbuff, first * elementSize);
       slice.recvbuff = advanced(call.recvbuff, first * elementSize);
       slice.stagingSlice = true;
+      if (countsPerRank(call)) slice.blockStride = call.count;
       storage->push_back(slice);
     }
   }

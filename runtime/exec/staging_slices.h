@@ -1,10 +1,10 @@
 // Device calls between hosts are staged through pinned host memory: the caller's stream copies
 // the input out of the device, the progress thread runs the collective over the network, the
 // stream copies the result back. Done whole, the three follow one another. So a large
-// all-reduce, broadcast or reduce is cut into slices that run as calls of their own, each a
-// stream batch of its own (runtime/device/stream_dispatch.cc): the stream copies every slice
-// out first, the progress thread runs slice k as soon as it is out, and the stream copies slice
-// k back as soon as it has run, while later slices cross the network.
+// all-reduce, broadcast, reduce, all-gather or reduce-scatter is cut into slices that run as
+// calls of their own, each a stream batch of its own (runtime/device/stream_dispatch.cc): the
+// stream copies every slice out first, the progress thread runs slice k as soon as it is out,
+// and the stream copies slice k back as soon as it has run, while later slices cross the network.
 //
 // Slices are nranks x WEFT_STAGING_SLICE_BYTES (4 MiB a rank by default: each slice is a
 // collective of its own, whose start-up grows with the rank count), at most kMostStagingSlices
@@ -12,8 +12,12 @@
 // than two slices is not cut. Every rank must run the same calls, so the cut depends only on
 // what every rank agrees on: the call's shape, the layout (ranks on more than one host, a CUDA
 // device on some rank: on GPU nodes, every rank) and the setting; ranks whose buffers are host
-// memory run the slices too. Each slice is an independent call over contiguous elements of the
-// same buffers.
+// memory run the slices too. A slice of an all-reduce, broadcast or reduce is the same call over
+// contiguous elements of the same buffers. A slice of an all-gather or reduce-scatter takes the
+// same elements of every rank's block (WEFT_STAGING_SLICE_BYTES of each), so its blocks lie the
+// whole call's block apart (CollectiveCall::blockStride): a staged rank copies them into a
+// contiguous area and runs the contiguous call; a rank on host memory runs the schedule moved
+// onto the strided blocks (algorithms/builders/strided_blocks.h), with the same messages.
 #pragma once
 
 #include <cstddef>

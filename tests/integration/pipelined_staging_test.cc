@@ -1,7 +1,8 @@
 // Calls between hosts on device memory, cut into slices for pipelined staging
 // (runtime/exec/staging_slices.h), through the CPU implementation of the device seam: ranks on
 // two fake hosts (WEFT_HOSTNAME) and slices of 32 KiB a rank, so that calls of a few hundred KiB
-// run as several calls, each its own stream batch. Results are checked against the reference;
+// run as several calls, each its own stream batch (all-gathers and reduce-scatters as strided
+// slices: 32 KiB of every block). Results are checked against the reference;
 // the number of collectives each rank ran says that every call ran as its slices, on every rank
 // alike (a rank that ran one whole would have failed on the size mismatch or hung its peers),
 // and the flag waits its streams got say how the calls were batched.
@@ -44,9 +45,14 @@ struct Call {
   bool secondStream = false;
 };
 
-// The slices the library cuts `c` into on `n` ranks (staging_slices.h's rule, restated).
+bool blockPerRank(const Call& c) {
+  return c.collective == Collective::AllGather || c.collective == Collective::ReduceScatter;
+}
+
+// The slices the library cuts `c` into on `n` ranks (staging_slices.h's rule, restated; an
+// all-gather's or reduce-scatter's count is one rank's block, sliced at the slice a rank).
 size_t slicesOf(const Call& c, int n) {
-  const size_t bytes = c.count * dataTypeSize(c.type), slice = kSliceBytesPerRank * n;
+  const size_t bytes = c.count * dataTypeSize(c.type), slice = kSliceBytesPerRank * (blockPerRank(c) ? 1 : n);
   if (c.pointToPoint != PointToPoint::None || bytes < 2 * slice) return 1;
   const size_t slices = std::min(kMostSlices, (bytes + slice - 1) / slice);
   const size_t perSlice = (c.count + slices - 1) / slices;
@@ -94,14 +100,22 @@ class RankCalls {
     cudaStream_t stream = streams_[c.secondStream ? 1 : 0];
     if (c.pointToPoint != PointToPoint::None) seed = kPointToPointSeed;
     const size_t bytes = c.count * dataTypeSize(c.type);
+    // An all-gather's receive buffer and a reduce-scatter's send buffer hold a block per rank;
+    // in place, the other buffer is this rank's block of it.
+    const bool gathers = c.collective == Collective::AllGather;
+    const size_t sendCount =
+        c.collective == Collective::ReduceScatter || (gathers && c.inPlace) ? n_ * c.count : c.count;
+    const size_t recvBytes = gathers ? n_ * bytes : bytes;
     char* send = nullptr;
     if (device_) {
-      send = checks_->input(stream, c.count, c.type, c.op, seed);
+      send = checks_->input(stream, sendCount, c.type, c.op, seed);
     } else {
-      send = hostBuffer(bytes);
-      fillInput(send, c.count, rank_, c.type, c.op, seed);
+      send = hostBuffer(sendCount * dataTypeSize(c.type));
+      fillInput(send, sendCount, rank_, c.type, c.op, seed);
     }
-    char* recv = c.inPlace ? send : device_ ? checks_->deviceBuffer(bytes) : hostBuffer(bytes);
+    char* recv = c.inPlace ? send : device_ ? checks_->deviceBuffer(recvBytes) : hostBuffer(recvBytes);
+    if (c.inPlace && gathers) send = recv + rank_ * bytes;
+    if (c.inPlace && c.collective == Collective::ReduceScatter) recv = send + rank_ * bytes;
     const int next = (rank_ + 1) % n_, previous = (rank_ + n_ - 1) % n_;
     ncclResult_t r = ncclInvalidUsage;
     if (c.pointToPoint == PointToPoint::SendToNext) {
@@ -112,6 +126,10 @@ class RankCalls {
       r = ncclAllReduce(send, recv, c.count, c.type, c.op, comm_, stream);
     } else if (c.collective == Collective::Broadcast) {
       r = ncclBroadcast(send, recv, c.count, c.type, c.root, comm_, stream);
+    } else if (gathers) {
+      r = ncclAllGather(send, recv, c.count, c.type, comm_, stream);
+    } else if (c.collective == Collective::ReduceScatter) {
+      r = ncclReduceScatter(send, recv, c.count, c.type, c.op, comm_, stream);
     } else {
       r = ncclReduce(send, recv, c.count, c.type, c.op, c.root, comm_, stream);
     }
@@ -133,16 +151,28 @@ class RankCalls {
     } else if (c.collective == Collective::Broadcast) {
       expected = [=](size_t i) { return inputValue(c.root, i, c.type, c.op, seed); };
       reduced = 1;
+    } else if (gathers) {  // block q: rank q's input (in place: its block of its filled buffer)
+      const size_t count = c.count;
+      const bool inPlace = c.inPlace;
+      expected = [=](size_t i) {
+        const int q = static_cast<int>(i / count);
+        return inputValue(q, inPlace ? i : i % count, c.type, c.op, seed);
+      };
+      reduced = 1;
+    } else if (c.collective == Collective::ReduceScatter) {
+      const size_t first = rank_ * c.count;
+      expected = [=](size_t i) { return expectedReduction(n, first + i, c.type, c.op, seed); };
     } else if (c.collective == Collective::AllReduce || rank_ == c.root) {
       expected = [=](size_t i) { return expectedReduction(n, i, c.type, c.op, seed); };
     } else {
       return true;  // a reduce's output off the root: nothing to check
     }
+    const size_t resultCount = gathers ? n_ * c.count : c.count;
     pending_.push_back([=, this] {
       if (device_) {
-        checks_->expect(stream, recv, c.count, c.type, expected, reduced, c.op, label);
+        checks_->expect(stream, recv, resultCount, c.type, expected, reduced, c.op, label);
       } else {
-        wrong_ += countMismatchesAgainst(recv, c.count, c.type, expected, reduced, c.op, label.c_str());
+        wrong_ += countMismatchesAgainst(recv, resultCount, c.type, expected, reduced, c.op, label.c_str());
       }
     });
     return true;
@@ -234,6 +264,8 @@ std::string runCalls(int n, int hostRank, const std::vector<std::vector<Call>>& 
       120));
 }
 
+std::vector<std::vector<Call>> gatherAndScatterCalls();
+
 // Calls of several slices (a tail slice too, more than 8 slices' worth, and 8-byte and 2-byte
 // types), each root, in place and not; a group in which cut calls sit between calls that are
 // not; sends and receives on both sides of a cut call (every rank receives first: they must run
@@ -259,7 +291,23 @@ std::vector<std::vector<Call>> callsFor(int n) {
     groups.push_back({{Collective::Broadcast, ncclFloat32, 60000, ncclSum, root, root % 2 == 1}});
     groups.push_back({{Collective::Reduce, ncclFloat32, 60000, ncclSum, root, root % 2 == 0}});
   }
+  for (const std::vector<Call>& group : gatherAndScatterCalls()) groups.push_back(group);
   return groups;
+}
+
+// All-gathers and reduce-scatters, whose slices are strided: in place and not, a tail slice,
+// more than 8 slices' worth, 8-byte and 2-byte types, and a group with calls that are not cut.
+std::vector<std::vector<Call>> gatherAndScatterCalls() {
+  return {
+      {{Collective::AllGather, ncclFloat32, 30001}},
+      {{Collective::AllGather, ncclFloat64, 20000, ncclSum, 0, true}},
+      {{Collective::ReduceScatter, ncclFloat32, 30001, ncclSum}},
+      {{Collective::ReduceScatter, ncclFloat16, 40000, ncclMax, 0, true}},
+      {{Collective::ReduceScatter, ncclFloat32, 100000, ncclAvg}},
+      {{Collective::AllGather, ncclFloat32, 20000, ncclSum, 0, true},
+       {Collective::AllReduce, ncclFloat32, 300, ncclSum},
+       {Collective::ReduceScatter, ncclFloat32, 20000, ncclSum}},
+  };
 }
 
 class PipelinedStaging : public ::testing::TestWithParam<int> {};
@@ -272,6 +320,19 @@ TEST_P(PipelinedStaging, DeviceCallsBetweenHostsRunAsTheirSlices) {
 TEST_P(PipelinedStaging, ARankWithoutADeviceRunsTheSameSlicesOnHostMemory) {
   const int n = GetParam();
   EXPECT_EQ(runCalls(n, n - 1, callsFor(n)), "");
+}
+
+// Schedules whose ranges span blocks (Bruck's rotation into place: on rank 2 of 3, one copy of
+// two blocks) run a rank's strided slices on a contiguous copy in Scratch
+// (algorithms/builders/strided_blocks.h); the rank on host memory does, beside staged ranks
+// that run the contiguous slices, and every message must still match. (The reduce-scatter's
+// recursive halving moves single blocks on these layouts: it runs the moved ranges.)
+TEST_P(PipelinedStaging, StridedSlicesThroughScratchMatchTheStagedRanks) {
+  const int n = GetParam();
+  setenv("WEFT_ALGO", "allgather:bruck;reducescatter:rhd", 1);
+  const std::string failures = runCalls(n, n - 1, gatherAndScatterCalls());
+  unsetenv("WEFT_ALGO");
+  EXPECT_EQ(failures, "");
 }
 
 INSTANTIATE_TEST_SUITE_P(Ranks, PipelinedStaging, ::testing::Values(2, 3));

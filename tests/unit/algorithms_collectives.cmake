@@ -3,3 +3,4 @@
 weft_test(collective_schedules_test SOURCES unit/collective_schedules_test.cc
           FILTER "*-*AtScale*HierarchicalAllGather_1024:*AtScale*RingReduceScatter_1024:*AtScale*HierarchicalReduceScatter_1024")
 weft_test(simulator_test SOURCES unit/simulator_test.cc)
+weft_test(strided_blocks_test SOURCES unit/strided_blocks_test.cc)

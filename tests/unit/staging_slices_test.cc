@@ -54,10 +54,31 @@ TEST_F(StagingSlicesTest, AtMostEightSlicesOfEqualSizeButTheLast) {
   }
 }
 
+TEST_F(StagingSlicesTest, AllGatherAndReduceScatterAreCutInEveryBlockAtTheSameElements) {
+  for (Collective c : {Collective::AllGather, Collective::ReduceScatter}) {
+    // The count is one rank's block: slices of 1 KiB of it (256 floats), whatever the rank count.
+    EXPECT_EQ(stagingSliceCount(call(c, 511)), 1u) << collectiveName(c) << ": under two slices";
+    EXPECT_EQ(stagingSliceCount(call(c, 512)), 2u) << collectiveName(c);
+    EXPECT_EQ(stagingSliceCount(call(c, 1 << 16)), 8u) << collectiveName(c) << ": at most 8";
+    std::vector<CollectiveCall> storage;
+    const std::vector<CollectiveCall>& cut = cutIntoStagingSlices({call(c, 1001)}, &storage);
+    ASSERT_EQ(cut.size(), 4u) << collectiveName(c);
+    for (size_t k = 0; k < 4; ++k) {
+      EXPECT_EQ(cut[k].count, k < 3 ? 251u : 1001u - 3 * 251u) << collectiveName(c) << " slice " << k;
+      EXPECT_EQ(cut[k].blockStride, 1001u) << collectiveName(c) << ": its blocks lie the call's block apart";
+      EXPECT_EQ(cut[k].sendbuff, send.data() + k * 251 * sizeof(float)) << collectiveName(c) << " slice " << k;
+      EXPECT_EQ(cut[k].recvbuff, recv.data() + k * 251 * sizeof(float)) << collectiveName(c) << " slice " << k;
+      // Block r of the strided buffer starts r * 1001 elements after the slice's first element.
+      const BufferSpans spans = bufferSpans(cut[k]);
+      const size_t strided = (3 * 1001 + cut[k].count) * sizeof(float);
+      EXPECT_EQ(c == Collective::AllGather ? spans.recv : spans.send, strided) << collectiveName(c);
+    }
+  }
+}
+
 TEST_F(StagingSlicesTest, OtherCollectivesOneHostNoDeviceOrScaledOperatorsAreNotCut) {
-  for (Collective c : {Collective::AllGather, Collective::ReduceScatter, Collective::AllToAll, Collective::Gather,
-                       Collective::Scatter})
-    EXPECT_EQ(stagingSliceCount(call(c, 1 << 16)), 1u) << collectiveName(c) << ": slices would be strided";
+  for (Collective c : {Collective::AllToAll, Collective::Gather, Collective::Scatter})
+    EXPECT_EQ(stagingSliceCount(call(c, 1 << 16)), 1u) << collectiveName(c) << ": not cut";
   CollectiveCall preMulSum = call(Collective::AllReduce, 1 << 16);
   preMulSum.op = static_cast<ncclRedOp_t>(ncclNumOps);
   EXPECT_EQ(stagingSliceCount(preMulSum), 1u) << "its scalar may be device memory, staged whole";
@@ -103,7 +124,7 @@ TEST_F(StagingSlicesTest, SlicesCoverTheCallInOrderOverTheSameBuffers) {
 }
 
 TEST_F(StagingSlicesTest, CallsNoneOfWhichIsCutAreReturnedAsTheyAre) {
-  std::vector<CollectiveCall> calls = {call(Collective::AllReduce, 100), call(Collective::AllGather, 1 << 16)};
+  std::vector<CollectiveCall> calls = {call(Collective::AllReduce, 100), call(Collective::AllToAll, 1 << 16)};
   std::vector<CollectiveCall> storage;
   EXPECT_EQ(&cutIntoStagingSlices(calls, &storage), &calls);
   EXPECT_TRUE(storage.empty());

@@ -1,0 +1,24 @@
+// An all-gather whose receive buffer, or a reduce-scatter whose send buffer, holds the ranks'
+// blocks `strideBytes` apart instead of back to back: one slice of a larger call cut for
+// pipelined staging (runtime/exec/staging_slices.h), whose blocks are parts of the whole call's
+// blocks. Every builder lays blocks back to back; this moves a finished schedule onto the
+// strided buffer without changing a single message, so that a rank running the strided form and
+// one running the contiguous form (a staged rank: runtime/device/stream_dispatch.cc) still agree
+// on every message.
+#pragma once
+
+#include <cstddef>
+
+#include "algorithms/schedule.h"
+
+namespace weft {
+
+// `contiguous`, built for blocks of `blockBytes` back to back in `strided` (BufferKind::Recv of
+// an all-gather, Send of a reduce-scatter), with block r moved to offset r * strideBytes. Where
+// every range of that buffer lies inside one block (the rings), the ranges just move. Where one
+// spans blocks (a message of several blocks: recursive doubling and halving; the hierarchical
+// and Bruck schedules' copies), the schedule runs on a contiguous copy in Scratch instead: the
+// blocks it reads before writing are copied in first, those it writes are copied out last.
+Schedule withStridedBlocks(Schedule contiguous, BufferKind strided, size_t blockBytes, size_t strideBytes, int nranks);
+
+}  // namespace weft
