@@ -9,7 +9,9 @@ namespace weft {
 
 Schedule buildCollectiveSchedule(Algorithm algorithm, const CollectiveShape& s, Algorithm* ran) {
   const CollectiveAlgorithm* row = findCollectiveAlgorithm(s.collective, algorithm);
-  if (!row || (s.preScale && row->ignoresPreScale))
+  // A strided staging slice runs between hosts, never on peers' mapped buffers, whose ranges
+  // withStridedBlocks does not move.
+  if (!row || (s.preScale && row->ignoresPreScale) || (s.blockStride && algorithmInfo(row->algorithm).needsMappedPeers))
     row = findCollectiveAlgorithm(s.collective, defaultAlgorithm(s.collective));
   if (ran) *ran = row ? row->algorithm : defaultAlgorithm(s.collective);
   if (!row) return {};  // not a collective

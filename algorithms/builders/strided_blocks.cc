@@ -1,5 +1,6 @@
 #include "algorithms/builders/strided_blocks.h"
 
+#include <cassert>
 #include <vector>
 
 namespace weft {
@@ -40,6 +41,7 @@ bool writesWholeBlock(const Step& step, const BufferRange& whole) {
 
 Schedule withStridedBlocks(Schedule schedule, BufferKind strided, size_t blockBytes, size_t strideBytes, int nranks) {
   if (blockBytes == 0 || strideBytes == blockBytes) return schedule;
+  assert(strideBytes > blockBytes);  // a slice's blocks lie inside the whole call's
   bool spansBlocks = false;
   for (Step& step : schedule.steps)
     forEachStridedRange(step, strided,

@@ -15,10 +15,13 @@ namespace weft {
 
 // `contiguous`, built for blocks of `blockBytes` back to back in `strided` (BufferKind::Recv of
 // an all-gather, Send of a reduce-scatter), with block r moved to offset r * strideBytes. Where
-// every range of that buffer lies inside one block (the rings), the ranges just move. Where one
-// spans blocks (a message of several blocks: recursive doubling and halving; the hierarchical
-// and Bruck schedules' copies), the schedule runs on a contiguous copy in Scratch instead: the
-// blocks it reads before writing are copied in first, those it writes are copied out last.
+// every range of that buffer lies inside one block (the rings, the hierarchical all-gather), the
+// ranges just move. Where one spans blocks (recursive doubling's messages of several blocks;
+// recursive halving's and the hierarchical reduce-scatter's copies of consecutive ranks' blocks
+// into Scratch; Bruck's rotation into place), the schedule runs on a contiguous copy in Scratch
+// instead: the blocks it reads before writing are copied in first, those it writes are copied
+// out last. Ranges of peers' buffers (direct schedules, one host only) are not moved: a strided
+// call never runs one (buildCollectiveSchedule).
 Schedule withStridedBlocks(Schedule contiguous, BufferKind strided, size_t blockBytes, size_t strideBytes, int nranks);
 
 }  // namespace weft

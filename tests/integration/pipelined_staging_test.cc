@@ -43,6 +43,9 @@ struct Call {
   bool inPlace = false;
   PointToPoint pointToPoint = PointToPoint::None;  // instead of the collective
   bool secondStream = false;
+  // A device rank's all-gather receive or reduce-scatter send buffer is host memory (the other
+  // buffer device memory): that rank runs the strided slices on it, not staged.
+  bool stridedOnHost = false;
 };
 
 bool blockPerRank(const Call& c) {
@@ -106,14 +109,16 @@ class RankCalls {
     const size_t sendCount =
         c.collective == Collective::ReduceScatter || (gathers && c.inPlace) ? n_ * c.count : c.count;
     const size_t recvBytes = gathers ? n_ * bytes : bytes;
+    const bool sendOnHost = !device_ || (c.stridedOnHost && !gathers);
+    const bool recvOnHost = !device_ || (c.stridedOnHost && gathers);
     char* send = nullptr;
-    if (device_) {
+    if (!sendOnHost) {
       send = checks_->input(stream, sendCount, c.type, c.op, seed);
     } else {
       send = hostBuffer(sendCount * dataTypeSize(c.type));
       fillInput(send, sendCount, rank_, c.type, c.op, seed);
     }
-    char* recv = c.inPlace ? send : device_ ? checks_->deviceBuffer(recvBytes) : hostBuffer(recvBytes);
+    char* recv = c.inPlace ? send : recvOnHost ? hostBuffer(recvBytes) : checks_->deviceBuffer(recvBytes);
     if (c.inPlace && gathers) send = recv + rank_ * bytes;
     if (c.inPlace && c.collective == Collective::ReduceScatter) recv = send + rank_ * bytes;
     const int next = (rank_ + 1) % n_, previous = (rank_ + n_ - 1) % n_;
@@ -169,9 +174,10 @@ class RankCalls {
     }
     const size_t resultCount = gathers ? n_ * c.count : c.count;
     pending_.push_back([=, this] {
-      if (device_) {
+      if (!recvOnHost) {
         checks_->expect(stream, recv, resultCount, c.type, expected, reduced, c.op, label);
       } else {
+        if (device_) device_->synchronize(stream);  // a device call's result on host memory
         wrong_ += countMismatchesAgainst(recv, resultCount, c.type, expected, reduced, c.op, label.c_str());
       }
     });
@@ -296,7 +302,8 @@ std::vector<std::vector<Call>> callsFor(int n) {
 }
 
 // All-gathers and reduce-scatters, whose slices are strided: in place and not, a tail slice,
-// more than 8 slices' worth, 8-byte and 2-byte types, and a group with calls that are not cut.
+// more than 8 slices' worth, 8-byte and 2-byte types, a group with calls that are not cut, and
+// on device ranks strided buffers on host memory beside device ones.
 std::vector<std::vector<Call>> gatherAndScatterCalls() {
   return {
       {{Collective::AllGather, ncclFloat32, 30001}},
@@ -307,6 +314,8 @@ std::vector<std::vector<Call>> gatherAndScatterCalls() {
       {{Collective::AllGather, ncclFloat32, 20000, ncclSum, 0, true},
        {Collective::AllReduce, ncclFloat32, 300, ncclSum},
        {Collective::ReduceScatter, ncclFloat32, 20000, ncclSum}},
+      {{Collective::AllGather, ncclFloat32, 30001, ncclSum, 0, false, PointToPoint::None, false, true}},
+      {{Collective::ReduceScatter, ncclFloat32, 30001, ncclSum, 0, false, PointToPoint::None, false, true}},
   };
 }
 
@@ -322,11 +331,11 @@ TEST_P(PipelinedStaging, ARankWithoutADeviceRunsTheSameSlicesOnHostMemory) {
   EXPECT_EQ(runCalls(n, n - 1, callsFor(n)), "");
 }
 
-// Schedules whose ranges span blocks (Bruck's rotation into place: on rank 2 of 3, one copy of
-// two blocks) run a rank's strided slices on a contiguous copy in Scratch
-// (algorithms/builders/strided_blocks.h); the rank on host memory does, beside staged ranks
-// that run the contiguous slices, and every message must still match. (The reduce-scatter's
-// recursive halving moves single blocks on these layouts: it runs the moved ranges.)
+// Schedules with a range that spans blocks run a rank's strided slices on a contiguous copy in
+// Scratch (algorithms/builders/strided_blocks.h): Bruck's rotation into place on rank 2 of 3 (one
+// copy of two blocks), recursive halving's copy of its input into Scratch on rank 1 of 2 (the
+// blocks of consecutive ranks in one copy). The rank on host memory does so beside staged ranks
+// that run the contiguous slices, and every message must still match.
 TEST_P(PipelinedStaging, StridedSlicesThroughScratchMatchTheStagedRanks) {
   const int n = GetParam();
   setenv("WEFT_ALGO", "allgather:bruck;reducescatter:rhd", 1);

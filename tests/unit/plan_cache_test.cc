@@ -69,7 +69,7 @@ TEST_F(PlanCacheTest, EqualHashesWithDifferentFieldsDoNotHit) {
   const PlanKey base = selectedKey(Collective::Broadcast, 3);
   cache.insert(base, planWithSteps(1));
 
-  std::vector<PlanKey> others(11, base);
+  std::vector<PlanKey> others(12, base);
   others[0].path = PlanPath::Direct;
   others[1].collective = Collective::Reduce;
   others[2].count += 1;
@@ -81,6 +81,7 @@ TEST_F(PlanCacheTest, EqualHashesWithDifferentFieldsDoNotHit) {
   others[8].sendAliasesRecv = true;
   others[9].path = PlanPath::Compressed;
   others[10].codec.blockSize *= 2;
+  others[11].blockStride = base.count * 3;
   for (size_t i = 0; i < others.size(); ++i) {
     ASSERT_EQ(everyKeyCollides(others[i]), everyKeyCollides(base));
     EXPECT_FALSE(others[i] == base) << "variant " << i;

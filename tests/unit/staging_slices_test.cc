@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "runtime/comm/communicator.h"
+#include "runtime/exec/call_schedule.h"
 
 namespace weft {
 namespace {
@@ -73,6 +74,35 @@ TEST_F(StagingSlicesTest, AllGatherAndReduceScatterAreCutInEveryBlockAtTheSameEl
       const size_t strided = (3 * 1001 + cut[k].count) * sizeof(float);
       EXPECT_EQ(c == Collective::AllGather ? spans.recv : spans.send, strided) << collectiveName(c);
     }
+  }
+}
+
+TEST_F(StagingSlicesTest, AllGatherAndReduceScatterSlicesAreMeasuredPerBlockWhateverTheRankCount) {
+  comm.nranks = 8;
+  for (Collective c : {Collective::AllGather, Collective::ReduceScatter}) {
+    EXPECT_EQ(stagingSliceCount(call(c, 511)), 1u) << collectiveName(c);
+    EXPECT_EQ(stagingSliceCount(call(c, 512)), 2u) << collectiveName(c);
+  }
+}
+
+TEST_F(StagingSlicesTest, SlicesOfInPlaceAllGathersAndReduceScattersStayInPlace) {
+  comm.rank = 2;
+  const size_t count = 1001, block = count * sizeof(float);
+  CollectiveCall gather = call(Collective::AllGather, count);
+  gather.sendbuff = recv.data() + 2 * block;  // rank 2's block of the receive buffer
+  CollectiveCall scatter = call(Collective::ReduceScatter, count);
+  scatter.recvbuff = send.data() + 2 * block;  // rank 2's block of the send buffer
+  ASSERT_TRUE(callIsInPlace(gather));
+  ASSERT_TRUE(callIsInPlace(scatter));
+  std::vector<CollectiveCall> storage;
+  const std::vector<CollectiveCall>& cut = cutIntoStagingSlices({gather, scatter}, &storage);
+  ASSERT_EQ(cut.size(), 8u);
+  for (const CollectiveCall& slice : cut) {
+    EXPECT_TRUE(callIsInPlace(slice)) << collectiveName(slice.kind.collective()) << " of " << slice.count;
+    // The same slice read as if its blocks were back to back is not in place.
+    CollectiveCall contiguous = slice;
+    contiguous.blockStride = 0;
+    EXPECT_FALSE(callIsInPlace(contiguous)) << collectiveName(slice.kind.collective());
   }
 }
 

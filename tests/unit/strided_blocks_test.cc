@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <cstring>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "algorithms/collective_schedule.h"
@@ -20,6 +21,9 @@ namespace {
 
 constexpr int32_t kUntouched = -999;  // no input or result has it
 
+enum class Layout { Identity, Shuffled, Interleaved };  // ring order and nodes (below)
+enum class Operator { Sum, Average, PreMulSum };        // a reduce-scatter's
+
 struct Case {
   Collective collective;
   Algorithm algorithm;
@@ -29,11 +33,16 @@ struct Case {
   size_t count;
   bool inPlace;
   int channels;
+  Layout layout = Layout::Identity;
+  Operator op = Operator::Sum;
 
   std::string describe() const {
+    static const char* const layouts[] = {"identity", "shuffled", "interleaved"};
+    static const char* const ops[] = {"sum", "avg", "premulsum"};
     return std::string(collectiveName(collective)) + " " + algorithmName(algorithm) + " n=" + std::to_string(n) +
            " C=" + std::to_string(whole) + " slice [" + std::to_string(first) + ", +" + std::to_string(count) + ")" +
-           (inPlace ? " in place" : "") + " channels=" + std::to_string(channels);
+           (inPlace ? " in place" : "") + " channels=" + std::to_string(channels) + " layout " +
+           layouts[static_cast<int>(layout)] + " " + ops[static_cast<int>(op)];
   }
 };
 
@@ -45,22 +54,45 @@ struct Rank {
 
 int32_t input(int rank, size_t element) { return static_cast<int32_t>(rank * 1000 + element % 997) - 400; }
 
-// Equal nodes of 2 where n allows (the hierarchical schedules' rails), else one node.
-std::vector<std::vector<int>> nodesOf(int n) {
+// The ring order: 0..n-1, or a fixed permutation. The nodes: equal nodes of 2 where n allows (the
+// hierarchical schedules' rails) made of consecutive ranks, or of interleaved ones (node 0 the
+// even ranks: two fake hosts' layout, where rail-major order puts consecutive ranks together),
+// else one node.
+std::vector<int> orderOf(const Case& c) {
+  std::vector<int> order;
+  if (c.layout != Layout::Shuffled) return order;
+  for (int k = 0; k < c.n; ++k) order.push_back(c.n - 1 - k);  // reversed, then two swapped
+  if (c.n > 2) std::swap(order[0], order[c.n / 2]);
+  return order;
+}
+std::vector<std::vector<int>> nodesOf(const Case& c) {
+  const int n = c.n;
   std::vector<std::vector<int>> nodes;
-  const int size = n % 2 == 0 ? 2 : n;
-  for (int first = 0; first < n; first += size) {
-    nodes.emplace_back();
-    for (int r = first; r < first + size; ++r) nodes.back().push_back(r);
+  if (n % 2 != 0) return {orderOrIdentity({}, n)};
+  if (c.layout == Layout::Interleaved) {
+    nodes.resize(2);
+    for (int r = 0; r < n; ++r) nodes[r % 2].push_back(r);
+    return nodes;
   }
+  for (int first = 0; first < n; first += 2) nodes.push_back({first, first + 1});
   return nodes;
+}
+
+// A reduce-scatter's result at element `element` of rank r's block of the whole call.
+int32_t reduced(const Case& c, int r, size_t element) {
+  int64_t sum = 0;
+  for (int p = 0; p < c.n; ++p) sum += (c.op == Operator::PreMulSum ? 1 + p % 3 : 1) * input(p, r * c.whole + element);
+  if (c.op == Operator::Average) sum /= c.n;  // truncated, as the int32 average is
+  return static_cast<int32_t>(sum);
 }
 
 void check(const Case& c) {
   const bool gathers = c.collective == Collective::AllGather;
   const int n = c.n;
   const size_t C = c.whole, s = c.count, k0 = c.first, es = sizeof(int32_t);
-  const std::vector<std::vector<int>> nodes = nodesOf(n);
+  const std::vector<std::vector<int>> nodes = nodesOf(c);
+  SimulationOptions options;
+  options.type = ncclInt32;
   std::vector<Rank> ranks(n);
   std::vector<Schedule> schedules;
   for (int r = 0; r < n; ++r) {
@@ -71,10 +103,14 @@ void check(const Case& c) {
                           .elementSize = es,
                           .rank = r,
                           .nranks = n,
-                          .order = {},
+                          .order = orderOf(c),
                           .nodes = nodes,
+                          .average = c.op == Operator::Average,
+                          .preScale = c.op == Operator::PreMulSum,
                           .inPlace = c.inPlace,
                           .channels = c.channels};
+    const int32_t scalar = 1 + r % 3;
+    options.scalars.emplace_back(reinterpret_cast<const char*>(&scalar), reinterpret_cast<const char*>(&scalar + 1));
     // The big buffer: n blocks (of C elements where strided, of s where contiguous).
     const size_t block = strided ? C : s, skip = strided ? k0 : 0;
     std::vector<int32_t>& big = gathers ? m.recv : m.send;
@@ -101,8 +137,7 @@ void check(const Case& c) {
   }
   std::vector<SimulatedBuffers> buffers;
   for (Rank& m : ranks) buffers.push_back(m.buffers);
-  SimulationOptions options;
-  options.type = ncclInt32;
+  if (c.op != Operator::PreMulSum) options.scalars.clear();
   const SimulationResult result = simulate(schedules, buffers, options);
   ASSERT_TRUE(result.ok) << c.describe() << ": " << result.error;
 
@@ -117,10 +152,7 @@ void check(const Case& c) {
         int32_t expected = kUntouched;
         if (gathers && inSlice) expected = input(q, k0 + i - skip);
         if (!gathers && inSlice) expected = input(r, q * C + k0 + i - skip);  // the input, left as it was
-        if (!gathers && inSlice && c.inPlace && q == r) {
-          expected = 0;  // the result, in place
-          for (int p = 0; p < n; ++p) expected += input(p, r * C + k0 + i - skip);
-        }
+        if (!gathers && inSlice && c.inPlace && q == r) expected = reduced(c, r, k0 + i - skip);  // in place
         ASSERT_EQ(big[q * block + i], expected) << c.describe() << ": rank " << r << " block " << q << " element " << i;
       }
     if (c.inPlace) continue;
@@ -129,10 +161,7 @@ void check(const Case& c) {
       const bool inSlice = i >= skip && i < skip + s;
       int32_t expected = kUntouched;
       if (gathers && inSlice) expected = input(r, k0 + i - skip);
-      if (!gathers && inSlice) {
-        expected = 0;
-        for (int p = 0; p < n; ++p) expected += input(p, r * C + k0 + i - skip);
-      }
+      if (!gathers && inSlice) expected = reduced(c, r, k0 + i - skip);
       ASSERT_EQ(small[i], expected) << c.describe() << ": rank " << r << " element " << i << " of its own block";
     }
   }
@@ -145,14 +174,17 @@ TEST(StridedBlocks, EveryAllGatherAndReduceScatterAlgorithmOnSlicesOfALargerCall
     for (Algorithm algorithm : collective == Collective::AllGather ? gatherAlgorithms : scatterAlgorithms)
       for (int n : {1, 2, 3, 4, 5, 6, 8})
         for (bool inPlace : {false, true})
-          for (int channels : {1, 3}) {
-            if (channels > 1 && algorithm != Algorithm::Ring) continue;
-            // A middle slice, the tail slice, and one element.
-            for (const auto& [first, count] : std::vector<std::pair<size_t, size_t>>{{7, 7}, {14, 5}, {3, 1}}) {
-              check({collective, algorithm, n, 19, first, count, inPlace, channels});
-              if (HasFatalFailure()) return;
-            }
-          }
+          for (int channels : {1, 3})
+            for (Layout layout : {Layout::Identity, Layout::Shuffled, Layout::Interleaved})
+              for (Operator op : {Operator::Sum, Operator::Average, Operator::PreMulSum}) {
+                if (channels > 1 && algorithm != Algorithm::Ring) continue;
+                if (op != Operator::Sum && collective == Collective::AllGather) continue;
+                // A middle slice, the tail slice, and one element.
+                for (const auto& [first, count] : std::vector<std::pair<size_t, size_t>>{{7, 7}, {14, 5}, {3, 1}}) {
+                  check({collective, algorithm, n, 19, first, count, inPlace, channels, layout, op});
+                  if (HasFatalFailure()) return;
+                }
+              }
 }
 
 TEST(StridedBlocks, RingsMoveTheirRangesAndOthersGoThroughScratch) {
@@ -175,6 +207,13 @@ TEST(StridedBlocks, RingsMoveTheirRangesAndOthersGoThroughScratch) {
   // nothing is copied in, and all 4 are copied out.
   EXPECT_EQ(doubling.steps.size(), doublingContiguous.steps.size() + 4);
   EXPECT_GE(doubling.scratchBytes, 4u * 8 * 4);
+
+  // A direct schedule reads peers' mapped buffers, which are not moved: a strided call gets the
+  // collective's default instead.
+  shape.blockStride = 100;
+  Algorithm ran = Algorithm::Direct;
+  buildCollectiveSchedule(Algorithm::Direct, shape, &ran);
+  EXPECT_EQ(ran, Algorithm::Ring);
 }
 
 }  // namespace
