@@ -4,14 +4,19 @@
 
 # weft_tools_gtest(NAME SOURCES... LIBS ...): a GoogleTest executable for the tools.
 function(weft_tools_gtest name)
-  cmake_parse_arguments(T "" "TIMEOUT" "SOURCES;LIBS" ${ARGN})
+  cmake_parse_arguments(T "SERIAL" "TIMEOUT" "SOURCES;LIBS" ${ARGN})
   add_executable(${name} ${T_SOURCES})
   target_link_libraries(${name} PRIVATE ${T_LIBS} GTest::gtest GTest::gtest_main)
   target_include_directories(${name} PRIVATE ${PROJECT_SOURCE_DIR} ${PROJECT_SOURCE_DIR}/include)
   if(NOT T_TIMEOUT)
     set(T_TIMEOUT 120)
   endif()
-  gtest_discover_tests(${name} PROPERTIES LABELS "${weft_test_folder}" TIMEOUT ${T_TIMEOUT} DISCOVERY_TIMEOUT 60)
+  set(serial FALSE)
+  if(T_SERIAL)  # as weft_test's SERIAL (tests/CMakeLists.txt)
+    set(serial TRUE)
+  endif()
+  gtest_discover_tests(${name} PROPERTIES LABELS "${weft_test_folder}" TIMEOUT ${T_TIMEOUT} RUN_SERIAL ${serial}
+                       DISCOVERY_TIMEOUT 60)
 endfunction()
 
 if(TARGET weftrun)
@@ -19,7 +24,7 @@ if(TARGET weftrun)
 
   weft_tools_gtest(launcher_test SOURCES ${CMAKE_CURRENT_LIST_DIR}/launcher_test.cc LIBS weft_launcher)
 
-  weft_tools_gtest(weftrun_test SOURCES ${CMAKE_CURRENT_LIST_DIR}/weftrun_test.cc TIMEOUT 60)
+  weft_tools_gtest(weftrun_test SERIAL SOURCES ${CMAKE_CURRENT_LIST_DIR}/weftrun_test.cc TIMEOUT 60)
   target_compile_definitions(weftrun_test PRIVATE WEFTRUN_PATH="$<TARGET_FILE:weftrun>"
                                                   HELPER_PATH="$<TARGET_FILE:weftrun_test_helper>")
   add_dependencies(weftrun_test weftrun weftrun_test_helper)
