@@ -33,6 +33,8 @@ class CpuDevice : public DeviceApi {
   void freePinned(void* pointer) override;
   ncclResult_t copyToHost(void* dst, const void* src, size_t bytes) override;
   ncclResult_t copyAsync(void* dst, const void* src, size_t bytes, cudaStream_t stream) override;
+  ncclResult_t copy2DAsync(void* dst, size_t dstPitch, const void* src, size_t srcPitch, size_t width, size_t rows,
+                           cudaStream_t stream) override;
   ncclResult_t launchHostFunction(cudaStream_t stream, void (*function)(void*), void* argument) override;
   ncclResult_t waitValue(cudaStream_t stream, std::atomic<uint32_t>* flag, uint32_t value) override;
   ncclResult_t isCapturing(cudaStream_t stream, bool* capturing) override;
@@ -91,6 +93,8 @@ class CpuDevice : public DeviceApi {
   // Stream waits on a flag enqueued so far: one per stream of each batch (tests of how calls
   // were batched).
   uint64_t flagWaits() const { return flagWaits_.load(); }
+  // Stream copies (copyAsync, copy2DAsync: one each) enqueued so far.
+  uint64_t streamCopies() const { return streamCopies_.load(); }
 
  private:
   class Stream;
@@ -110,6 +114,7 @@ class CpuDevice : public DeviceApi {
   std::atomic<uint64_t> kernelLaunches_{0};
   std::atomic<uint64_t> imports_{0};
   std::atomic<uint64_t> flagWaits_{0};
+  std::atomic<uint64_t> streamCopies_{0};
   PeerBufferMapper peerBuffers_;  // what importDeviceBuffer mapped
 };
 

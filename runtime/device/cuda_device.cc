@@ -267,6 +267,23 @@ class CudaDevice : public DeviceApi {
     return ncclSuccess;
   }
 
+  ncclResult_t copy2DAsync(void* dst, size_t dstPitch, const void* src, size_t srcPitch, size_t width, size_t rows,
+                           cudaStream_t stream) override {
+    const cudaError_t result = cudaMemcpy2DAsync(dst, dstPitch, src, srcPitch, width, rows, cudaMemcpyDefault, stream);
+    if (result != cudaErrorInvalidPitchValue) {
+      WEFT_CUDA_CHECK(result);
+      return ncclSuccess;
+    }
+    // A pitch beyond the device's limit (cudaDevAttrMaxPitch, a few GiB: a block of a call that
+    // large): one copy a row.
+    (void)cudaGetLastError();
+    for (size_t row = 0; row < rows; ++row)
+      WEFT_CUDA_CHECK(cudaMemcpyAsync(static_cast<char*>(dst) + row * dstPitch,
+                                      static_cast<const char*>(src) + row * srcPitch, width, cudaMemcpyDefault,
+                                      stream));
+    return ncclSuccess;
+  }
+
   ncclResult_t launchHostFunction(cudaStream_t stream, void (*function)(void*), void* argument) override {
     WEFT_CUDA_CHECK(cudaLaunchHostFunc(stream, function, argument));
     return ncclSuccess;

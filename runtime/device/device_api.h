@@ -59,6 +59,10 @@ class DeviceApi {
 
   // Stream operations: each returns at once and takes effect when the stream reaches it.
   virtual ncclResult_t copyAsync(void* dst, const void* src, size_t bytes, cudaStream_t stream) = 0;
+  // `rows` rows of `width` bytes, dstPitch and srcPitch bytes apart (cudaMemcpy2DAsync): the
+  // strided blocks of a staging slice (runtime/exec/staging_slices.h) in one operation.
+  virtual ncclResult_t copy2DAsync(void* dst, size_t dstPitch, const void* src, size_t srcPitch, size_t width,
+                                   size_t rows, cudaStream_t stream) = 0;
   // `function` runs once everything queued before it on `stream` is done, and must not call
   // CUDA or block (CUDA runs host functions on one thread per process).
   virtual ncclResult_t launchHostFunction(cudaStream_t stream, void (*function)(void*), void* argument) = 0;

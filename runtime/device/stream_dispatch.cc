@@ -47,6 +47,15 @@ size_t layOutStaging(const std::vector<const CollectiveCall*>& callers, StreamBa
   auto copyOut = [&](cudaStream_t stream, void* caller, const void* staged, size_t bytes) {
     if (base && bytes && !leftInPlace) batch->copiesOut.push_back({stream, caller, staged, bytes});
   };
+  // `rows` blocks of `bytes`, `callerPitch` apart in the caller's buffer, back to back staged.
+  auto copyBlocksIn = [&](cudaStream_t stream, void* staged, const void* caller, size_t callerPitch, size_t bytes,
+                          size_t rows) {
+    if (base && bytes) batch->copiesIn.push_back({stream, staged, caller, bytes, rows, bytes, callerPitch});
+  };
+  auto copyBlocksOut = [&](cudaStream_t stream, void* caller, size_t callerPitch, const void* staged, size_t bytes,
+                           size_t rows) {
+    if (base && bytes) batch->copiesOut.push_back({stream, caller, staged, bytes, rows, callerPitch, bytes});
+  };
   for (size_t i = 0; i < callers.size(); ++i) {
     const CollectiveCall& caller = *callers[i];
     CollectiveCall& staged = batch->calls[i];
@@ -66,17 +75,17 @@ size_t layOutStaging(const std::vector<const CollectiveCall*>& callers, StreamBa
       const bool inPlace = callIsInPlace(caller);
       char* area = place(ranks * block);
       staged.blockStride = 0;
+      // One 2-D copy of the nranks blocks (in place, the rank's own block goes back unchanged).
       if (gathers) {
         staged.recvbuff = area;
-        for (size_t r = 0; r < ranks; ++r)
-          if (!inPlace || r != rank) copyOut(caller.stream, recv + r * stride, area + r * block, block);
+        copyBlocksOut(caller.stream, recv, stride, area, block, ranks);
         if (inPlace || sendOnDevice) {
           staged.sendbuff = inPlace ? area + rank * block : place(block);
           copyIn(caller.stream, const_cast<void*>(staged.sendbuff), send, block);
         }
       } else {
         staged.sendbuff = area;
-        for (size_t r = 0; r < ranks; ++r) copyIn(caller.stream, area + r * block, send + r * stride, block);
+        copyBlocksIn(caller.stream, area, send, stride, block, ranks);
         if (inPlace || recvOnDevice) {
           staged.recvbuff = inPlace ? area + rank * block : place(block);
           copyOut(caller.stream, recv, staged.recvbuff, block);

@@ -73,11 +73,16 @@ StreamBatch* StreamQueue::newBatch() {
   return batches_.back().get();
 }
 
+ncclResult_t StreamQueue::enqueueCopy(const StreamCopy& copy) {
+  if (copy.rows == 1) return device_->copyAsync(copy.dst, copy.src, copy.bytes, copy.stream);
+  return device_->copy2DAsync(copy.dst, copy.dstPitch, copy.src, copy.srcPitch, copy.bytes, copy.rows, copy.stream);
+}
+
 ncclResult_t StreamQueue::enqueueInputs(StreamBatch* batch) {
   if (!completion_) return fail(ncclSystemError, "rank %d: no pinned memory for the completion flag", comm_->rank);
   for (cudaStream_t stream : batch->streams) {
     for (const StreamCopy& copy : batch->copiesIn)
-      if (copy.stream == stream) WEFT_CHECK(device_->copyAsync(copy.dst, copy.src, copy.bytes, stream));
+      if (copy.stream == stream) WEFT_CHECK(enqueueCopy(copy));
     WEFT_CHECK(launchCounted(stream, readyHostFunction, batch, &batch->expectedReadies));
   }
   return ncclSuccess;
@@ -87,7 +92,7 @@ ncclResult_t StreamQueue::enqueueOutputs(StreamBatch* batch) {
   for (cudaStream_t stream : batch->streams) {
     WEFT_CHECK(device_->waitValue(stream, completion_, batch->sequence));
     for (const StreamCopy& copy : batch->copiesOut)
-      if (copy.stream == stream) WEFT_CHECK(device_->copyAsync(copy.dst, copy.src, copy.bytes, stream));
+      if (copy.stream == stream) WEFT_CHECK(enqueueCopy(copy));
     WEFT_CHECK(launchCounted(stream, releasedHostFunction, batch, &batch->expectedReleases));
   }
   return ncclSuccess;

@@ -27,12 +27,16 @@
 
 namespace weft {
 
-// One stream-ordered copy between the caller's device memory and a staging area.
+// One stream-ordered copy between the caller's device memory and a staging area: `bytes`, or
+// `rows` rows of `bytes` each, dstPitch and srcPitch apart (a strided slice's blocks).
 struct StreamCopy {
   cudaStream_t stream;
   void* dst;
   const void* src;
   size_t bytes;
+  size_t rows = 1;
+  size_t dstPitch = 0;
+  size_t srcPitch = 0;
 };
 
 class StreamQueue;
@@ -95,6 +99,7 @@ class StreamQueue {
   bool stop(double seconds);
 
  private:
+  ncclResult_t enqueueCopy(const StreamCopy& copy);
   // Launches a host function of `batch`, counting it in *expected.
   ncclResult_t launchCounted(cudaStream_t stream, void (*function)(void*), StreamBatch* batch, size_t* expected);
   static void readyHostFunction(void* batch);

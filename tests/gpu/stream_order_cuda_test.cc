@@ -112,6 +112,10 @@ class CudaTestDevice : public TestDevice {
 };
 
 int rankOnDevice(int rank, int n, const ncclUniqueId& id) {
+  // WEFT_TEST_FAKE_HOSTS=1: even and odd ranks on two fake hosts, so that large calls are staged
+  // slice by slice between them (runtime/exec/staging_slices.h; gpu-check.sh step 4e).
+  if (const char* fake = getenv("WEFT_TEST_FAKE_HOSTS"); fake && strcmp(fake, "1") == 0)
+    setenv("WEFT_HOSTNAME", rank % 2 ? "gpu-check-host-b" : "gpu-check-host-a", 1);
   int devices = 0;
   if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) return kNoDevice;
   check(cudaSetDevice(0), "cudaSetDevice");  // every rank on the one GPU

@@ -217,7 +217,8 @@ class RankCalls {
 // Runs the calls on `n` ranks of two fake hosts; `hostRank`: that rank has no device and calls
 // on host memory (-1: none). "" when every rank was right, ran every call as its slices, and
 // (on the device) got the batches expected.
-std::string runCalls(int n, int hostRank, const std::vector<std::vector<Call>>& groups) {
+std::string runCalls(int n, int hostRank, const std::vector<std::vector<Call>>& groups,
+                     uint64_t expectedStreamCopies = 0) {
   return describeFailures(runRankProcesses(
       n,
       [&](int rank, const ncclUniqueId& id) {
@@ -257,6 +258,11 @@ std::string runCalls(int n, int hostRank, const std::vector<std::vector<Call>>& 
             fprintf(stderr, "rank %d: %llu collectives ran, %zu expected\n", rank,
                     (unsigned long long)comm->exec.collectiveSequence, expectedRuns);
             status = 5;
+          }
+          if (device && expectedStreamCopies && device->cpu().streamCopies() != expectedStreamCopies) {
+            fprintf(stderr, "rank %d: %llu stream copies, %llu expected\n", rank,
+                    (unsigned long long)device->cpu().streamCopies(), (unsigned long long)expectedStreamCopies);
+            status = 8;
           }
           if (device && device->cpu().flagWaits() != expectedFlagWaits) {
             fprintf(stderr, "rank %d: %llu flag waits on its streams, %zu expected\n", rank,
@@ -342,6 +348,17 @@ TEST_P(PipelinedStaging, StridedSlicesThroughScratchMatchTheStagedRanks) {
   const std::string failures = runCalls(n, n - 1, gatherAndScatterCalls());
   unsetenv("WEFT_ALGO");
   EXPECT_EQ(failures, "");
+}
+
+// A staged rank moves a strided slice's blocks in one 2-D copy: per slice of an all-gather, its
+// input in and the blocks out; of a reduce-scatter, the blocks in and its result out.
+TEST_P(PipelinedStaging, EachSliceMovesItsBlocksInOneCopy) {
+  const int n = GetParam();
+  const std::vector<std::vector<Call>> groups = {{{Collective::AllGather, ncclFloat32, 30001}},
+                                                 {{Collective::ReduceScatter, ncclFloat32, 30001, ncclSum}}};
+  const uint64_t slices = slicesOf(groups[0][0], n) + slicesOf(groups[1][0], n);
+  ASSERT_EQ(slices, 8u);
+  EXPECT_EQ(runCalls(n, -1, groups, 2 * slices), "");  // (the test's own writes and reads are not stream copies)
 }
 
 INSTANTIATE_TEST_SUITE_P(Ranks, PipelinedStaging, ::testing::Values(2, 3));

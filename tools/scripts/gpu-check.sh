@@ -41,6 +41,10 @@
 #      buffers (or weft's own, for cudaMalloc's) through CUDA IPC, or stage where that is
 #      refused; the summary says which path ran (stream_order_direct_*.log). After PyTorch,
 #      whose DDP buckets take the same path, since the deadline cuts the last steps.
+#   4e. the 2-rank grid across two fake hosts (WEFT_HOSTNAME per rank, TCP between them) with
+#      slices of 4 KiB a rank: its large calls staged slice by slice, an all-gather's and a
+#      reduce-scatter's blocks moved in 2-D copies (stream_order_sliced.log); the summary says
+#      whether slices ran.
 #   5. bench_compression_cuda: GB/s of float32 input for each CUDA encode/decode on 64 MiB
 #      beside cudaMemcpyAsync device to device, 3 repetitions (bench_cuda.txt / .json).
 #   5b. bench_reduce_cuda: the CUDA reduction kernels on 64 MiB, memory traffic beside the same
@@ -316,6 +320,21 @@ for alloc in ncclMemAlloc cudaMalloc; do
     say "device sends and receives on $alloc buffers: staged"
   fi
 done
+
+# ---- 4e. pipelined staging between (fake) hosts ----
+sliced_log="$out/stream_order_sliced.log"
+step "stream_order_cuda_test, 2 ranks on two fake hosts, staged slice by slice" "$sliced_log" 75 env WEFT_TIMEOUT=30 \
+  NCCL_SOCKET_IFNAME=lo WEFT_TEST_FAKE_HOSTS=1 WEFT_STAGING_SLICE_BYTES=4096 NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=COLL \
+  "$build/tests/stream_order_cuda_test" --gtest_color=no --gtest_filter='*/0'
+# 4099 elements of 4 bytes a block: 5 slices of at most 820.
+if grep -q '^\[  SKIPPED \] [0-9]' "$sliced_log"; then
+  say "pipelined staging between hosts: not run (the test skipped)"
+elif grep -qE 'allgather: 820 x (float|int32|uint32)' "$sliced_log" && grep -qE 'reducescatter: 820 x' "$sliced_log"; then
+  say "pipelined staging between hosts: all-gathers and reduce-scatters ran as slices of 820 elements"
+else
+  say "pipelined staging between hosts: FAILED: no slices in the log"
+  status=1
+fi
 
 # ---- 5, 6. benchmarks ----
 bench_flags=(--benchmark_repetitions=3 --benchmark_out_format=json)
