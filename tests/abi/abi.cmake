@@ -45,7 +45,7 @@ if(WEFT_NVIDIA_NCCL_INCLUDE AND EXISTS ${WEFT_NVIDIA_NCCL_INCLUDE}/cuda_runtime.
                COMMAND weftrun -n ${n} $<TARGET_FILE:abi_process_group> ${flags})
       add_test(NAME abi_process_group_${n}ranks_${mode}_fault
                COMMAND weftrun -n ${n} $<TARGET_FILE:abi_process_group> ${flags} --fault)
-      # Alone even where others run two at a time (the TSan stage): the fault case's watchdog
+      # Alone even where others run two at a time (ctest -j 2): the fault case's watchdog
       # waits a set time for the skipped all-reduce.
       set_tests_properties(abi_process_group_${n}ranks_${mode} abi_process_group_${n}ranks_${mode}_fault
                            PROPERTIES LABELS abi TIMEOUT 120 ENVIRONMENT "${WEFT_TEST_ENV}" RUN_SERIAL TRUE)

@@ -24,18 +24,14 @@ for sanitizers in ${WEFT_SANITIZER_BUILDS:-address,undefined thread}; do
   echo "== sanitizers $sanitizers: $build" >&2
   start=$(date +%s)
   if [ "$sanitizers" = thread ]; then
-    # Two at a time, those that bound a time alone (RUN_SERIAL), as in the main stage.
-    WEFT_BUILD_TARGETS=$threaded_targets bash "$root/tools/scripts/run-tests.sh" -R "$threaded" -j 2
+    WEFT_BUILD_TARGETS=$threaded_targets bash "$root/tools/scripts/run-tests.sh" -R "$threaded"
   else
     # Unit tests time nothing and share nothing: two at a time (the reduction kernels' tests
-    # are half of this stage's test time under ASan).
+    # are half of this stage's test time under ASan). The rest one at a time, as always.
     bash "$root/tools/scripts/run-tests.sh" -L unit -j 2
     # (ctest keeps the first -LE, slow.) The 8-rank channel schedules, pure schedule coverage
-    # and 36 s under ASan, run in the main stage; here their 2-4 rank forms do. Integration tests
-    # two at a time, those that bound a time alone (RUN_SERIAL), as in the main stage; the ABI
-    # programs one at a time.
-    bash "$root/tools/scripts/run-tests.sh" -L '^integration$' -E 'MatchReference/channels_8ranks' -j 2
-    bash "$root/tools/scripts/run-tests.sh" -L '^abi$'
+    # and 36 s under ASan, run in the main stage; here their 2-4 rank forms do.
+    bash "$root/tools/scripts/run-tests.sh" -L '^(integration|abi)$' -E 'MatchReference/channels_8ranks'
   fi
   echo "== sanitizers $sanitizers: passed in $(($(date +%s) - start)) s" >&2
 done

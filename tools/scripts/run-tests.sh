@@ -20,12 +20,9 @@ if [ $# -gt 0 ]; then
   exit
 fi
 # Unit tests time nothing and share nothing (the sanitizer stage runs them the same way): two at
-# a time. So do the integration and lint tests, except those that bound a time, a CPU time or a
-# rate, which run alone (RUN_SERIAL: weft_test's SERIAL, tests/CMakeLists.txt; the perf tools'
-# comparisons). The rest one at a time: namespace hosts, the PyTorch study, the ABI programs.
-# (ctest keeps only the first -LE, hence one pattern each.)
+# a time. Everything else one at a time: multi-process tests, perf tools and namespace hosts
+# keep both cores to themselves. (ctest keeps only the first -LE, hence one pattern.)
 status=0
 ctest --output-on-failure --timeout 900 -L '^unit$' -LE '^slow$' -j 2 || status=$?
-ctest --output-on-failure --timeout 900 -L '^(integration|lint)$' -LE '^slow$' -j 2 || status=$?
-ctest --output-on-failure --timeout 900 -LE '^(unit|integration|lint|slow)$' -j 1 || status=$?
+ctest --output-on-failure --timeout 900 -LE '^(unit|slow)$' -j 1 || status=$?
 exit $status
