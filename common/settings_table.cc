@@ -122,9 +122,10 @@ constexpr std::array<SettingSpec, static_cast<size_t>(Setting::Count)> kSettings
      "mailboxes; 0 turns it off"},
     {Setting::WeftStagingSliceBytes, "WEFT_STAGING_SLICE_BYTES", Size, "4194304", 0, kNoLimit, 4096, nullptr, true,
      false,
-     "bytes a rank of the slices (nranks times this, at most 8 a call) into which all-reduces, broadcasts and "
-     "reduces of two slices or more between hosts are cut where some rank has a CUDA device, so that device "
-     "buffers are staged slice by slice, the copies overlapping the network; 0 stages calls whole"},
+     "bytes a rank of the slices (nranks times this, at most 8 a call; of an all-gather or reduce-scatter, this "
+     "much of every rank's block) into which all-reduces, broadcasts, reduces, all-gathers and reduce-scatters "
+     "of two slices or more between hosts are cut where some rank has a CUDA device, so that device buffers are "
+     "staged slice by slice, the copies overlapping the network; 0 stages calls whole"},
     {Setting::WeftCompression, "WEFT_COMPRESSION", String, nullptr, 0, 0, 0, nullptr, true, false,
      "opt-in gradient compression of ncclAllReduce (fp16, bf16, int8, int4, sign, topk:RATIO, "
      "...)"},

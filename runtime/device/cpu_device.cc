@@ -1,6 +1,7 @@
 #include "runtime/device/cpu_device.h"
 
 #include <algorithm>
+#include <cassert>
 #include <cstdlib>
 #include <cstring>
 
@@ -138,6 +139,7 @@ ncclResult_t CpuDevice::copyAsync(void* dst, const void* src, size_t bytes, cuda
 
 ncclResult_t CpuDevice::copy2DAsync(void* dst, size_t dstPitch, const void* src, size_t srcPitch, size_t width,
                                     size_t rows, cudaStream_t stream) {
+  assert(width <= dstPitch && width <= srcPitch);  // as CUDA requires (cudaErrorInvalidPitchValue)
   streamCopies_.fetch_add(1);
   streamOf(stream)->enqueue([=] {
     for (size_t row = 0; row < rows; ++row)

@@ -7,6 +7,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstring>
 #include <map>
@@ -269,14 +270,15 @@ class CudaDevice : public DeviceApi {
 
   ncclResult_t copy2DAsync(void* dst, size_t dstPitch, const void* src, size_t srcPitch, size_t width, size_t rows,
                            cudaStream_t stream) override {
-    const cudaError_t result = cudaMemcpy2DAsync(dst, dstPitch, src, srcPitch, width, rows, cudaMemcpyDefault, stream);
-    if (result != cudaErrorInvalidPitchValue) {
-      WEFT_CUDA_CHECK(result);
+    // A pitch beyond the device's limit (cudaDevAttrMaxPitch, 2^31 - 1 bytes: a block of a call
+    // that large) is refused: then one copy a row.
+    int device = 0, maxPitch = 0;
+    WEFT_CUDA_CHECK(cudaGetDevice(&device));
+    WEFT_CUDA_CHECK(cudaDeviceGetAttribute(&maxPitch, cudaDevAttrMaxPitch, device));
+    if (std::max(dstPitch, srcPitch) <= static_cast<size_t>(maxPitch)) {
+      WEFT_CUDA_CHECK(cudaMemcpy2DAsync(dst, dstPitch, src, srcPitch, width, rows, cudaMemcpyDefault, stream));
       return ncclSuccess;
     }
-    // A pitch beyond the device's limit (cudaDevAttrMaxPitch, a few GiB: a block of a call that
-    // large): one copy a row.
-    (void)cudaGetLastError();
     for (size_t row = 0; row < rows; ++row)
       WEFT_CUDA_CHECK(cudaMemcpyAsync(static_cast<char*>(dst) + row * dstPitch,
                                       static_cast<const char*>(src) + row * srcPitch, width, cudaMemcpyDefault,

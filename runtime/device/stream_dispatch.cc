@@ -48,13 +48,28 @@ size_t layOutStaging(const std::vector<const CollectiveCall*>& callers, StreamBa
     if (base && bytes && !leftInPlace) batch->copiesOut.push_back({stream, caller, staged, bytes});
   };
   // `rows` blocks of `bytes`, `callerPitch` apart in the caller's buffer, back to back staged.
+  // (Strided slices run between hosts, so never left in place for the direct path.)
   auto copyBlocksIn = [&](cudaStream_t stream, void* staged, const void* caller, size_t callerPitch, size_t bytes,
                           size_t rows) {
-    if (base && bytes) batch->copiesIn.push_back({stream, staged, caller, bytes, rows, bytes, callerPitch});
+    if (base && bytes)
+      batch->copiesIn.push_back({.stream = stream,
+                                 .dst = staged,
+                                 .src = caller,
+                                 .bytes = bytes,
+                                 .rows = rows,
+                                 .dstPitch = bytes,
+                                 .srcPitch = callerPitch});
   };
   auto copyBlocksOut = [&](cudaStream_t stream, void* caller, size_t callerPitch, const void* staged, size_t bytes,
                            size_t rows) {
-    if (base && bytes) batch->copiesOut.push_back({stream, caller, staged, bytes, rows, callerPitch, bytes});
+    if (base && bytes)
+      batch->copiesOut.push_back({.stream = stream,
+                                  .dst = caller,
+                                  .src = staged,
+                                  .bytes = bytes,
+                                  .rows = rows,
+                                  .dstPitch = callerPitch,
+                                  .srcPitch = bytes});
   };
   for (size_t i = 0; i < callers.size(); ++i) {
     const CollectiveCall& caller = *callers[i];
