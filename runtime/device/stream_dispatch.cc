@@ -47,30 +47,6 @@ size_t layOutStaging(const std::vector<const CollectiveCall*>& callers, StreamBa
   auto copyOut = [&](cudaStream_t stream, void* caller, const void* staged, size_t bytes) {
     if (base && bytes && !leftInPlace) batch->copiesOut.push_back({stream, caller, staged, bytes});
   };
-  // `rows` blocks of `bytes`, `callerPitch` apart in the caller's buffer, back to back staged.
-  // (Strided slices run between hosts, so never left in place for the direct path.)
-  auto copyBlocksIn = [&](cudaStream_t stream, void* staged, const void* caller, size_t callerPitch, size_t bytes,
-                          size_t rows) {
-    if (base && bytes)
-      batch->copiesIn.push_back({.stream = stream,
-                                 .dst = staged,
-                                 .src = caller,
-                                 .bytes = bytes,
-                                 .rows = rows,
-                                 .dstPitch = bytes,
-                                 .srcPitch = callerPitch});
-  };
-  auto copyBlocksOut = [&](cudaStream_t stream, void* caller, size_t callerPitch, const void* staged, size_t bytes,
-                           size_t rows) {
-    if (base && bytes)
-      batch->copiesOut.push_back({.stream = stream,
-                                  .dst = caller,
-                                  .src = staged,
-                                  .bytes = bytes,
-                                  .rows = rows,
-                                  .dstPitch = callerPitch,
-                                  .srcPitch = bytes});
-  };
   for (size_t i = 0; i < callers.size(); ++i) {
     const CollectiveCall& caller = *callers[i];
     CollectiveCall& staged = batch->calls[i];
@@ -90,17 +66,29 @@ size_t layOutStaging(const std::vector<const CollectiveCall*>& callers, StreamBa
       const bool inPlace = callIsInPlace(caller);
       char* area = place(ranks * block);
       staged.blockStride = 0;
-      // One 2-D copy of the nranks blocks (in place, the rank's own block goes back unchanged).
+      // The nranks blocks in one 2-D copy, in cudaMemcpy2D's order (in place, the rank's own block
+      // goes back unchanged). Strided slices run between hosts: never left for the direct path.
+      auto copyBlocks = [&](std::vector<StreamCopy>& copies, void* dst, size_t dstPitch, const void* src,
+                            size_t srcPitch) {
+        if (base && block)
+          copies.push_back({.stream = caller.stream,
+                            .dst = dst,
+                            .src = src,
+                            .bytes = block,
+                            .rows = ranks,
+                            .dstPitch = dstPitch,
+                            .srcPitch = srcPitch});
+      };
       if (gathers) {
         staged.recvbuff = area;
-        copyBlocksOut(caller.stream, recv, stride, area, block, ranks);
+        copyBlocks(batch->copiesOut, recv, stride, area, block);
         if (inPlace || sendOnDevice) {
           staged.sendbuff = inPlace ? area + rank * block : place(block);
           copyIn(caller.stream, const_cast<void*>(staged.sendbuff), send, block);
         }
       } else {
         staged.sendbuff = area;
-        copyBlocksIn(caller.stream, area, send, stride, block, ranks);
+        copyBlocks(batch->copiesIn, area, block, send, stride);
         if (inPlace || recvOnDevice) {
           staged.recvbuff = inPlace ? area + rank * block : place(block);
           copyOut(caller.stream, recv, staged.recvbuff, block);
