@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstddef>
 
+#include "algorithms/algorithm.h"
 #include "common/dtype.h"
 #include "runtime/comm/communicator.h"
 #include "runtime/exec/compressed_allreduce_run.h"
@@ -26,12 +27,6 @@ bool cutsIntoSlices(const CollectiveCall& call) {
   }
 }
 
-// Whether the call's count is per rank (its buffers hold one block of it per rank).
-bool countsPerRank(const CollectiveCall& call) {
-  const Collective collective = call.kind.collective();
-  return collective == Collective::AllGather || collective == Collective::ReduceScatter;
-}
-
 // The bytes of `call` that a slice's size is measured against, and a slice of them:
 // WEFT_STAGING_SLICE_BYTES a rank. Each slice is a collective of its own, whose start-up (a
 // ring's 2(n-1) steps) grows with the rank count; a slice of n times a few MiB keeps each step's
@@ -39,7 +34,8 @@ bool countsPerRank(const CollectiveCall& call) {
 // rank's block, a slice is WEFT_STAGING_SLICE_BYTES of every block.
 size_t sliceBytes(const CollectiveCall& call) {
   const size_t perRank = call.comm->agreed.stagingSliceBytes;
-  return countsPerRank(call) ? perRank : perRank * static_cast<size_t>(std::max(call.comm->nranks, 1));
+  return sizeCountsEveryRank(call.kind.collective()) ? perRank
+                                                     : perRank * static_cast<size_t>(std::max(call.comm->nranks, 1));
 }
 
 // Elements a slice of `call`: at most kMostStagingSlices slices, of equal size but the last.
@@ -91,7 +87,7 @@ const std::vector<CollectiveCall>& cutIntoStagingSlices(const std::vector<Collec
       slice.sendbuff = advanced(call.sendbuff, first * elementSize);
       slice.recvbuff = advanced(call.recvbuff, first * elementSize);
       slice.stagingSlice = true;
-      if (countsPerRank(call)) slice.blockStride = call.count;
+      if (sizeCountsEveryRank(call.kind.collective())) slice.blockStride = call.count;  // AG, RS
       storage->push_back(slice);
     }
   }
