@@ -9,9 +9,10 @@ namespace weft {
 
 Schedule buildCollectiveSchedule(Algorithm algorithm, const CollectiveShape& s, Algorithm* ran) {
   const CollectiveAlgorithm* row = findCollectiveAlgorithm(s.collective, algorithm);
-  // A strided staging slice runs between hosts, never on peers' mapped buffers, whose ranges
-  // withStridedBlocks does not move.
-  if (!row || (s.preScale && row->ignoresPreScale) || (s.blockStride && algorithmInfo(row->algorithm).needsMappedPeers))
+  // A strided slice or piece may run direct: withStridedBlocks moves this rank's ranges, and the
+  // direct path moves its mapping of each peer's strided buffer (runtime/exec/direct_path.cc),
+  // since every range of the direct all-gather and reduce-scatter lies inside one block.
+  if (!row || (s.preScale && row->ignoresPreScale))
     row = findCollectiveAlgorithm(s.collective, defaultAlgorithm(s.collective));
   if (ran) *ran = row ? row->algorithm : defaultAlgorithm(s.collective);
   if (!row) return {};  // not a collective

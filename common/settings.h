@@ -75,6 +75,7 @@ enum class Setting {
   WeftDirectSendRecv,
   WeftOneShotMaxBytes,
   WeftStagingSliceBytes,
+  WeftOwnDeviceBufferBytes,
   WeftCompression,
   // Machine model and host.
   WeftTopoFile,

@@ -1,7 +1,7 @@
 // An all-gather whose receive buffer, or a reduce-scatter whose send buffer, holds the ranks'
-// blocks `strideBytes` apart instead of back to back: one slice of a larger call cut for
-// pipelined staging (runtime/exec/staging_slices.h), whose blocks are parts of the whole call's
-// blocks. Every builder lays blocks back to back; this moves a finished schedule onto the
+// blocks `strideBytes` apart instead of back to back: one slice (or piece) of a larger call cut
+// for pipelined staging or to fit the own device buffers (runtime/exec/staging_slices.h), whose
+// blocks are parts of the whole call's blocks. Every builder lays blocks back to back; this moves a finished schedule onto the
 // strided buffer without changing a single message, so that a rank running the strided form and
 // one running the contiguous form (a staged rank: runtime/device/stream_dispatch.cc) still agree
 // on every message.
@@ -20,8 +20,9 @@ namespace weft {
 // recursive halving's and the hierarchical reduce-scatter's copies of consecutive ranks' blocks
 // into Scratch; Bruck's rotation into place), the schedule runs on a contiguous copy in Scratch
 // instead: the blocks it reads before writing are copied in first, those it writes are copied
-// out last. Ranges of peers' buffers (direct schedules, one host only) are not moved: a strided
-// call never runs one (buildCollectiveSchedule).
+// out last. Ranges of peers' buffers (the direct schedules') are not moved: they lie inside block
+// `rank` of the peer's buffer, and the direct path moves its mapping of a strided peer's buffer
+// instead (runtime/exec/direct_path.cc), since a peer may hold its blocks back to back.
 Schedule withStridedBlocks(Schedule contiguous, BufferKind strided, size_t blockBytes, size_t strideBytes, int nranks);
 
 }  // namespace weft

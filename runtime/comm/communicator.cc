@@ -330,6 +330,7 @@ void readAgreedSettings(ncclComm* comm) {
   comm->agreed.oneShotMaxBytes = settingSize(Setting::WeftOneShotMaxBytes);
   comm->agreed.ringPieceBytes = settingSize(Setting::WeftRingPieceBytes);
   comm->agreed.stagingSliceBytes = settingSize(Setting::WeftStagingSliceBytes);
+  comm->agreed.ownDeviceBufferBytes = settingSize(Setting::WeftOwnDeviceBufferBytes);
 }
 
 // Local ranks and the ring order come from the topology layer's rank layout.

@@ -64,6 +64,7 @@ struct CommAgreedSettings {
   size_t oneShotMaxBytes = 0;           // WEFT_ONE_SHOT_MAX_BYTES
   size_t ringPieceBytes = 0;            // WEFT_RING_PIECE_BYTES
   size_t stagingSliceBytes = 0;         // WEFT_STAGING_SLICE_BYTES
+  size_t ownDeviceBufferBytes = 0;      // WEFT_OWN_DEVICE_BUFFER_BYTES (runtime/exec/direct_path.h)
 };
 
 // The transports and per-peer connections; built at init and by connectPeers, driven by the

@@ -1,5 +1,6 @@
 #include "runtime/device/staged_at_run.h"
 
+#include "common/dtype.h"
 #include "common/status.h"
 #include "runtime/comm/communicator.h"
 #include "runtime/device/stream_queue.h"
@@ -21,14 +22,40 @@ ncclResult_t stageAtRun(const CollectiveCall& call, RunBuffers* buffers) {
   const DeviceWork* work = nullptr;
   WEFT_CHECK(deviceWorkOf(call.comm, &work));
   // In place, the two places overlap as the caller's buffers do (the batch's layout keeps it).
-  const size_t bytes = bufferSpans(call).send;
-  if (bytes) {
-    WEFT_CHECK(work->api->copyAsync(device.stagingSend, call.sendbuff, bytes, work->stream));
+  if (bufferSpans(call).send) {
+    WEFT_CHECK(copyInputToContiguous(*work, call, device.stagingSend));
     WEFT_CHECK(work->api->synchronizeStream(work->stream));
   }
   device.stagedAtRun = true;
   *buffers = RunBuffers{device.stagingSend, device.stagingRecv, nullptr};
   return ncclSuccess;
+}
+
+namespace {
+
+// The bytes of one rank's block where `call` is a strided slice or piece whose strided buffer is
+// the one of `collective` (the reduce-scatter's input, the all-gather's output); 0 otherwise.
+size_t stridedBlockBytes(const CollectiveCall& call, Collective collective) {
+  if (!call.blockStride || call.kind.isPointToPoint() || call.kind.collective() != collective) return 0;
+  return call.count * dataTypeSize(call.datatype);
+}
+
+}  // namespace
+
+ncclResult_t copyInputToContiguous(const DeviceWork& work, const CollectiveCall& call, char* place) {
+  if (const size_t block = stridedBlockBytes(call, Collective::ReduceScatter))
+    return work.api->copy2DAsync(place, block, call.sendbuff, blockStrideBytes(call), block,
+                                 static_cast<size_t>(call.comm->nranks), work.stream);
+  const size_t bytes = bufferSpans(call).send;
+  return bytes ? work.api->copyAsync(place, call.sendbuff, bytes, work.stream) : ncclSuccess;
+}
+
+ncclResult_t copyResultFromContiguous(const DeviceWork& work, const CollectiveCall& call, const char* place) {
+  if (const size_t block = stridedBlockBytes(call, Collective::AllGather))
+    return work.api->copy2DAsync(call.recvbuff, blockStrideBytes(call), place, block, block,
+                                 static_cast<size_t>(call.comm->nranks), work.stream);
+  const size_t bytes = bufferSpans(call).recv;
+  return bytes ? work.api->copyAsync(call.recvbuff, place, bytes, work.stream) : ncclSuccess;
 }
 
 }  // namespace weft

@@ -1,4 +1,4 @@
-// A device all-reduce left unstaged for the direct path (CollectiveCall::deviceBuffers) runs on
+// A device call left unstaged for the direct path (CollectiveCall::deviceBuffers) runs on
 // host memory after all when the ranks cannot all read each other's buffers: the progress
 // thread copies its input into the staging place the batch reserved for it, on its own stream
 // (the caller's stream waits on the batch's flag meanwhile), and copies the result back after
@@ -17,5 +17,12 @@ ncclResult_t deviceWorkOf(ncclComm* comm, const DeviceWork** out);
 
 // Copies the call's input into its staging place and points `buffers` at the staging places.
 ncclResult_t stageAtRun(const CollectiveCall& call, RunBuffers* buffers);
+
+// The copies between a call's buffers and a contiguous place it runs on instead (its staging
+// places, the own device buffers), queued on the work stream. A strided reduce-scatter's input
+// and a strided all-gather's output (CollectiveCall::blockStride) move their nranks blocks in one
+// 2-D copy; the place holds them back to back, as contiguousView(call) runs them.
+ncclResult_t copyInputToContiguous(const DeviceWork& work, const CollectiveCall& call, char* place);
+ncclResult_t copyResultFromContiguous(const DeviceWork& work, const CollectiveCall& call, const char* place);
 
 }  // namespace weft

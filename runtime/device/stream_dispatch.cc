@@ -59,18 +59,20 @@ size_t layOutStaging(const std::vector<const CollectiveCall*>& callers, StreamBa
     const bool recvOnDevice = onDevice(recv, spans.recv);
     const bool gathers = !caller.kind.isPointToPoint() && caller.kind.collective() == Collective::AllGather;
     if (caller.blockStride && (gathers ? recvOnDevice : sendOnDevice)) {
-      // A strided slice (runtime/exec/staging_slices.h; between hosts, so never left in place):
-      // its blocks go into one contiguous area, and the staged call is the contiguous call.
+      // A strided slice or piece (runtime/exec/staging_slices.h): its blocks go into one
+      // contiguous area, and the staged call is the contiguous call. A piece left in place for
+      // the direct path keeps its stride: it is staged only if it cannot go direct, and then
+      // copied as it runs (copyInputToContiguous), into the same places.
       const size_t block = caller.count * dataTypeSize(caller.datatype), stride = blockStrideBytes(caller);
       const size_t rank = static_cast<size_t>(caller.comm->rank), ranks = static_cast<size_t>(caller.comm->nranks);
       const bool inPlace = callIsInPlace(caller);
       char* area = place(ranks * block);
-      staged.blockStride = 0;
+      if (!leftInPlace) staged.blockStride = 0;
       // The nranks blocks in one 2-D copy, in cudaMemcpy2D's order (in place, the rank's own block
-      // goes back unchanged). Strided slices run between hosts: never left for the direct path.
+      // goes back unchanged).
       auto copyBlocks = [&](std::vector<StreamCopy>& copies, void* dst, size_t dstPitch, const void* src,
                             size_t srcPitch) {
-        if (base && block)
+        if (base && block && !leftInPlace)
           copies.push_back({.stream = caller.stream,
                             .dst = dst,
                             .src = src,
@@ -94,9 +96,8 @@ size_t layOutStaging(const std::vector<const CollectiveCall*>& callers, StreamBa
           copyOut(caller.stream, recv, staged.recvbuff, block);
         }
       }
-      continue;  // no residual, no PreMulSum scalar: such calls are not cut
-    }
-    if (buffersOverlap(caller) && (sendOnDevice || recvOnDevice)) {
+      // No residual, no PreMulSum scalar below: such calls are not cut.
+    } else if (buffersOverlap(caller) && (sendOnDevice || recvOnDevice)) {
       const char* low = std::min<const char*>(send, recv);
       const char* high = std::max<const char*>(send + spans.send, recv + spans.recv);
       char* area = place(static_cast<size_t>(high - low));
@@ -186,7 +187,7 @@ bool leaveForDirectPath(const CollectiveCall& call, DeviceApi* device, DeviceBuf
     if (!onDevice(call.recvbuff, spans.recv)) return false;
     if (device->exportDeviceBuffer(call.recvbuff, spans.recv, &out->recv)) return true;
     out->throughOwnBuffers = true;  // received there, copied out after the run
-    return spans.recv <= kMaxOwnDeviceAreaBytes;
+    return spans.recv <= call.comm->agreed.ownDeviceBufferBytes;
   }
   if (!directPathEligible(call) || call.op >= ncclNumOps || oneShotEligible(call) || compressedAllReduceWanted(call) ||
       (spans.send && !onDevice(call.sendbuff, spans.send)) || (spans.recv && !onDevice(call.recvbuff, spans.recv)))
@@ -200,7 +201,9 @@ bool leaveForDirectPath(const CollectiveCall& call, DeviceApi* device, DeviceBuf
     return true;
   *out = DeviceBuffers{};
   out->throughOwnBuffers = true;
-  return std::max(spans.send, spans.recv) <= kMaxOwnDeviceAreaBytes;
+  // There a strided piece's blocks lie back to back (runtime/exec/staging_slices.h cut it to fit).
+  const BufferSpans own = bufferSpans(contiguousView(call));
+  return std::max(own.send, own.recv) <= call.comm->agreed.ownDeviceBufferBytes;
 }
 
 // The batch of one communicator's calls: staged, its streams listed.

@@ -5,6 +5,7 @@
 #include "common/log.h"
 #include "common/status.h"
 #include "runtime/comm/communicator.h"
+#include "runtime/device/staged_at_run.h"
 #include "runtime/exec/direct_path.h"
 
 namespace weft {
@@ -53,9 +54,8 @@ ncclResult_t StreamQueue::runBatch(StreamBatch* batch) {
   bool copied = false;
   for (const CollectiveCall& call : batch->calls) {
     if (!call.deviceBuffers || !call.deviceBuffers->stagedAtRun) continue;
-    const size_t bytes = bufferSpans(call).recv;
-    if (bytes == 0) continue;
-    result = device_->copyAsync(call.recvbuff, call.deviceBuffers->stagingRecv, bytes, work_.stream);
+    if (bufferSpans(call).recv == 0) continue;
+    result = copyResultFromContiguous(work_, call, call.deviceBuffers->stagingRecv);
     if (result != ncclSuccess) break;
     copied = true;
   }

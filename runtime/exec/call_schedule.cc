@@ -27,6 +27,21 @@ bool callIsInPlace(const CollectiveCall& call) {
   }
 }
 
+CollectiveCall contiguousView(const CollectiveCall& call) {
+  if (!call.blockStride) return call;
+  const bool inPlace = callIsInPlace(call);
+  CollectiveCall view = call;
+  view.blockStride = 0;
+  if (inPlace) {
+    const size_t ownBlock = static_cast<size_t>(call.comm->rank) * call.count * dataTypeSize(call.datatype);
+    if (call.kind.collective() == Collective::AllGather)
+      view.sendbuff = static_cast<const char*>(call.recvbuff) + ownBlock;
+    else
+      view.recvbuff = const_cast<char*>(static_cast<const char*>(call.sendbuff)) + ownBlock;
+  }
+  return view;
+}
+
 bool sendAliasesRecv(const CollectiveCall& call) {
   switch (call.kind.collective()) {
     case Collective::AllReduce:

@@ -16,6 +16,11 @@ namespace weft {
 // In place as NCCL defines it for the call's kind (same pointer, or the rank's block of the
 // larger buffer for all-gather, reduce-scatter, gather and scatter).
 bool callIsInPlace(const CollectiveCall& call);
+// A strided slice or piece (CollectiveCall::blockStride) as it runs where its strided buffer's
+// blocks were copied into one contiguous place (staging, the own device buffers): no stride, and
+// in place where the call is. Its buffer pointers serve the plan's key only (the run's are in
+// RunBuffers); never copy through them. Any other call: itself.
+CollectiveCall contiguousView(const CollectiveCall& call);
 // True when the schedule names BufferKind::Send for memory that is also Recv (same pointer).
 bool sendAliasesRecv(const CollectiveCall& call);
 

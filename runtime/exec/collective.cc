@@ -302,7 +302,11 @@ ncclResult_t startNext(CommQueue& queue) {
     }
     queue.handshakeFor = nullptr;
     queue.confirmingDeviceMapping = false;
-    WEFT_CHECK(planFor(call, direct, &plan));
+    // A strided piece runs as the contiguous call where its blocks were copied into one place:
+    // the own device buffers (direct) or its staging places (staged as it runs).
+    const DeviceBuffers* device = call.deviceBuffers;
+    const bool contiguous = device && (direct ? device->throughOwnBuffers : device->stagedAtRun);
+    WEFT_CHECK(planFor(contiguous ? contiguousView(call) : call, direct, &plan));
     return startRun(queue, call, plan, buffers, collectiveName(call.kind.collective()));
   }
   if (queue.pointToPoint) {

@@ -79,10 +79,10 @@ struct CollectiveCall {
   // Set (by runtime/device) for a device call left unstaged for the direct path; owned by its
   // batch.
   DeviceBuffers* deviceBuffers = nullptr;
-  // One slice of a call cut for pipelined staging (runtime/exec/staging_slices.h): a stream
-  // batch of its own.
+  // One slice of a call cut for pipelined staging, or one piece of a call cut to fit the own
+  // device buffers (runtime/exec/staging_slices.h): a stream batch of its own.
   bool stagingSlice = false;
-  // Such a slice of an all-gather (in its receive buffer) or reduce-scatter (in its send
+  // Such a slice or piece of an all-gather (in its receive buffer) or reduce-scatter (in its send
   // buffer): elements from one rank's block to the next, the whole call's count; 0: count.
   size_t blockStride = 0;
   // weftAllReduceCompressed: the codec, its seed, and the caller's error-feedback residual

@@ -8,6 +8,7 @@
 #include "common/status.h"
 #include "runtime/comm/communicator.h"
 #include "runtime/device/staged_at_run.h"
+#include "runtime/exec/call_schedule.h"
 
 namespace weft {
 
@@ -144,21 +145,21 @@ ncclResult_t copyOutOfOwnBuffers(ncclComm* comm) {
   const CollectiveCall* call = comm->direct.resultInOwnBuffers;
   if (!call) return ncclSuccess;
   comm->direct.resultInOwnBuffers = nullptr;
-  const size_t bytes = bufferSpans(*call).recv;
-  if (bytes == 0) return ncclSuccess;  // nothing written on this rank (a reduce off the root)
+  if (bufferSpans(*call).recv == 0) return ncclSuccess;  // nothing written on this rank (a reduce off the root)
   const DeviceWork* work = nullptr;
   WEFT_CHECK(deviceWorkOf(comm, &work));
-  WEFT_CHECK(work->api->copyAsync(call->recvbuff, comm->direct.resultArea, bytes, work->stream));
+  WEFT_CHECK(copyResultFromContiguous(*work, *call, comm->direct.resultArea));
   return work->api->synchronizeStream(work->stream);
 }
 
-// Own device buffers with areas of at least `bytes`, exported: grown by doubling (the old ones
-// retired, not freed: see DirectPathState).
+// Own device buffers with areas of at least `bytes`, exported: grown by doubling, but not beyond
+// WEFT_OWN_DEVICE_BUFFER_BYTES (the old ones retired, not freed: see DirectPathState).
 ncclResult_t ensureOwnDeviceBuffers(ncclComm* comm, size_t bytes) {
   auto& own = comm->direct.ownDevice;
   if (own.base && own.areaBytes >= bytes) return ncclSuccess;
   size_t area = std::max<size_t>(own.areaBytes, size_t{1} << 20);
   while (area < bytes) area *= 2;
+  area = std::min(area, std::max(bytes, comm->agreed.ownDeviceBufferBytes));
   DeviceApi* device = deviceApi();
   void* base = nullptr;
   WEFT_CHECK(device->allocateDevice(2 * area, &base));
@@ -189,10 +190,9 @@ bool stageIntoOwnBuffers(ncclComm* comm, const CollectiveCall& call, DirectDescr
   if (comm->direct.ownBuffersUnusable) return false;
   const DeviceWork* work = nullptr;
   ncclResult_t r = deviceWorkOf(comm, &work);
-  const BufferSpans spans = bufferSpans(call);
+  const BufferSpans spans = bufferSpans(contiguousView(call));  // a strided piece's blocks back to back
   if (r == ncclSuccess) r = ensureOwnDeviceBuffers(comm, std::max(spans.send, spans.recv));
-  if (r == ncclSuccess && spans.send)
-    r = work->api->copyAsync(comm->direct.ownDevice.base, call.sendbuff, spans.send, work->stream);
+  if (r == ncclSuccess && spans.send) r = copyInputToContiguous(*work, call, comm->direct.ownDevice.base);
   if (r == ncclSuccess) r = work->api->synchronizeStream(work->stream);
   if (r != ncclSuccess) {
     giveUpOwnBuffers(comm);
@@ -205,6 +205,22 @@ bool stageIntoOwnBuffers(ncclComm* comm, const CollectiveCall& call, DirectDescr
     mine->deviceRecv.offset += comm->direct.ownDevice.areaBytes;
   }
   return true;
+}
+
+// For a strided piece (an all-gather's or reduce-scatter's): the direct schedule names block
+// `rank` of a peer's strided buffer, the only one of it this rank touches, at rank x block, as in
+// a contiguous buffer. Where the peer's blocks lie further apart (its own buffers, not the own
+// device buffers), the mapping is moved so that the schedule's offset lands on that block.
+void reachPeersStridedBlocks(const CollectiveCall& call) {
+  ncclComm* comm = call.comm;
+  if (!call.blockStride) return;
+  const size_t block = call.count * dataTypeSize(call.datatype);
+  std::vector<char*>& strided =
+      call.kind.collective() == Collective::AllGather ? comm->direct.peerRecvBuffers : comm->direct.peerSendBuffers;
+  for (int p = 0; p < comm->nranks; ++p) {
+    const uint64_t stride = comm->direct.descriptors[p].blockStrideBytes;
+    if (p != comm->rank && stride && strided[p]) strided[p] += static_cast<size_t>(comm->rank) * (stride - block);
+  }
 }
 
 }  // namespace
@@ -259,11 +275,13 @@ ncclResult_t beginDirectHandshake(const CollectiveCall& call, const PreparedSche
       mine.capable = 1;
       mine.deviceSend = device->send;
       mine.deviceRecv = device->recv;
+      mine.blockStrideBytes = call.blockStride ? blockStrideBytes(call) : 0;
     }
   } else {
     const BufferSpans visible = peerVisibleSpans(call);
     mine.capable = !needsApartBuffers(call) && locateShared(call.sendbuff, visible.send, &mine.send) &&
                    locateShared(call.recvbuff, visible.recv, &mine.recv);
+    mine.blockStrideBytes = call.blockStride ? blockStrideBytes(call) : 0;
   }
   exchangeOfDescriptors(comm, plan, buffers);
   return ncclSuccess;
@@ -297,6 +315,7 @@ ncclResult_t concludeDirectHandshake(const CollectiveCall& call, bool* useDirect
     WEFT_CHECK(mapPeerSharedBuffer(comm, d.send, &comm->direct.peerSendBuffers[p]));
     WEFT_CHECK(mapPeerSharedBuffer(comm, d.recv, &comm->direct.peerRecvBuffers[p]));
   }
+  reachPeersStridedBlocks(call);
   buffers->peerSend = comm->direct.peerSendBuffers.data();
   buffers->peerRecv = comm->direct.peerRecvBuffers.data();
   return ncclSuccess;
@@ -319,6 +338,7 @@ ncclResult_t concludeDeviceMapping(const CollectiveCall& call, bool* useDirect, 
     comm->direct.resultInOwnBuffers = &call;
     comm->direct.resultArea = buffers->recv;
   }
+  reachPeersStridedBlocks(call);
   buffers->peerSend = comm->direct.peerSendBuffers.data();
   buffers->peerRecv = comm->direct.peerRecvBuffers.data();
   return deviceWorkOf(comm, &buffers->device);

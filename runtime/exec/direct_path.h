@@ -14,14 +14,20 @@
 
 namespace weft {
 
-// The largest call that goes through a communicator's own device buffers (two areas of it):
-// beyond, a call on memory that cannot be exported is staged.
-constexpr size_t kMaxOwnDeviceAreaBytes = size_t{256} << 20;
+// A communicator's own device buffers (two areas: send and receive) are at most
+// WEFT_OWN_DEVICE_BUFFER_BYTES each (comm->agreed.ownDeviceBufferBytes). Larger collectives
+// are cut into pieces that fit (runtime/exec/staging_slices.h); larger groups of sends and
+// receives on memory that cannot be exported are staged.
 
 struct DirectDescriptor {
   uint32_t capable = 0;
-  uint32_t onDevice = 0;      // the buffers are device memory: `deviceSend` and `deviceRecv` apply
-  uint32_t mappedPeers = 0;   // device memory, second exchange: this rank mapped every peer's buffers
+  uint32_t onDevice = 0;     // the buffers are device memory: `deviceSend` and `deviceRecv` apply
+  uint32_t mappedPeers = 0;  // device memory, second exchange: this rank mapped every peer's buffers
+  // A strided piece (CollectiveCall::blockStride) read or written in this rank's own buffers:
+  // bytes from one block of its strided buffer to the next (an all-gather's output, a
+  // reduce-scatter's input). 0: contiguous, as in the own device buffers. A peer touches only
+  // block `peer` of it, so it moves its mapping of that buffer by peer x (stride - block).
+  uint64_t blockStrideBytes = 0;
   SharedBufferLocation send;  // host memory
   SharedBufferLocation recv;
   DeviceBufferExport deviceSend;  // device memory

@@ -112,7 +112,7 @@ void DirectPointToPoint::prepareRecords() {
     if (s.capable && !call.kind.isSend() && device->recv.kind == DeviceBufferExport::None) {
       // Placed side by side in the own buffers, as many as fit.
       const size_t at = (ownBytes + 63) & ~size_t{63};
-      s.throughOwnBuffers = at + s.bytes <= kMaxOwnDeviceAreaBytes;
+      s.throughOwnBuffers = at + s.bytes <= comm->agreed.ownDeviceBufferBytes;
       s.capable = s.throughOwnBuffers;
       s.ownOffset = at;
       if (s.throughOwnBuffers) ownBytes = at + s.bytes;

@@ -7,6 +7,8 @@
 #include "common/dtype.h"
 #include "runtime/comm/communicator.h"
 #include "runtime/exec/compressed_allreduce_run.h"
+#include "runtime/exec/direct_path.h"
+#include "runtime/exec/one_shot.h"
 
 namespace weft {
 
@@ -38,11 +40,55 @@ size_t sliceBytes(const CollectiveCall& call) {
                                                      : perRank * static_cast<size_t>(std::max(call.comm->nranks, 1));
 }
 
-// Elements a slice of `call`: at most kMostStagingSlices slices, of equal size but the last.
-size_t sliceElements(const CollectiveCall& call) {
+// How a call is cut: `pieces` calls of `elements` elements each (the last one fewer).
+struct Cut {
+  size_t elements = 0;
+  size_t pieces = 1;
+};
+
+// `call` in pieces of at most `mostElements` elements, all of equal size but the last.
+Cut evenPieces(const CollectiveCall& call, size_t mostElements) {
+  const size_t pieces = (call.count + mostElements - 1) / mostElements;
+  const size_t elements = (call.count + pieces - 1) / pieces;
+  return {elements, (call.count + elements - 1) / elements};
+}
+
+// Between hosts, where some rank has a device: slices for pipelined staging, at most
+// kMostStagingSlices of them.
+Cut stagingCut(const CollectiveCall& call) {
+  const ncclComm* comm = call.comm;
   const size_t bytes = call.count * dataTypeSize(call.datatype);
+  // The cheap tests first: every call asks.
+  if (comm->agreed.stagingSliceBytes == 0 || bytes < 2 * sliceBytes(call)) return {call.count, 1};
+  if (allRanksOnOneHost(comm) || ranksWithADevice(comm) == 0) return {call.count, 1};
   const size_t slices = std::min(kMostStagingSlices, (bytes + sliceBytes(call) - 1) / sliceBytes(call));
-  return (call.count + slices - 1) / slices;
+  const size_t elements = (call.count + slices - 1) / slices;
+  return {elements, (call.count + elements - 1) / elements};
+}
+
+// On one host, where every rank has a device: a call the ranks take direct whose larger buffer
+// is larger than the communicator's own device buffers may be, in pieces that fit them. A rank
+// whose memory cannot be exported (cudaMalloc's) then goes direct through them piece by piece
+// instead of staging the whole call through host memory; a rank whose memory can be exported
+// goes direct on its own buffers as before, a little handshake more per piece.
+Cut ownBufferCut(const CollectiveCall& call) {
+  const ncclComm* comm = call.comm;
+  const size_t elementSize = dataTypeSize(call.datatype);
+  const size_t blocks = sizeCountsEveryRank(call.kind.collective()) ? static_cast<size_t>(comm->nranks) : 1;
+  const size_t most = comm->agreed.ownDeviceBufferBytes;
+  if (most == 0 || call.count * elementSize * blocks <= most) return {call.count, 1};
+  if (!allRanksOnOneHost(comm) || ranksWithADevice(comm) < comm->nranks || !directPathEligible(call) ||
+      oneShotEligible(call))
+    return {call.count, 1};
+  return evenPieces(call, std::max<size_t>(most / (elementSize * blocks), 1));
+}
+
+Cut cutOf(const CollectiveCall& call) {
+  // A PreMulSum operator's scalar may be device memory, staged with the whole call; the
+  // compressed all-reduce has its own slices.
+  if (!cutsIntoSlices(call) || call.op >= ncclNumOps || compressedAllReduceWanted(call)) return {call.count, 1};
+  const Cut staging = stagingCut(call);
+  return staging.pieces > 1 ? staging : ownBufferCut(call);
 }
 
 // `pointer` advanced by `bytes`; null stays null (a buffer NCCL ignores on this rank).
@@ -53,34 +99,24 @@ void* advanced(void* pointer, size_t bytes) { return pointer ? static_cast<char*
 
 }  // namespace
 
-size_t stagingSliceCount(const CollectiveCall& call) {
-  const ncclComm* comm = call.comm;
-  // The cheap tests first: every call asks.
-  if (comm->agreed.stagingSliceBytes == 0 || call.count * dataTypeSize(call.datatype) < 2 * sliceBytes(call)) return 1;
-  // A PreMulSum operator's scalar may be device memory, staged with the whole call; the
-  // compressed all-reduce has its own slices.
-  if (!cutsIntoSlices(call) || call.op >= ncclNumOps || compressedAllReduceWanted(call)) return 1;
-  if (allRanksOnOneHost(comm) || ranksWithADevice(comm) == 0) return 1;
-  const size_t elements = sliceElements(call);
-  return (call.count + elements - 1) / elements;
-}
+size_t stagingSliceCount(const CollectiveCall& call) { return cutOf(call).pieces; }
 
 const std::vector<CollectiveCall>& cutIntoStagingSlices(const std::vector<CollectiveCall>& calls,
                                                         std::vector<CollectiveCall>* storage) {
   storage->clear();
-  bool cut = false;
+  bool anyCut = false;
   for (size_t i = 0; i < calls.size(); ++i) {
     const CollectiveCall& call = calls[i];
-    const size_t slices = stagingSliceCount(call);
-    if (slices == 1) {
-      if (cut) storage->push_back(call);
+    const Cut cut = cutOf(call);
+    if (cut.pieces == 1) {
+      if (anyCut) storage->push_back(call);
       continue;
     }
-    if (!cut) storage->assign(calls.begin(), calls.begin() + static_cast<std::ptrdiff_t>(i));  // whole, before it
-    cut = true;
-    const size_t elements = sliceElements(call);
+    if (!anyCut) storage->assign(calls.begin(), calls.begin() + static_cast<std::ptrdiff_t>(i));  // whole, before it
+    anyCut = true;
+    const size_t elements = cut.elements;
     const size_t elementSize = dataTypeSize(call.datatype);
-    for (size_t k = 0; k < slices; ++k) {
+    for (size_t k = 0; k < cut.pieces; ++k) {
       CollectiveCall slice = call;
       const size_t first = k * elements;
       slice.count = std::min(elements, call.count - first);
@@ -91,7 +127,7 @@ const std::vector<CollectiveCall>& cutIntoStagingSlices(const std::vector<Collec
       storage->push_back(slice);
     }
   }
-  return cut ? *storage : calls;
+  return anyCut ? *storage : calls;
 }
 
 }  // namespace weft

@@ -18,6 +18,13 @@
 // whole call's block apart (CollectiveCall::blockStride): a staged rank copies them into a
 // contiguous area and runs the contiguous call; a rank on host memory runs the schedule moved
 // onto the strided blocks (algorithms/builders/strided_blocks.h), with the same messages.
+//
+// On one host, where every rank has a device, the same collectives are cut for another reason:
+// a call the ranks take direct whose larger buffer exceeds the communicator's own device buffers
+// (WEFT_OWN_DEVICE_BUFFER_BYTES, runtime/exec/direct_path.h) is cut into pieces that fit, so
+// that a rank on memory that cannot be exported goes direct through them piece by piece rather
+// than staging the whole call through host memory. Pieces are as many as needed, of equal size
+// (but the last), and strided like slices where the call is an all-gather or reduce-scatter.
 #pragma once
 
 #include <cstddef>
@@ -29,10 +36,10 @@ namespace weft {
 
 constexpr size_t kMostStagingSlices = 8;
 
-// How many slices `call` is cut into; 1: not cut.
+// How many slices (or pieces) `call` is cut into; 1: not cut.
 size_t stagingSliceCount(const CollectiveCall& call);
 
-// `calls` with each call that is cut replaced by its slices, in order (CollectiveCall::stagingSlice
+// `calls` with each call that is cut replaced by its slices or pieces, in order (CollectiveCall::stagingSlice
 // set on each); `calls` itself where none is cut (then *storage is left empty).
 const std::vector<CollectiveCall>& cutIntoStagingSlices(const std::vector<CollectiveCall>& calls,
                                                         std::vector<CollectiveCall>* storage);

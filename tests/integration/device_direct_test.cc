@@ -321,12 +321,97 @@ TEST(DeviceDirect, ChainedCallsOfOneGroupThroughOwnBuffers) {
   EXPECT_EQ(ranks.device().imports(), static_cast<uint64_t>(n * (n - 1))) << "each rank's own buffers, mapped once";
 }
 
+// Rank r's call of `collective` (kCount-sized blocks of floats as `count` says) on device
+// buffers it allocates, its input written on its stream first, in place or not; the buffer its
+// result lands in (null where the call failed).
+char* callCollective(OneProcessRanks& ranks, StreamChecks& check, int r, Collective collective, bool inPlace,
+                     ncclRedOp_t op, unsigned seed, int root, size_t count) {
+  const int n = ranks.n;
+  const size_t block = count * sizeof(float);
+  cudaStream_t s = ranks.streams[r];
+  ncclComm_t comm = ranks.comms[r];
+  char *send = nullptr, *recv = nullptr;
+  ncclResult_t result = ncclInternalError;
+  switch (collective) {
+    case Collective::AllGather:
+    case Collective::Gather:
+      recv = check.deviceBuffer(n * block);
+      send = check.input(s, count, ncclFloat32, op, seed);
+      if (inPlace && (collective == Collective::AllGather || r == root)) {
+        ranks.cpu.copy(s, recv + r * block, send, block);
+        send = recv + r * block;
+      }
+      result = collective == Collective::AllGather ? ncclAllGather(send, recv, count, ncclFloat32, comm, s)
+                                                   : ncclGather(send, recv, count, ncclFloat32, root, comm, s);
+      break;
+    case Collective::ReduceScatter:
+      send = check.input(s, n * count, ncclFloat32, op, seed);
+      recv = inPlace ? send + r * block : check.deviceBuffer(block);
+      result = ncclReduceScatter(send, recv, count, ncclFloat32, op, comm, s);
+      break;
+    case Collective::AllToAll:
+      send = check.input(s, n * count, ncclFloat32, op, seed);
+      recv = inPlace ? send : check.deviceBuffer(n * block);
+      result = ncclAlltoAll(send, recv, count, ncclFloat32, comm, s);
+      break;
+    case Collective::Scatter:
+      send = check.input(s, n * count, ncclFloat32, op, seed, root);
+      recv = inPlace && r == root ? send + r * block : check.deviceBuffer(block);
+      result = ncclScatter(send, recv, count, ncclFloat32, root, comm, s);
+      break;
+    default:  // all-reduce, broadcast, reduce
+      send = check.input(s, count, ncclFloat32, op, seed);
+      recv = inPlace ? send : check.deviceBuffer(block);
+      result = collective == Collective::AllReduce   ? ncclAllReduce(send, recv, count, ncclFloat32, op, comm, s)
+               : collective == Collective::Broadcast ? ncclBroadcast(send, recv, count, ncclFloat32, root, comm, s)
+                                                     : ncclReduce(send, recv, count, ncclFloat32, op, root, comm, s);
+  }
+  EXPECT_EQ(result, ncclSuccess) << collectiveName(collective) << ", rank " << r;
+  return result == ncclSuccess ? recv : nullptr;
+}
+
+// Queues the reads of rank r's result of callCollective against the reference.
+void expectResult(OneProcessRanks& ranks, StreamChecks& check, int r, Collective collective, const char* result,
+                  ncclRedOp_t op, unsigned seed, int root, size_t count, const std::string& label) {
+  const int n = ranks.n;
+  const size_t block = count * sizeof(float);
+  cudaStream_t s = ranks.streams[r];
+  auto inputOf = [&](int owner, size_t first) {
+    return [=](size_t i) { return inputValue(owner, first + i, ncclFloat32, op, seed); };
+  };
+  switch (collective) {
+    case Collective::AllGather:
+    case Collective::Gather:
+      if (collective == Collective::AllGather || r == root)
+        for (int q = 0; q < n; ++q)
+          check.expect(s, result + q * block, count, ncclFloat32, inputOf(q, 0), 1, ncclSum, label);
+      break;
+    case Collective::AllToAll:
+      for (int q = 0; q < n; ++q)
+        check.expect(s, result + q * block, count, ncclFloat32, inputOf(q, r * count), 1, ncclSum, label);
+      break;
+    case Collective::Broadcast: check.expect(s, result, count, ncclFloat32, inputOf(root, 0), 1, ncclSum, label); break;
+    case Collective::Scatter:
+      check.expect(s, result, count, ncclFloat32, inputOf(root, r * count), 1, ncclSum, label);
+      break;
+    case Collective::ReduceScatter:
+      check.expect(
+          s, result, count, ncclFloat32,
+          [=](size_t i) { return expectedReduction(n, r * count + i, ncclFloat32, op, seed); }, n, op, label);
+      break;
+    default:  // all-reduce; reduce at the root
+      if (collective == Collective::AllReduce || r == root)
+        check.expect(
+            s, result, count, ncclFloat32, [=](size_t i) { return expectedReduction(n, i, ncclFloat32, op, seed); }, n,
+            op, label);
+  }
+}
+
 // Every collective of the direct path but the all-reduce, in and out of place, on 3 ranks of one
 // process, on exportable device memory and on memory that cannot be exported (then through the
 // communicator's own buffers): the results, and that the record names the direct algorithm.
 TEST(DeviceDirect, EachCollectiveOfTheDirectPathGoesDirect) {
   constexpr int n = 3, root = 1;
-  const size_t block = kCount * sizeof(float);
   for (bool plain : {false, true}) {
     OneProcessRanks ranks(n, plain);
     ASSERT_TRUE(ranks.ok);
@@ -348,106 +433,12 @@ TEST(DeviceDirect, EachCollectiveOfTheDirectPathGoesDirect) {
         // In a group the calls reach the streams at ncclGroupEnd: the results are read after it.
         ASSERT_EQ(ncclGroupStart(), ncclSuccess);
         for (int r = 0; r < n; ++r) {
-          cudaStream_t s = ranks.streams[r];
-          StreamChecks& check = checks[r];
-          ncclComm_t comm = ranks.comms[r];
-          switch (collective) {
-            case Collective::AllGather: {
-              char* recv = results[r] = check.deviceBuffer(n * block);
-              char* send = check.input(s, kCount, ncclFloat32, op, seed);
-              if (inPlace) {
-                ranks.cpu.copy(s, recv + r * block, send, block);
-                send = recv + r * block;
-              }
-              ASSERT_EQ(ncclAllGather(send, recv, kCount, ncclFloat32, comm, s), ncclSuccess);
-              break;
-            }
-            case Collective::ReduceScatter: {
-              char* send = check.input(s, n * kCount, ncclFloat32, op, seed);
-              char* recv = results[r] = inPlace ? send + r * block : check.deviceBuffer(block);
-              ASSERT_EQ(ncclReduceScatter(send, recv, kCount, ncclFloat32, op, comm, s), ncclSuccess);
-              break;
-            }
-            case Collective::Broadcast: {
-              char* send = check.input(s, kCount, ncclFloat32, op, seed);
-              char* recv = results[r] = inPlace ? send : check.deviceBuffer(block);
-              ASSERT_EQ(ncclBroadcast(send, recv, kCount, ncclFloat32, root, comm, s), ncclSuccess);
-              break;
-            }
-            case Collective::Reduce: {
-              char* send = check.input(s, kCount, ncclFloat32, op, seed);
-              char* recv = results[r] = inPlace ? send : check.deviceBuffer(block);
-              ASSERT_EQ(ncclReduce(send, recv, kCount, ncclFloat32, op, root, comm, s), ncclSuccess);
-              break;
-            }
-            case Collective::AllToAll: {
-              char* send = check.input(s, n * kCount, ncclFloat32, op, seed);
-              char* recv = results[r] = inPlace ? send : check.deviceBuffer(n * block);
-              ASSERT_EQ(ncclAlltoAll(send, recv, kCount, ncclFloat32, comm, s), ncclSuccess);
-              break;
-            }
-            case Collective::Gather: {
-              char* recv = results[r] = check.deviceBuffer(n * block);
-              char* send = check.input(s, kCount, ncclFloat32, op, seed);
-              if (inPlace && r == root) {
-                ranks.cpu.copy(s, recv + r * block, send, block);
-                send = recv + r * block;
-              }
-              ASSERT_EQ(ncclGather(send, recv, kCount, ncclFloat32, root, comm, s), ncclSuccess);
-              break;
-            }
-            default: {
-              char* send = check.input(s, n * kCount, ncclFloat32, op, seed, root);
-              char* recv = results[r] = inPlace && r == root ? send + r * block : check.deviceBuffer(block);
-              ASSERT_EQ(ncclScatter(send, recv, kCount, ncclFloat32, root, comm, s), ncclSuccess);
-            }
-          }
+          results[r] = callCollective(ranks, checks[r], r, collective, inPlace, op, seed, root, kCount);
+          ASSERT_NE(results[r], nullptr) << label;
         }
         ASSERT_EQ(ncclGroupEnd(), ncclSuccess);
-        for (int r = 0; r < n; ++r) {
-          cudaStream_t s = ranks.streams[r];
-          switch (collective) {
-            case Collective::AllGather:
-              for (int q = 0; q < n; ++q)
-                checks[r].expect(
-                    s, results[r] + q * block, kCount, ncclFloat32,
-                    [=](size_t i) { return inputValue(q, i, ncclFloat32, op, seed); }, 1, ncclSum, label);
-              break;
-            case Collective::ReduceScatter:
-              checks[r].expect(
-                  s, results[r], kCount, ncclFloat32,
-                  [=](size_t i) { return expectedReduction(n, r * kCount + i, ncclFloat32, op, seed); }, n, op, label);
-              break;
-            case Collective::Broadcast:
-              checks[r].expect(
-                  s, results[r], kCount, ncclFloat32,
-                  [=](size_t i) { return inputValue(root, i, ncclFloat32, op, seed); }, 1, ncclSum, label);
-              break;
-            case Collective::Reduce:
-              if (r == root)
-                checks[r].expect(
-                    s, results[r], kCount, ncclFloat32,
-                    [=](size_t i) { return expectedReduction(n, i, ncclFloat32, op, seed); }, n, op, label);
-              break;
-            case Collective::AllToAll:
-              for (int q = 0; q < n; ++q)
-                checks[r].expect(
-                    s, results[r] + q * block, kCount, ncclFloat32,
-                    [=](size_t i) { return inputValue(q, r * kCount + i, ncclFloat32, op, seed); }, 1, ncclSum, label);
-              break;
-            case Collective::Gather:
-              if (r == root)
-                for (int q = 0; q < n; ++q)
-                  checks[r].expect(
-                      s, results[r] + q * block, kCount, ncclFloat32,
-                      [=](size_t i) { return inputValue(q, i, ncclFloat32, op, seed); }, 1, ncclSum, label);
-              break;
-            default:
-              checks[r].expect(
-                  s, results[r], kCount, ncclFloat32,
-                  [=](size_t i) { return inputValue(root, r * kCount + i, ncclFloat32, op, seed); }, 1, ncclSum, label);
-          }
-        }
+        for (int r = 0; r < n; ++r)
+          expectResult(ranks, checks[r], r, collective, results[r], op, seed, root, kCount, label);
         for (int r = 0; r < n; ++r) {
           ranks.cpu.synchronize(ranks.streams[r]);
           EXPECT_EQ(checks[r].mismatches(), 0u) << "rank " << r << ": " << label;
@@ -500,3 +491,83 @@ TEST(DeviceDirect, BuffersNoPeerTouchesMayBeAnyDeviceMemory) {
 }
 
 }  // namespace
+
+// Calls larger than the communicator's own device buffers (WEFT_OWN_DEVICE_BUFFER_BYTES, here
+// 256 KiB) on one host where every rank has a device are cut into pieces that fit
+// (runtime/exec/staging_slices.h); every piece goes direct. A rank on memory that cannot be
+// exported copies each piece through its own buffers, a strided piece's blocks in one 2-D copy; a
+// rank on ncclMemAlloc's memory goes direct on its own buffers, its peers reaching its strided
+// blocks through moved mappings. Four placements: all exportable, none, one rank not (so that
+// ranks with strided and with contiguous buffers meet in one call), and no rank able to map its
+// peers' buffers (then every piece is staged as it runs, a strided piece's blocks copied to and
+// from its staging places in one 2-D copy). Results against the reference, every element of the
+// strided buffers checked; each call ran in the pieces expected, on the path expected.
+class DeviceDirectPieces : public ::testing::TestWithParam<int> {};
+
+TEST_P(DeviceDirectPieces, CallsLargerThanTheOwnBuffersGoDirectInPieces) {
+  constexpr int n = 3, root = 2;
+  constexpr size_t ownBytes = 256 << 10, count = kCount;
+  setenv("WEFT_OWN_DEVICE_BUFFER_BYTES", std::to_string(ownBytes).c_str(), 1);
+  setenv("WEFT_DIRECT_MIN_BYTES", "65536", 1);  // every piece (more than half the own buffers) goes direct
+  const int placement = GetParam();             // 0: all exportable, 1: none, 2: the last rank not, 3: no mapping
+  auto plainRank = [&](int r) { return placement == 1 || (placement == 2 && r == n - 1); };
+  const bool staged = placement == 3;
+  OneProcessRanks ranks(n);
+  ranks.device().setImportable(!staged);
+  unsetenv("WEFT_OWN_DEVICE_BUFFER_BYTES");
+  unsetenv("WEFT_DIRECT_MIN_BYTES");
+  ASSERT_TRUE(ranks.ok);
+  unsigned seed = 300;
+  for (Collective collective : {Collective::AllReduce, Collective::Broadcast, Collective::Reduce, Collective::AllGather,
+                                Collective::ReduceScatter})
+    for (bool inPlace : {false, true}) {
+      ++seed;
+      const std::string label = std::string(collectiveName(collective)) + (inPlace ? " in place" : "") +
+                                ", placement " + std::to_string(placement);
+      const bool everyBlock = collective == Collective::AllGather || collective == Collective::ReduceScatter;
+      const size_t mostElements = everyBlock ? ownBytes / (n * sizeof(float)) : ownBytes / sizeof(float);
+      const uint64_t expectedPieces = (count + mostElements - 1) / mostElements;
+      const ncclRedOp_t op = collective == Collective::ReduceScatter ? ncclAvg : ncclSum;
+      std::vector<StreamChecks> checks = ranks.checksPerRank();
+      std::vector<char*> results(n);
+      std::vector<uint64_t> lastSequence(n, 0);
+      for (int r = 0; r < n; ++r) {
+        const auto entries = ranks.comms[r]->exec.records.entries();
+        if (!entries.empty()) lastSequence[r] = entries.back()->sequence;
+      }
+      ASSERT_EQ(ncclGroupStart(), ncclSuccess);
+      for (int r = 0; r < n; ++r) {
+        ranks.cpu.allocatePlain(plainRank(r));
+        results[r] = callCollective(ranks, checks[r], r, collective, inPlace, op, seed, root, count);
+        ASSERT_NE(results[r], nullptr) << label;
+      }
+      ASSERT_EQ(ncclGroupEnd(), ncclSuccess);
+      ranks.cpu.allocatePlain(false);
+      for (int r = 0; r < n; ++r)
+        expectResult(ranks, checks[r], r, collective, results[r], op, seed, root, count, label);
+      for (int r = 0; r < n; ++r) {
+        ranks.cpu.synchronize(ranks.streams[r]);
+        EXPECT_EQ(checks[r].mismatches(), 0u) << "rank " << r << ": " << label;
+        uint64_t directPieces = 0, otherCalls = 0;
+        for (const CollectiveRecord* entry : ranks.comms[r]->exec.records.entries())
+          if (entry->sequence > lastSequence[r] && std::string(entry->algorithm) != "direct descriptor exchange")
+            ++(std::string(entry->algorithm) == "direct" ? directPieces : otherCalls);
+        EXPECT_EQ(directPieces, staged ? 0 : expectedPieces) << "rank " << r << ": " << label;
+        EXPECT_EQ(otherCalls, staged ? expectedPieces : 0) << "rank " << r << ": " << label;
+        const auto& own = ranks.comms[r]->direct.ownDevice;
+        if (staged) continue;
+        if (plainRank(r)) {
+          EXPECT_NE(own.base, nullptr) << "rank " << r << ": " << label;
+          EXPECT_LE(own.areaBytes, ownBytes) << "rank " << r << ": " << label;
+        } else {
+          EXPECT_EQ(own.base, nullptr) << "rank " << r << ": its own memory can be mapped: " << label;
+        }
+      }
+    }
+  if (staged)
+    EXPECT_EQ(ranks.device().kernelLaunches(), 0u);
+  else
+    EXPECT_GT(ranks.device().kernelLaunches(), 0u);
+}
+
+INSTANTIATE_TEST_SUITE_P(Placements, DeviceDirectPieces, ::testing::Values(0, 1, 2, 3));

@@ -82,6 +82,7 @@ TEST(Settings, ScheduleShapingSettingsMustAgreeAcrossRanks) {
                                            "WEFT_ONE_SHOT_MAX_BYTES",
                                            "WEFT_RING_PIECE_BYTES",
                                            "WEFT_STAGING_SLICE_BYTES",
+                                           "WEFT_OWN_DEVICE_BUFFER_BYTES",
                                            "WEFT_COMPRESSION",
                                            "WEFT_TRANSPORT",
                                            "NCCL_SHM_DISABLE",

@@ -1,8 +1,10 @@
-// runtime/exec/staging_slices.h: which calls are cut for pipelined staging, and into what.
+// runtime/exec/staging_slices.h: which calls are cut for pipelined staging, or into pieces that
+// fit the own device buffers, and into what.
 #include "runtime/exec/staging_slices.h"
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <vector>
 
 #include "runtime/comm/communicator.h"
@@ -158,6 +160,75 @@ TEST_F(StagingSlicesTest, CallsNoneOfWhichIsCutAreReturnedAsTheyAre) {
   std::vector<CollectiveCall> storage;
   EXPECT_EQ(&cutIntoStagingSlices(calls, &storage), &calls);
   EXPECT_TRUE(storage.empty());
+}
+
+// On one host where every rank has a device: calls larger than the own device buffers
+// (WEFT_OWN_DEVICE_BUFFER_BYTES, here 64 KiB) that the ranks take direct, in pieces that fit.
+class OwnBufferPiecesTest : public StagingSlicesTest {
+ protected:
+  void SetUp() override {
+    StagingSlicesTest::SetUp();
+    comm.layout.localRanks = {0, 1, 2, 3};
+    for (int r = 0; r < 4; ++r) comm.layout.ranks[r].cudaDevice = r;
+    comm.agreed.direct = true;
+    comm.agreed.directMinBytes = 1;
+    comm.agreed.ownDeviceBufferBytes = 64 << 10;
+  }
+};
+
+TEST_F(OwnBufferPiecesTest, AsManyPiecesAsTheLargerBufferNeedsOfEqualSizeButTheLast) {
+  for (Collective c : {Collective::AllReduce, Collective::Broadcast, Collective::Reduce}) {
+    EXPECT_EQ(stagingSliceCount(call(c, 16384)), 1u) << collectiveName(c) << ": fits";
+    EXPECT_EQ(stagingSliceCount(call(c, 16385)), 2u) << collectiveName(c);
+    EXPECT_EQ(stagingSliceCount(call(c, 20 * 16384)), 20u) << collectiveName(c) << ": no cap of 8";
+  }
+  std::vector<CollectiveCall> storage;
+  const std::vector<CollectiveCall>& cut = cutIntoStagingSlices({call(Collective::AllReduce, 40000)}, &storage);
+  ASSERT_EQ(cut.size(), 3u);  // 160000 bytes
+  const size_t counts[] = {13334, 13334, 13332};
+  for (size_t k = 0; k < 3; ++k) {
+    EXPECT_EQ(cut[k].count, counts[k]) << "piece " << k;
+    EXPECT_EQ(cut[k].sendbuff, send.data() + k * 13334 * sizeof(float)) << "piece " << k;
+    EXPECT_TRUE(cut[k].stagingSlice);
+    EXPECT_EQ(cut[k].blockStride, 0u);
+  }
+}
+
+TEST_F(OwnBufferPiecesTest, AllGatherAndReduceScatterPiecesFitWithEveryRanksBlock) {
+  for (Collective c : {Collective::AllGather, Collective::ReduceScatter}) {
+    // 4 ranks: a piece holds 64 KiB / 4 = 4096 floats of each block.
+    EXPECT_EQ(stagingSliceCount(call(c, 4096)), 1u) << collectiveName(c);
+    std::vector<CollectiveCall> storage;
+    const std::vector<CollectiveCall>& cut = cutIntoStagingSlices({call(c, 4097)}, &storage);
+    ASSERT_EQ(cut.size(), 2u) << collectiveName(c);
+    EXPECT_EQ(cut[0].count, 2049u);
+    EXPECT_EQ(cut[1].count, 2048u);
+    for (const CollectiveCall& piece : cut) {
+      EXPECT_EQ(piece.blockStride, 4097u) << collectiveName(c);
+      const BufferSpans own = bufferSpans(contiguousView(piece));
+      EXPECT_LE(std::max(own.send, own.recv), 64u << 10) << collectiveName(c) << ": its blocks back to back fit";
+    }
+  }
+}
+
+TEST_F(OwnBufferPiecesTest, OnlyCallsThatEveryRankMayTakeDirectAreCut) {
+  const size_t large = 1 << 16;  // 256 KiB of floats
+  for (Collective c : {Collective::AllToAll, Collective::Gather, Collective::Scatter})
+    EXPECT_EQ(stagingSliceCount(call(c, large)), 1u) << collectiveName(c) << ": not cut";
+  CollectiveCall preMulSum = call(Collective::AllReduce, large);
+  preMulSum.op = static_cast<ncclRedOp_t>(ncclNumOps);
+  EXPECT_EQ(stagingSliceCount(preMulSum), 1u) << "its scalar may be device memory, staged whole";
+  comm.layout.ranks[3].cudaDevice = -1;
+  EXPECT_EQ(stagingSliceCount(call(Collective::AllReduce, large)), 1u) << "a rank without a device";
+  comm.layout.ranks[3].cudaDevice = 3;
+  comm.agreed.direct = false;
+  EXPECT_EQ(stagingSliceCount(call(Collective::AllReduce, large)), 1u) << "WEFT_DIRECT=0";
+  comm.agreed.direct = true;
+  comm.agreed.directMinBytes = 1 << 20;
+  EXPECT_EQ(stagingSliceCount(call(Collective::AllReduce, large)), 1u) << "below WEFT_DIRECT_MIN_BYTES";
+  comm.agreed.directMinBytes = 1;
+  comm.layout.localRanks = {0, 1};  // two hosts: slices for pipelined staging instead (at most 8)
+  EXPECT_EQ(stagingSliceCount(call(Collective::AllReduce, large)), 8u);
 }
 
 }  // namespace

@@ -187,13 +187,19 @@ TEST(StridedBlocks, EveryAllGatherAndReduceScatterAlgorithmOnSlicesOfALargerCall
               }
 }
 
-TEST(StridedBlocks, RingsMoveTheirRangesAndOthersGoThroughScratch) {
+// Rank 1 of 4, blocks of 8 floats (32 bytes), not strided.
+CollectiveShape smallShape(Collective collective) {
   CollectiveShape shape;
-  shape.collective = Collective::AllGather;
+  shape.collective = collective;
   shape.count = 8;
   shape.elementSize = 4;
   shape.rank = 1;
   shape.nranks = 4;
+  return shape;
+}
+
+TEST(StridedBlocks, RingsMoveTheirRangesAndOthersGoThroughScratch) {
+  CollectiveShape shape = smallShape(Collective::AllGather);
   const Schedule contiguous = buildCollectiveSchedule(Algorithm::Ring, shape);
   shape.blockStride = 100;
   const Schedule ring = buildCollectiveSchedule(Algorithm::Ring, shape);
@@ -207,13 +213,42 @@ TEST(StridedBlocks, RingsMoveTheirRangesAndOthersGoThroughScratch) {
   // nothing is copied in, and all 4 are copied out.
   EXPECT_EQ(doubling.steps.size(), doublingContiguous.steps.size() + 4);
   EXPECT_GE(doubling.scratchBytes, 4u * 8 * 4);
+}
 
-  // A direct schedule reads peers' mapped buffers, which are not moved: a strided call gets the
-  // collective's default instead.
-  shape.blockStride = 100;
-  Algorithm ran = Algorithm::Direct;
-  buildCollectiveSchedule(Algorithm::Direct, shape, &ran);
-  EXPECT_EQ(ran, Algorithm::Ring);
+// The direct all-gather and reduce-scatter (pieces cut to fit the own device buffers) stay direct
+// when strided: every range of their strided buffer lies inside one block, so this rank's move
+// with no Scratch, and the peers' (owner >= 0) are left at block `rank` as if contiguous, for the
+// direct path to move its mapping of each peer's buffer (runtime/exec/direct_path.cc).
+TEST(StridedBlocks, DirectSchedulesMoveOnlyThisRanksRanges) {
+  for (Collective collective : {Collective::AllGather, Collective::ReduceScatter}) {
+    CollectiveShape shape = smallShape(collective);
+    const Schedule contiguous = buildCollectiveSchedule(Algorithm::Direct, shape);
+    shape.blockStride = 100;
+    Algorithm ran = Algorithm::Ring;
+    const Schedule strided = buildCollectiveSchedule(Algorithm::Direct, shape, &ran);
+    EXPECT_EQ(ran, Algorithm::Direct) << collectiveName(collective);
+    EXPECT_EQ(strided.scratchBytes, 0u) << collectiveName(collective);
+    ASSERT_EQ(strided.steps.size(), contiguous.steps.size()) << collectiveName(collective);
+    const BufferKind stridedKind = collective == Collective::AllGather ? BufferKind::Recv : BufferKind::Send;
+    size_t moved = 0;
+    for (size_t i = 0; i < strided.steps.size(); ++i) {
+      const Step &a = contiguous.steps[i], &b = strided.steps[i];
+      const BufferRange* before[] = {&a.src, &a.dst, &a.src2, &a.dst2};
+      const BufferRange* after[] = {&b.src, &b.dst, &b.src2, &b.dst2};
+      for (int k = 0; k < 4; ++k) {
+        const BufferRange &x = *before[k], &y = *after[k];
+        EXPECT_EQ(y.bytes, x.bytes);
+        EXPECT_EQ(y.owner, x.owner);
+        if (x.bytes && x.buffer == stridedKind && x.owner < 0) {
+          EXPECT_EQ(y.offset, x.offset / 32 * 400 + x.offset % 32) << collectiveName(collective) << " step " << i;
+          ++moved;
+        } else {
+          EXPECT_EQ(y.offset, x.offset) << collectiveName(collective) << " step " << i << ": not this rank's";
+        }
+      }
+    }
+    EXPECT_GT(moved, 0u) << collectiveName(collective);
+  }
 }
 
 }  // namespace
