@@ -45,6 +45,10 @@
 #      slices of 4 KiB a rank: its large calls staged slice by slice, an all-gather's and a
 #      reduce-scatter's blocks moved in 2-D copies (stream_order_sliced.log); the summary says
 #      whether slices ran.
+#   4f. the 2-rank grid on cudaMalloc buffers once more, with own device buffers of 64 KiB
+#      (WEFT_OWN_DEVICE_BUFFER_BYTES): its 8-byte all-gathers and reduce-scatters are larger and go
+#      direct in two strided pieces, through the own buffers with 2-D copies device to device
+#      (stream_order_pieces.log); the summary says whether pieces ran.
 #   5. bench_compression_cuda: GB/s of float32 input for each CUDA encode/decode on 64 MiB
 #      beside cudaMemcpyAsync device to device, 3 repetitions (bench_cuda.txt / .json).
 #   5b. bench_reduce_cuda: the CUDA reduction kernels on 64 MiB, memory traffic beside the same
@@ -333,6 +337,25 @@ elif grep -qE 'allgather: 820 x (float|int32|uint32)' "$sliced_log" && grep -qE 
   say "pipelined staging between hosts: all-gathers and reduce-scatters ran as slices of 820 elements"
 else
   say "pipelined staging between hosts: FAILED: no slices in the log"
+  status=1
+fi
+
+# ---- 4f. calls larger than the own device buffers, in pieces ----
+pieces_log="$out/stream_order_pieces.log"
+step "stream_order_cuda_test, 2 ranks, cudaMalloc buffers, direct in pieces of 64 KiB" "$pieces_log" 75 env \
+  WEFT_TIMEOUT=30 NCCL_SOCKET_IFNAME=lo WEFT_TEST_DEVICE_ALLOC=cudaMalloc WEFT_DIRECT_MIN_BYTES=1 \
+  WEFT_ONE_SHOT_MAX_BYTES=0 WEFT_OWN_DEVICE_BUFFER_BYTES=65536 NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=COLL \
+  "$build/tests/stream_order_cuda_test" --gtest_color=no --gtest_filter='*/0'
+# 4099 elements of 8 bytes a block, 2 ranks: 65584 bytes, two pieces of at most 2050.
+if grep -q '^\[  SKIPPED \] [0-9]' "$pieces_log"; then
+  say "pieces through the own device buffers: not run (the test skipped)"
+elif grep -qE 'allgather: 2050 x .*algorithm direct' "$pieces_log" &&
+  grep -qE 'reducescatter: 2050 x .*algorithm direct' "$pieces_log"; then
+  say "pieces through the own device buffers: 8-byte all-gathers and reduce-scatters went direct in pieces of 2050 elements"
+elif grep -qE 'allgather: 2050 x ' "$pieces_log" && grep -qE 'reducescatter: 2050 x ' "$pieces_log"; then
+  say "pieces through the own device buffers: ran in pieces of 2050 elements, staged (see step 4d's path)"
+else
+  say "pieces through the own device buffers: FAILED: no pieces in the log"
   status=1
 fi
 
