@@ -22,6 +22,7 @@
 #include "tests/support/multiprocess.h"
 #include "tests/support/reference.h"
 #include "tests/support/test_device.h"
+#include "weft/weft.h"
 
 using namespace weft;
 using namespace weft::testing;
@@ -560,3 +561,76 @@ TEST_P(DeviceDirectPieces, CallsLargerThanTheOwnBuffersGoDirectInPieces) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Placements, DeviceDirectPieces, ::testing::Values(0, 1, 2, 3));
+
+// Host memory that every peer maps (weftMemAllocHost) on ranks that all have a device: the cut
+// does not depend on the memory, so the same pieces, each direct on the host, a peer reaching each
+// rank's strided blocks through its moved mapping. Results against the reference.
+TEST(DeviceDirectPiecesOnHost, SharedHostMemoryGoesDirectInPiecesToo) {
+  constexpr int n = 3;
+  constexpr size_t ownBytes = 256 << 10, count = kCount, block = count * sizeof(float);
+  setenv("WEFT_OWN_DEVICE_BUFFER_BYTES", std::to_string(ownBytes).c_str(), 1);
+  setenv("WEFT_DIRECT_MIN_BYTES", "65536", 1);
+  OneProcessRanks ranks(n);
+  unsetenv("WEFT_OWN_DEVICE_BUFFER_BYTES");
+  unsetenv("WEFT_DIRECT_MIN_BYTES");
+  ASSERT_TRUE(ranks.ok);
+  std::vector<char*> sends(n), recvs(n);
+  for (int r = 0; r < n; ++r) {
+    ASSERT_EQ(weftMemAllocHost(reinterpret_cast<void**>(&sends[r]), n * block), ncclSuccess);
+    ASSERT_EQ(weftMemAllocHost(reinterpret_cast<void**>(&recvs[r]), n * block), ncclSuccess);
+  }
+  unsigned seed = 500;
+  for (Collective collective : {Collective::AllGather, Collective::ReduceScatter})
+    for (bool inPlace : {false, true}) {
+      ++seed;
+      const std::string label = std::string(collectiveName(collective)) + (inPlace ? " in place" : "");
+      const ncclRedOp_t op = collective == Collective::ReduceScatter ? ncclAvg : ncclSum;
+      const uint64_t expectedPieces = (count + ownBytes / (n * sizeof(float)) - 1) / (ownBytes / (n * sizeof(float)));
+      std::vector<uint64_t> lastSequence(n, 0);
+      std::vector<const char*> results(n);
+      ASSERT_EQ(ncclGroupStart(), ncclSuccess);
+      for (int r = 0; r < n; ++r) {
+        const auto entries = ranks.comms[r]->exec.records.entries();
+        if (!entries.empty()) lastSequence[r] = entries.back()->sequence;
+        if (collective == Collective::AllGather) {
+          char* send = inPlace ? recvs[r] + r * block : sends[r];
+          fillInput(send, count, r, ncclFloat32, op, seed);
+          results[r] = recvs[r];
+          ASSERT_EQ(ncclAllGather(send, recvs[r], count, ncclFloat32, ranks.comms[r], ranks.streams[r]), ncclSuccess);
+        } else {
+          fillInput(sends[r], n * count, r, ncclFloat32, op, seed);
+          char* recv = inPlace ? sends[r] + r * block : recvs[r];
+          results[r] = recv;
+          ASSERT_EQ(ncclReduceScatter(sends[r], recv, count, ncclFloat32, op, ranks.comms[r], ranks.streams[r]),
+                    ncclSuccess);
+        }
+      }
+      ASSERT_EQ(ncclGroupEnd(), ncclSuccess);
+      for (int r = 0; r < n; ++r) {
+        if (collective == Collective::AllGather) {
+          for (int q = 0; q < n; ++q)
+            EXPECT_EQ(countMismatchesAgainst(
+                          results[r] + q * block, count, ncclFloat32,
+                          [=](size_t i) { return inputValue(q, i, ncclFloat32, op, seed); }, 1, ncclSum, label.c_str()),
+                      0u)
+                << "rank " << r << ", block " << q << ": " << label;
+        } else {
+          EXPECT_EQ(countMismatchesAgainst(
+                        results[r], count, ncclFloat32,
+                        [=](size_t i) { return expectedReduction(n, r * count + i, ncclFloat32, op, seed); }, n, op,
+                        label.c_str()),
+                    0u)
+              << "rank " << r << ": " << label;
+        }
+        uint64_t directPieces = 0;
+        for (const CollectiveRecord* entry : ranks.comms[r]->exec.records.entries())
+          if (entry->sequence > lastSequence[r] && std::string(entry->algorithm) == "direct") ++directPieces;
+        EXPECT_EQ(directPieces, expectedPieces) << "rank " << r << ": " << label;
+      }
+    }
+  EXPECT_EQ(ranks.device().kernelLaunches(), 0u) << "host memory: the host copies and reduces";
+  for (int r = 0; r < n; ++r) {
+    ncclMemFree(sends[r]);
+    ncclMemFree(recvs[r]);
+  }
+}
