@@ -17,11 +17,18 @@ Schedule buildCollectiveSchedule(Algorithm algorithm, const CollectiveShape& s, 
   if (ran) *ran = row ? row->algorithm : defaultAlgorithm(s.collective);
   if (!row) return {};  // not a collective
   Schedule schedule = row->build(s, orderOrIdentity(s.order, s.nranks));
-  const bool gathers = s.collective == Collective::AllGather;
-  if (s.blockStride && (gathers || s.collective == Collective::ReduceScatter))
-    return withStridedBlocks(std::move(schedule), gathers ? BufferKind::Recv : BufferKind::Send,
-                             s.count * s.elementSize, s.blockStride * s.elementSize, s.nranks);
-  return schedule;
+  if (!s.blockStride) return schedule;
+  const size_t block = s.count * s.elementSize, stride = s.blockStride * s.elementSize;
+  switch (s.collective) {
+    case Collective::AllGather:
+      return withStridedBlocks(std::move(schedule), BufferKind::Recv, block, stride, s.nranks);
+    case Collective::ReduceScatter:
+      return withStridedBlocks(std::move(schedule), BufferKind::Send, block, stride, s.nranks);
+    case Collective::AllToAll:  // both buffers strided
+      return withStridedBlocks(withStridedBlocks(std::move(schedule), BufferKind::Send, block, stride, s.nranks),
+                               BufferKind::Recv, block, stride, s.nranks);
+    default: return schedule;
+  }
 }
 
 Schedule buildAllReduceSchedule(Algorithm algorithm, const AllReduceShape& s) {

@@ -1,10 +1,9 @@
 // An all-gather whose receive buffer, or a reduce-scatter whose send buffer, holds the ranks'
 // blocks `strideBytes` apart instead of back to back: one slice (or piece) of a larger call cut
 // for pipelined staging or to fit the own device buffers (runtime/exec/staging_slices.h), whose
-// blocks are parts of the whole call's blocks. Every builder lays blocks back to back; this moves a finished schedule onto the
-// strided buffer without changing a single message, so that a rank running the strided form and
-// one running the contiguous form (a staged rank: runtime/device/stream_dispatch.cc) still agree
-// on every message.
+// blocks are parts of the whole call's blocks. Every builder lays blocks back to back; this moves a finished schedule
+// onto the strided buffer without changing a single message, so that a rank running the strided form and one running
+// the contiguous form (a staged rank: runtime/device/stream_dispatch.cc) still agree on every message.
 #pragma once
 
 #include <cstddef>

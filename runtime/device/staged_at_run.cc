@@ -1,5 +1,7 @@
 #include "runtime/device/staged_at_run.h"
 
+#include <algorithm>
+
 #include "common/dtype.h"
 #include "common/status.h"
 #include "runtime/comm/communicator.h"
@@ -33,8 +35,9 @@ ncclResult_t stageAtRun(const CollectiveCall& call, RunBuffers* buffers) {
 
 namespace {
 
-// The bytes of one rank's block where `call` is a strided slice or piece whose strided buffer is
-// the one of `collective` (the reduce-scatter's input, the all-gather's output); 0 otherwise.
+// The bytes of one rank's block where `call` is a strided slice or piece of `collective` (whose
+// strided buffer is the reduce-scatter's input, the all-gather's output, both of the all-to-all's);
+// 0 otherwise.
 size_t stridedBlockBytes(const CollectiveCall& call, Collective collective) {
   if (!call.blockStride || call.kind.isPointToPoint() || call.kind.collective() != collective) return 0;
   return call.count * dataTypeSize(call.datatype);
@@ -43,7 +46,8 @@ size_t stridedBlockBytes(const CollectiveCall& call, Collective collective) {
 }  // namespace
 
 ncclResult_t copyInputToContiguous(const DeviceWork& work, const CollectiveCall& call, char* place) {
-  if (const size_t block = stridedBlockBytes(call, Collective::ReduceScatter))
+  if (const size_t block =
+          std::max(stridedBlockBytes(call, Collective::ReduceScatter), stridedBlockBytes(call, Collective::AllToAll)))
     return work.api->copy2DAsync(place, block, call.sendbuff, blockStrideBytes(call), block,
                                  static_cast<size_t>(call.comm->nranks), work.stream);
   const size_t bytes = bufferSpans(call).send;
@@ -51,7 +55,8 @@ ncclResult_t copyInputToContiguous(const DeviceWork& work, const CollectiveCall&
 }
 
 ncclResult_t copyResultFromContiguous(const DeviceWork& work, const CollectiveCall& call, const char* place) {
-  if (const size_t block = stridedBlockBytes(call, Collective::AllGather))
+  if (const size_t block =
+          std::max(stridedBlockBytes(call, Collective::AllGather), stridedBlockBytes(call, Collective::AllToAll)))
     return work.api->copy2DAsync(call.recvbuff, blockStrideBytes(call), place, block, block,
                                  static_cast<size_t>(call.comm->nranks), work.stream);
   const size_t bytes = bufferSpans(call).recv;

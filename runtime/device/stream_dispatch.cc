@@ -58,7 +58,8 @@ size_t layOutStaging(const std::vector<const CollectiveCall*>& callers, StreamBa
     const bool sendOnDevice = onDevice(send, spans.send);
     const bool recvOnDevice = onDevice(recv, spans.recv);
     const bool gathers = !caller.kind.isPointToPoint() && caller.kind.collective() == Collective::AllGather;
-    if (caller.blockStride && (gathers ? recvOnDevice : sendOnDevice)) {
+    const bool exchanges = !caller.kind.isPointToPoint() && caller.kind.collective() == Collective::AllToAll;
+    if (caller.blockStride && (exchanges ? sendOnDevice || recvOnDevice : gathers ? recvOnDevice : sendOnDevice)) {
       // A strided slice or piece (runtime/exec/staging_slices.h): its blocks go into one
       // contiguous area, and the staged call is the contiguous call. A piece left in place for
       // the direct path keeps its stride: it is staged only if it cannot go direct, and then
@@ -81,7 +82,15 @@ size_t layOutStaging(const std::vector<const CollectiveCall*>& callers, StreamBa
                             .dstPitch = dstPitch,
                             .srcPitch = srcPitch});
       };
-      if (gathers) {
+      if (exchanges) {
+        // Both buffers strided, so both staged, each into an area of its own (in place, one area):
+        // a call has one stride for both.
+        char* out = inPlace ? area : place(ranks * block);
+        staged.sendbuff = area;
+        staged.recvbuff = out;
+        copyBlocks(batch->copiesIn, area, block, send, stride);
+        copyBlocks(batch->copiesOut, recv, stride, out, block);
+      } else if (gathers) {
         staged.recvbuff = area;
         copyBlocks(batch->copiesOut, recv, stride, area, block);
         if (inPlace || sendOnDevice) {

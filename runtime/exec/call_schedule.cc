@@ -32,7 +32,7 @@ CollectiveCall contiguousView(const CollectiveCall& call) {
   const bool inPlace = callIsInPlace(call);
   CollectiveCall view = call;
   view.blockStride = 0;
-  if (inPlace) {
+  if (inPlace && call.kind.collective() != Collective::AllToAll) {  // an all-to-all in place: one pointer
     const size_t ownBlock = static_cast<size_t>(call.comm->rank) * call.count * dataTypeSize(call.datatype);
     if (call.kind.collective() == Collective::AllGather)
       view.sendbuff = static_cast<const char*>(call.recvbuff) + ownBlock;

@@ -45,7 +45,7 @@ BufferSpans bufferSpans(const CollectiveCall& call) {
     case Collective::Reduce: return {block, root ? block : 0};
     case Collective::AllGather: return {block, strided};
     case Collective::ReduceScatter: return {strided, block};
-    case Collective::AllToAll: return {all, all};
+    case Collective::AllToAll: return {strided, strided};
     case Collective::Gather: return {block, root ? all : 0};
     case Collective::Scatter: return {root ? all : 0, block};
     default: return {block, block};

@@ -25,7 +25,7 @@ struct DirectDescriptor {
   uint32_t mappedPeers = 0;  // device memory, second exchange: this rank mapped every peer's buffers
   // A strided piece (CollectiveCall::blockStride) read or written in this rank's own buffers:
   // bytes from one block of its strided buffer to the next (an all-gather's output, a
-  // reduce-scatter's input). 0: contiguous, as in the own device buffers. A peer touches only
+  // reduce-scatter's input, both of an all-to-all's). 0: contiguous, as in the own device buffers. A peer touches only
   // block `peer` of it, so it moves its mapping of that buffer by peer x (stride - block).
   uint64_t blockStrideBytes = 0;
   SharedBufferLocation send;  // host memory

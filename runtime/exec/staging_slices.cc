@@ -15,8 +15,9 @@ namespace weft {
 namespace {
 
 // Collectives cut into slices: those over contiguous elements of every buffer, and the
-// all-gather and reduce-scatter, whose slice k is elements [k*s, (k+1)*s) of every rank's block,
-// so that its blocks lie a whole block apart in one buffer (CollectiveCall::blockStride).
+// all-gather, reduce-scatter and all-to-all, whose slice k is elements [k*s, (k+1)*s) of every
+// rank's block, so that its blocks lie a whole block apart in one buffer (both, for the
+// all-to-all: CollectiveCall::blockStride).
 bool cutsIntoSlices(const CollectiveCall& call) {
   if (call.kind.isPointToPoint()) return false;
   switch (call.kind.collective()) {
@@ -24,7 +25,8 @@ bool cutsIntoSlices(const CollectiveCall& call) {
     case Collective::Broadcast:
     case Collective::Reduce:
     case Collective::AllGather:
-    case Collective::ReduceScatter: return true;
+    case Collective::ReduceScatter:
+    case Collective::AllToAll: return true;
     default: return false;
   }
 }
@@ -123,7 +125,7 @@ const std::vector<CollectiveCall>& cutIntoStagingSlices(const std::vector<Collec
       slice.sendbuff = advanced(call.sendbuff, first * elementSize);
       slice.recvbuff = advanced(call.recvbuff, first * elementSize);
       slice.stagingSlice = true;
-      if (sizeCountsEveryRank(call.kind.collective())) slice.blockStride = call.count;  // AG, RS
+      if (sizeCountsEveryRank(call.kind.collective())) slice.blockStride = call.count;  // AG, RS, all-to-all
       storage->push_back(slice);
     }
   }

@@ -1,7 +1,7 @@
 // Device calls between hosts are staged through pinned host memory: the caller's stream copies
 // the input out of the device, the progress thread runs the collective over the network, the
 // stream copies the result back. Done whole, the three follow one another. So a large
-// all-reduce, broadcast, reduce, all-gather or reduce-scatter is cut into slices that run as
+// all-reduce, broadcast, reduce, all-gather, reduce-scatter or all-to-all is cut into slices that run as
 // calls of their own, each a stream batch of its own (runtime/device/stream_dispatch.cc): the
 // stream copies every slice out first, the progress thread runs slice k as soon as it is out,
 // and the stream copies slice k back as soon as it has run, while later slices cross the network.
@@ -13,9 +13,10 @@
 // what every rank agrees on: the call's shape, the layout (ranks on more than one host, a CUDA
 // device on some rank: on GPU nodes, every rank) and the setting; ranks whose buffers are host
 // memory run the slices too. A slice of an all-reduce, broadcast or reduce is the same call over
-// contiguous elements of the same buffers. A slice of an all-gather or reduce-scatter takes the
-// same elements of every rank's block (WEFT_STAGING_SLICE_BYTES of each), so its blocks lie the
-// whole call's block apart (CollectiveCall::blockStride): a staged rank copies them into a
+// contiguous elements of the same buffers. A slice of an all-gather, reduce-scatter or all-to-all
+// takes the same elements of every rank's block (WEFT_STAGING_SLICE_BYTES of each), so its blocks
+// lie the whole call's block apart (CollectiveCall::blockStride; in both buffers of an
+// all-to-all): a staged rank copies them into a
 // contiguous area and runs the contiguous call; a rank on host memory runs the schedule moved
 // onto the strided blocks (algorithms/builders/strided_blocks.h), with the same messages.
 //
@@ -24,7 +25,8 @@
 // (WEFT_OWN_DEVICE_BUFFER_BYTES, runtime/exec/direct_path.h) is cut into pieces that fit, so
 // that a rank on memory that cannot be exported goes direct through them piece by piece rather
 // than staging the whole call through host memory. Pieces are as many as needed, of equal size
-// (but the last), and strided like slices where the call is an all-gather or reduce-scatter.
+// (but the last), and strided like slices where the call is an all-gather, reduce-scatter or
+// all-to-all.
 #pragma once
 
 #include <cstddef>

@@ -44,12 +44,14 @@ struct Call {
   PointToPoint pointToPoint = PointToPoint::None;  // instead of the collective
   bool secondStream = false;
   // A device rank's all-gather receive or reduce-scatter send buffer is host memory (the other
-  // buffer device memory): that rank runs the strided slices on it, not staged.
+  // buffer device memory): that rank runs the strided slices on it, not staged. An all-to-all's
+  // receive buffer is host memory: both its buffers are staged (a call has one stride).
   bool stridedOnHost = false;
 };
 
 bool blockPerRank(const Call& c) {
-  return c.collective == Collective::AllGather || c.collective == Collective::ReduceScatter;
+  return c.collective == Collective::AllGather || c.collective == Collective::ReduceScatter ||
+         c.collective == Collective::AllToAll;
 }
 
 // The slices the library cuts `c` into on `n` ranks (staging_slices.h's rule, restated; an
@@ -106,11 +108,12 @@ class RankCalls {
     // An all-gather's receive buffer and a reduce-scatter's send buffer hold a block per rank;
     // in place, the other buffer is this rank's block of it.
     const bool gathers = c.collective == Collective::AllGather;
+    const bool exchanges = c.collective == Collective::AllToAll;
     const size_t sendCount =
-        c.collective == Collective::ReduceScatter || (gathers && c.inPlace) ? n_ * c.count : c.count;
-    const size_t recvBytes = gathers ? n_ * bytes : bytes;
-    const bool sendOnHost = !device_ || (c.stridedOnHost && !gathers);
-    const bool recvOnHost = !device_ || (c.stridedOnHost && gathers);
+        c.collective == Collective::ReduceScatter || exchanges || (gathers && c.inPlace) ? n_ * c.count : c.count;
+    const size_t recvBytes = gathers || exchanges ? n_ * bytes : bytes;
+    const bool sendOnHost = !device_ || (c.stridedOnHost && c.collective == Collective::ReduceScatter);
+    const bool recvOnHost = !device_ || (c.stridedOnHost && (gathers || exchanges));
     char* send = nullptr;
     if (!sendOnHost) {
       send = checks_->input(stream, sendCount, c.type, c.op, seed);
@@ -135,6 +138,8 @@ class RankCalls {
       r = ncclAllGather(send, recv, c.count, c.type, comm_, stream);
     } else if (c.collective == Collective::ReduceScatter) {
       r = ncclReduceScatter(send, recv, c.count, c.type, c.op, comm_, stream);
+    } else if (exchanges) {
+      r = ncclAlltoAll(send, recv, c.count, c.type, comm_, stream);
     } else {
       r = ncclReduce(send, recv, c.count, c.type, c.op, c.root, comm_, stream);
     }
@@ -167,12 +172,18 @@ class RankCalls {
     } else if (c.collective == Collective::ReduceScatter) {
       const size_t first = rank_ * c.count;
       expected = [=](size_t i) { return expectedReduction(n, first + i, c.type, c.op, seed); };
+    } else if (exchanges) {  // block q: rank q's input block for this rank
+      const size_t count = c.count, first = rank_ * c.count;
+      expected = [=](size_t i) {
+        return inputValue(static_cast<int>(i / count), first + i % count, c.type, c.op, seed);
+      };
+      reduced = 1;
     } else if (c.collective == Collective::AllReduce || rank_ == c.root) {
       expected = [=](size_t i) { return expectedReduction(n, i, c.type, c.op, seed); };
     } else {
       return true;  // a reduce's output off the root: nothing to check
     }
-    const size_t resultCount = gathers ? n_ * c.count : c.count;
+    const size_t resultCount = gathers || exchanges ? n_ * c.count : c.count;
     pending_.push_back([=, this] {
       if (!recvOnHost) {
         checks_->expect(stream, recv, resultCount, c.type, expected, reduced, c.op, label);
@@ -276,7 +287,7 @@ std::string runCalls(int n, int hostRank, const std::vector<std::vector<Call>>& 
       120));
 }
 
-std::vector<std::vector<Call>> gatherAndScatterCalls();
+std::vector<std::vector<Call>> stridedCalls();
 
 // Calls of several slices (a tail slice too, more than 8 slices' worth, and 8-byte and 2-byte
 // types), each root, in place and not; a group in which cut calls sit between calls that are
@@ -303,14 +314,14 @@ std::vector<std::vector<Call>> callsFor(int n) {
     groups.push_back({{Collective::Broadcast, ncclFloat32, 60000, ncclSum, root, root % 2 == 1}});
     groups.push_back({{Collective::Reduce, ncclFloat32, 60000, ncclSum, root, root % 2 == 0}});
   }
-  for (const std::vector<Call>& group : gatherAndScatterCalls()) groups.push_back(group);
+  for (const std::vector<Call>& group : stridedCalls()) groups.push_back(group);
   return groups;
 }
 
-// All-gathers and reduce-scatters, whose slices are strided: in place and not, a tail slice,
-// more than 8 slices' worth, 8-byte and 2-byte types, a group with calls that are not cut, and
-// on device ranks strided buffers on host memory beside device ones.
-std::vector<std::vector<Call>> gatherAndScatterCalls() {
+// All-gathers, reduce-scatters and all-to-alls, whose slices are strided: in place and not, a
+// tail slice, more than 8 slices' worth, 8-byte and 2-byte types, a group with calls that are not
+// cut, and on device ranks strided buffers on host memory beside device ones.
+std::vector<std::vector<Call>> stridedCalls() {
   return {
       {{Collective::AllGather, ncclFloat32, 30001}},
       {{Collective::AllGather, ncclFloat64, 20000, ncclSum, 0, true}},
@@ -322,6 +333,12 @@ std::vector<std::vector<Call>> gatherAndScatterCalls() {
        {Collective::ReduceScatter, ncclFloat32, 20000, ncclSum}},
       {{Collective::AllGather, ncclFloat32, 30001, ncclSum, 0, false, PointToPoint::None, false, true}},
       {{Collective::ReduceScatter, ncclFloat32, 30001, ncclSum, 0, false, PointToPoint::None, false, true}},
+      {{Collective::AllToAll, ncclFloat32, 30001}},
+      {{Collective::AllToAll, ncclFloat64, 20000, ncclSum, 0, true}},
+      {{Collective::AllToAll, ncclFloat16, 40000},
+       {Collective::AllReduce, ncclFloat32, 300, ncclSum},
+       {Collective::AllToAll, ncclFloat32, 20000, ncclSum, 0, true}},
+      {{Collective::AllToAll, ncclFloat32, 30001, ncclSum, 0, false, PointToPoint::None, false, true}},
   };
 }
 
@@ -340,24 +357,26 @@ TEST_P(PipelinedStaging, ARankWithoutADeviceRunsTheSameSlicesOnHostMemory) {
 // Schedules with a range that spans blocks run a rank's strided slices on a contiguous copy in
 // Scratch (algorithms/builders/strided_blocks.h): Bruck's rotation into place on rank 2 of 3 (one
 // copy of two blocks), recursive halving's copy of its input into Scratch on rank 1 of 2 (the
-// blocks of consecutive ranks in one copy). The rank on host memory does so beside staged ranks
-// that run the contiguous slices, and every message must still match.
+// blocks of consecutive ranks in one copy), the Bruck all-to-all's rotation of its input. The rank on host memory does
+// so beside staged ranks that run the contiguous slices, and every message must still match.
 TEST_P(PipelinedStaging, StridedSlicesThroughScratchMatchTheStagedRanks) {
   const int n = GetParam();
-  setenv("WEFT_ALGO", "allgather:bruck;reducescatter:rhd", 1);
-  const std::string failures = runCalls(n, n - 1, gatherAndScatterCalls());
+  setenv("WEFT_ALGO", "allgather:bruck;reducescatter:rhd;alltoall:bruck", 1);
+  const std::string failures = runCalls(n, n - 1, stridedCalls());
   unsetenv("WEFT_ALGO");
   EXPECT_EQ(failures, "");
 }
 
 // A staged rank moves a strided slice's blocks in one 2-D copy: per slice of an all-gather, its
-// input in and the blocks out; of a reduce-scatter, the blocks in and its result out.
+// input in and the blocks out; of a reduce-scatter, the blocks in and its result out; of an
+// all-to-all, the blocks in and the blocks out.
 TEST_P(PipelinedStaging, EachSliceMovesItsBlocksInOneCopy) {
   const int n = GetParam();
   const std::vector<std::vector<Call>> groups = {{{Collective::AllGather, ncclFloat32, 30001}},
-                                                 {{Collective::ReduceScatter, ncclFloat32, 30001, ncclSum}}};
-  const uint64_t slices = slicesOf(groups[0][0], n) + slicesOf(groups[1][0], n);
-  ASSERT_EQ(slices, 8u);
+                                                 {{Collective::ReduceScatter, ncclFloat32, 30001, ncclSum}},
+                                                 {{Collective::AllToAll, ncclFloat32, 30001}}};
+  const uint64_t slices = slicesOf(groups[0][0], n) + slicesOf(groups[1][0], n) + slicesOf(groups[2][0], n);
+  ASSERT_EQ(slices, 12u);
   EXPECT_EQ(runCalls(n, -1, groups, 2 * slices), "");  // (the test's own writes and reads are not stream copies)
 }
 

@@ -1,5 +1,5 @@
-// Strided all-gathers and reduce-scatters (algorithms/builders/strided_blocks.h): slice k of a
-// call of C elements a rank, its blocks C elements apart. Every algorithm is run by the simulator
+// Strided all-gathers, reduce-scatters and all-to-alls (algorithms/builders/strided_blocks.h):
+// slice k of a call of C elements a rank, its blocks C elements apart. Every algorithm is run by the simulator
 // with real data, half the ranks on the strided buffers of the whole call and the other half on
 // contiguous buffers of the slice alone (a staged rank), so that a message the strided form
 // changed would fail the run. Results are checked against a reference computed here, and every
@@ -165,6 +165,71 @@ void check(const Case& c) {
       ASSERT_EQ(small[i], expected) << c.describe() << ": rank " << r << " element " << i << " of its own block";
     }
   }
+}
+
+// An all-to-all's slice: both buffers strided on the even ranks, back to back on the odd ones.
+// Rank r's send block q holds what rank q receives in block r; in place, one buffer for both.
+void checkAllToAll(Algorithm algorithm, int n, size_t C, size_t k0, size_t s, bool inPlace) {
+  const std::string what = std::string("alltoall ") + algorithmName(algorithm) + " n=" + std::to_string(n) +
+                           " slice [" + std::to_string(k0) + ", +" + std::to_string(s) + ")" +
+                           (inPlace ? " in place" : "");
+  const size_t es = sizeof(int32_t);
+  SimulationOptions options;
+  options.type = ncclInt32;
+  std::vector<Rank> ranks(n);
+  std::vector<Schedule> schedules;
+  for (int r = 0; r < n; ++r) {
+    Rank& m = ranks[r];
+    const bool strided = r % 2 == 0;
+    const size_t block = strided ? C : s, skip = strided ? k0 : 0;
+    m.send.assign(n * block, kUntouched);
+    m.recv.assign(n * block, kUntouched);
+    std::vector<int32_t>& in = inPlace ? m.recv : m.send;
+    for (int q = 0; q < n; ++q)
+      for (size_t i = 0; i < s; ++i) in[q * block + skip + i] = input(r, q * C + k0 + i);
+    m.buffers.send = reinterpret_cast<const char*>(in.data() + skip);
+    m.buffers.recv = reinterpret_cast<char*>(m.recv.data() + skip);
+    m.buffers.sendBytes = m.buffers.recvBytes = ((n - 1) * block + s) * es;
+    CollectiveShape shape;
+    shape.collective = Collective::AllToAll;
+    shape.count = s;
+    shape.elementSize = es;
+    shape.rank = r;
+    shape.nranks = n;
+    shape.inPlace = inPlace;
+    if (strided) shape.blockStride = C;
+    Algorithm ran = algorithm;
+    schedules.push_back(buildCollectiveSchedule(algorithm, shape, &ran));
+    ASSERT_EQ(ran, algorithm) << what;
+  }
+  std::vector<SimulatedBuffers> buffers;
+  for (Rank& m : ranks) buffers.push_back(m.buffers);
+  const SimulationResult result = simulate(schedules, buffers, options);
+  ASSERT_TRUE(result.ok) << what << ": " << result.error;
+  for (int r = 0; r < n; ++r) {
+    const Rank& m = ranks[r];
+    const bool strided = r % 2 == 0;
+    const size_t block = strided ? C : s, skip = strided ? k0 : 0;
+    for (int q = 0; q < n; ++q)
+      for (size_t i = 0; i < block; ++i) {
+        const bool inSlice = i >= skip && i < skip + s;
+        const int32_t received = inSlice ? input(q, r * C + k0 + i - skip) : kUntouched;
+        ASSERT_EQ(m.recv[q * block + i], received) << what << ": rank " << r << " block " << q << " element " << i;
+        if (inPlace) continue;
+        const int32_t sent = inSlice ? input(r, q * C + k0 + i - skip) : kUntouched;
+        ASSERT_EQ(m.send[q * block + i], sent) << what << ": rank " << r << " send block " << q << " element " << i;
+      }
+  }
+}
+
+TEST(StridedBlocks, EveryAllToAllAlgorithmOnSlicesOfALargerCall) {
+  for (Algorithm algorithm : {Algorithm::Pairwise, Algorithm::Bruck})
+    for (int n : {1, 2, 3, 4, 5, 8})
+      for (bool inPlace : {false, true})
+        for (const auto& [first, count] : std::vector<std::pair<size_t, size_t>>{{7, 7}, {14, 5}, {3, 1}}) {
+          checkAllToAll(algorithm, n, 19, first, count, inPlace);
+          if (HasFatalFailure()) return;
+        }
 }
 
 TEST(StridedBlocks, EveryAllGatherAndReduceScatterAlgorithmOnSlicesOfALargerCall) {
