@@ -54,6 +54,18 @@ struct Rank {
 
 int32_t input(int rank, size_t element) { return static_cast<int32_t>(rank * 1000 + element % 997) - 400; }
 
+// Runs every rank's schedule on its buffers in the simulator, int32 elements; `scalars`: each
+// rank's PreMulSum factor, or none.
+SimulationResult simulateRanks(const std::vector<Rank>& ranks, const std::vector<Schedule>& schedules,
+                               std::vector<std::vector<char>> scalars = {}) {
+  SimulationOptions options;
+  options.type = ncclInt32;
+  options.scalars = std::move(scalars);
+  std::vector<SimulatedBuffers> buffers;
+  for (const Rank& m : ranks) buffers.push_back(m.buffers);
+  return simulate(schedules, buffers, options);
+}
+
 // The ring order: 0..n-1, or a fixed permutation. The nodes: equal nodes of 2 where n allows (the
 // hierarchical schedules' rails) made of consecutive ranks, or of interleaved ones (node 0 the
 // even ranks: two fake hosts' layout, where rail-major order puts consecutive ranks together),
@@ -91,8 +103,7 @@ void check(const Case& c) {
   const int n = c.n;
   const size_t C = c.whole, s = c.count, k0 = c.first, es = sizeof(int32_t);
   const std::vector<std::vector<int>> nodes = nodesOf(c);
-  SimulationOptions options;
-  options.type = ncclInt32;
+  std::vector<std::vector<char>> scalars;
   std::vector<Rank> ranks(n);
   std::vector<Schedule> schedules;
   for (int r = 0; r < n; ++r) {
@@ -110,7 +121,7 @@ void check(const Case& c) {
                           .inPlace = c.inPlace,
                           .channels = c.channels};
     const int32_t scalar = 1 + r % 3;
-    options.scalars.emplace_back(reinterpret_cast<const char*>(&scalar), reinterpret_cast<const char*>(&scalar + 1));
+    scalars.emplace_back(reinterpret_cast<const char*>(&scalar), reinterpret_cast<const char*>(&scalar + 1));
     // The big buffer: n blocks (of C elements where strided, of s where contiguous).
     const size_t block = strided ? C : s, skip = strided ? k0 : 0;
     std::vector<int32_t>& big = gathers ? m.recv : m.send;
@@ -135,10 +146,8 @@ void check(const Case& c) {
     schedules.push_back(buildCollectiveSchedule(c.algorithm, shape, &ran));
     ASSERT_EQ(ran, c.algorithm) << c.describe();
   }
-  std::vector<SimulatedBuffers> buffers;
-  for (Rank& m : ranks) buffers.push_back(m.buffers);
-  if (c.op != Operator::PreMulSum) options.scalars.clear();
-  const SimulationResult result = simulate(schedules, buffers, options);
+  if (c.op != Operator::PreMulSum) scalars.clear();
+  const SimulationResult result = simulateRanks(ranks, schedules, std::move(scalars));
   ASSERT_TRUE(result.ok) << c.describe() << ": " << result.error;
 
   for (int r = 0; r < n; ++r) {
@@ -174,8 +183,6 @@ void checkAllToAll(Algorithm algorithm, int n, size_t C, size_t k0, size_t s, bo
                            " slice [" + std::to_string(k0) + ", +" + std::to_string(s) + ")" +
                            (inPlace ? " in place" : "");
   const size_t es = sizeof(int32_t);
-  SimulationOptions options;
-  options.type = ncclInt32;
   std::vector<Rank> ranks(n);
   std::vector<Schedule> schedules;
   for (int r = 0; r < n; ++r) {
@@ -202,9 +209,7 @@ void checkAllToAll(Algorithm algorithm, int n, size_t C, size_t k0, size_t s, bo
     schedules.push_back(buildCollectiveSchedule(algorithm, shape, &ran));
     ASSERT_EQ(ran, algorithm) << what;
   }
-  std::vector<SimulatedBuffers> buffers;
-  for (Rank& m : ranks) buffers.push_back(m.buffers);
-  const SimulationResult result = simulate(schedules, buffers, options);
+  const SimulationResult result = simulateRanks(ranks, schedules);
   ASSERT_TRUE(result.ok) << what << ": " << result.error;
   for (int r = 0; r < n; ++r) {
     const Rank& m = ranks[r];
