@@ -1,5 +1,6 @@
 #include "algorithms/collective_schedule.h"
 
+#include <cassert>
 #include <utility>
 
 #include "algorithms/algorithm_registry.h"
@@ -11,24 +12,35 @@ Schedule buildCollectiveSchedule(Algorithm algorithm, const CollectiveShape& s, 
   const CollectiveAlgorithm* row = findCollectiveAlgorithm(s.collective, algorithm);
   // A strided slice or piece may run direct: withStridedBlocks moves this rank's ranges, and the
   // direct path moves its mapping of each peer's strided buffer (runtime/exec/direct_path.cc),
-  // since every range of the direct all-gather and reduce-scatter lies inside one block.
+  // since every range of the direct all-gather, reduce-scatter and all-to-all lies inside one
+  // block.
   if (!row || (s.preScale && row->ignoresPreScale))
     row = findCollectiveAlgorithm(s.collective, defaultAlgorithm(s.collective));
   if (ran) *ran = row ? row->algorithm : defaultAlgorithm(s.collective);
   if (!row) return {};  // not a collective
   Schedule schedule = row->build(s, orderOrIdentity(s.order, s.nranks));
   if (!s.blockStride) return schedule;
+  // A direct schedule's strided ranges must all lie inside one block (strided_blocks_test checks
+  // every builder): its peers' ranges are not moved, so a Scratch copy would overwrite what
+  // peers wrote.
+  const size_t scratchBefore = schedule.scratchBytes;
   const size_t block = s.count * s.elementSize, stride = s.blockStride * s.elementSize;
   switch (s.collective) {
     case Collective::AllGather:
-      return withStridedBlocks(std::move(schedule), BufferKind::Recv, block, stride, s.nranks);
+      schedule = withStridedBlocks(std::move(schedule), BufferKind::Recv, block, stride, s.nranks);
+      break;
     case Collective::ReduceScatter:
-      return withStridedBlocks(std::move(schedule), BufferKind::Send, block, stride, s.nranks);
+      schedule = withStridedBlocks(std::move(schedule), BufferKind::Send, block, stride, s.nranks);
+      break;
     case Collective::AllToAll:  // both buffers strided
-      return withStridedBlocks(withStridedBlocks(std::move(schedule), BufferKind::Send, block, stride, s.nranks),
-                               BufferKind::Recv, block, stride, s.nranks);
-    default: return schedule;
+      schedule = withStridedBlocks(withStridedBlocks(std::move(schedule), BufferKind::Send, block, stride, s.nranks),
+                                   BufferKind::Recv, block, stride, s.nranks);
+      break;
+    default: break;
   }
+  assert(row->algorithm != Algorithm::Direct || schedule.scratchBytes == scratchBefore);
+  (void)scratchBefore;
+  return schedule;
 }
 
 Schedule buildAllReduceSchedule(Algorithm algorithm, const AllReduceShape& s) {

@@ -131,8 +131,8 @@ constexpr std::array<SettingSpec, static_cast<size_t>(Setting::Count)> kSettings
      nullptr, true, false,
      "most bytes of each of a communicator's own device buffers, through which device calls on memory that "
      "cannot be exported (cudaMalloc's) go direct between ranks of one host; where every rank has a device, "
-     "all-reduces, broadcasts, reduces, all-gathers, reduce-scatters and all-to-alls on one host whose larger "
-     "buffer is larger are cut into pieces that fit, each a call of its own"},
+     "all-reduces, broadcasts, reduces, all-gathers, reduce-scatters and all-to-alls on one host that go direct "
+     "and whose larger buffer is larger are cut into pieces that fit, each a call of its own"},
     {Setting::WeftCompression, "WEFT_COMPRESSION", String, nullptr, 0, 0, 0, nullptr, true, false,
      "opt-in gradient compression of ncclAllReduce (fp16, bf16, int8, int4, sign, topk:RATIO, "
      "...)"},

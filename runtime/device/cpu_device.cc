@@ -141,6 +141,7 @@ ncclResult_t CpuDevice::copy2DAsync(void* dst, size_t dstPitch, const void* src,
                                     size_t rows, cudaStream_t stream) {
   assert(width <= dstPitch && width <= srcPitch);  // as CUDA requires (cudaErrorInvalidPitchValue)
   streamCopies_.fetch_add(1);
+  streamCopies2D_.fetch_add(1);
   streamOf(stream)->enqueue([=] {
     for (size_t row = 0; row < rows; ++row)
       memcpy(static_cast<char*>(dst) + row * dstPitch, static_cast<const char*>(src) + row * srcPitch, width);

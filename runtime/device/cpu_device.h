@@ -95,6 +95,8 @@ class CpuDevice : public DeviceApi {
   uint64_t flagWaits() const { return flagWaits_.load(); }
   // Stream copies (copyAsync, copy2DAsync: one each) enqueued so far.
   uint64_t streamCopies() const { return streamCopies_.load(); }
+  // Of those, the 2-D ones (strided slices' and pieces' blocks).
+  uint64_t streamCopies2D() const { return streamCopies2D_.load(); }
 
  private:
   class Stream;
@@ -115,6 +117,7 @@ class CpuDevice : public DeviceApi {
   std::atomic<uint64_t> imports_{0};
   std::atomic<uint64_t> flagWaits_{0};
   std::atomic<uint64_t> streamCopies_{0};
+  std::atomic<uint64_t> streamCopies2D_{0};
   PeerBufferMapper peerBuffers_;  // what importDeviceBuffer mapped
 };
 

@@ -82,6 +82,9 @@ struct CollectiveCall {
   // One slice of a call cut for pipelined staging, or one piece of a call cut to fit the own
   // device buffers (runtime/exec/staging_slices.h): a stream batch of its own.
   bool stagingSlice = false;
+  // Such a piece cut to fit the own device buffers: it may go direct whatever its size, since the
+  // whole call could (every rank agrees, however it stages the piece).
+  bool ownBufferPiece = false;
   // Such a slice or piece of an all-gather (in its receive buffer) or reduce-scatter (in its send
   // buffer): elements from one rank's block to the next, the whole call's count; 0: count.
   size_t blockStride = 0;

@@ -26,13 +26,11 @@ bool rooted(Collective collective) {
 }
 
 // The call's larger buffer, as large as on the rank whose is largest (a gather's or scatter's
-// root): the same on every rank.
+// root), its blocks back to back: the same on every rank, whether a strided slice or piece runs
+// strided there or staged without its stride.
 size_t largestBufferOfCall(const CollectiveCall& call) {
-  const Collective collective = call.kind.collective();
-  if (collective == Collective::Gather || collective == Collective::Scatter)
-    return call.count * dataTypeSize(call.datatype) * static_cast<size_t>(call.comm->nranks);
-  const BufferSpans spans = bufferSpans(call);
-  return std::max(spans.send, spans.recv);
+  const size_t block = call.count * dataTypeSize(call.datatype);
+  return sizeCountsEveryRank(call.kind.collective()) ? block * static_cast<size_t>(call.comm->nranks) : block;
 }
 
 }  // namespace
@@ -59,7 +57,8 @@ bool directPathEligible(const CollectiveCall& call) {
   ncclComm* comm = call.comm;
   // Every call asks: the cheap tests first, so that small calls leave at once.
   if (!comm->agreed.direct || comm->nranks < 2 || call.kind.isPointToPoint()) return false;
-  if (largestBufferOfCall(call) < comm->agreed.directMinBytes) return false;
+  // A piece of a call cut to fit the own device buffers may be smaller: the whole call was not.
+  if (!call.ownBufferPiece && largestBufferOfCall(call) < comm->agreed.directMinBytes) return false;
   const Collective collective = call.kind.collective();
   if (!algorithmApplies(collective, Algorithm::Direct)) return false;
   if (rooted(collective) && ranksWithADevice(comm) < comm->nranks) return false;

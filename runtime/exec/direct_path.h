@@ -16,8 +16,8 @@ namespace weft {
 
 // A communicator's own device buffers (two areas: send and receive) are at most
 // WEFT_OWN_DEVICE_BUFFER_BYTES each (comm->agreed.ownDeviceBufferBytes). Larger collectives
-// are cut into pieces that fit (runtime/exec/staging_slices.h); larger groups of sends and
-// receives on memory that cannot be exported are staged.
+// are cut into pieces that fit (runtime/exec/staging_slices.h); a group's receives into memory
+// that cannot be exported go through them as far as they fit, and the rest are staged.
 
 struct DirectDescriptor {
   uint32_t capable = 0;

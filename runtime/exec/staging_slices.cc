@@ -8,7 +8,6 @@
 #include "runtime/comm/communicator.h"
 #include "runtime/exec/compressed_allreduce_run.h"
 #include "runtime/exec/direct_path.h"
-#include "runtime/exec/one_shot.h"
 
 namespace weft {
 
@@ -46,12 +45,18 @@ size_t sliceBytes(const CollectiveCall& call) {
 struct Cut {
   size_t elements = 0;
   size_t pieces = 1;
+  bool ownBufferPieces = false;  // cut to fit the own device buffers (CollectiveCall::ownBufferPiece)
 };
 
-// `call` in pieces of at most `mostElements` elements, all of equal size but the last.
+// `call` in pieces of at most `mostElements` elements, all of equal size but the last, each a
+// whole number of 4 KiB where that fits: every piece then starts as aligned as the call, for the
+// device's wide copies and kernels.
 Cut evenPieces(const CollectiveCall& call, size_t mostElements) {
+  const size_t align = std::max<size_t>(4096 / dataTypeSize(call.datatype), 1);
+  if (mostElements >= align) mostElements = mostElements / align * align;
   const size_t pieces = (call.count + mostElements - 1) / mostElements;
-  const size_t elements = (call.count + pieces - 1) / pieces;
+  size_t elements = (call.count + pieces - 1) / pieces;
+  if (mostElements >= align) elements = std::min((elements + align - 1) / align * align, mostElements);
   return {elements, (call.count + elements - 1) / elements};
 }
 
@@ -77,12 +82,14 @@ Cut ownBufferCut(const CollectiveCall& call) {
   const ncclComm* comm = call.comm;
   const size_t elementSize = dataTypeSize(call.datatype);
   const size_t blocks = sizeCountsEveryRank(call.kind.collective()) ? static_cast<size_t>(comm->nranks) : 1;
-  const size_t most = comm->agreed.ownDeviceBufferBytes;
+  const size_t most = comm->agreed.ownDeviceBufferBytes;  // 0 only in tests' hand-made communicators
   if (most == 0 || call.count * elementSize * blocks <= most) return {call.count, 1};
-  if (!allRanksOnOneHost(comm) || ranksWithADevice(comm) < comm->nranks || !directPathEligible(call) ||
-      oneShotEligible(call))
+  // (Never a one-shot all-reduce: that is at most 16 KiB, the own buffers at least 64 KiB.)
+  if (!allRanksOnOneHost(comm) || ranksWithADevice(comm) < comm->nranks || !directPathEligible(call))
     return {call.count, 1};
-  return evenPieces(call, std::max<size_t>(most / (elementSize * blocks), 1));
+  Cut cut = evenPieces(call, std::max<size_t>(most / (elementSize * blocks), 1));
+  cut.ownBufferPieces = true;
+  return cut;
 }
 
 Cut cutOf(const CollectiveCall& call) {
@@ -125,6 +132,7 @@ const std::vector<CollectiveCall>& cutIntoStagingSlices(const std::vector<Collec
       slice.sendbuff = advanced(call.sendbuff, first * elementSize);
       slice.recvbuff = advanced(call.recvbuff, first * elementSize);
       slice.stagingSlice = true;
+      slice.ownBufferPiece = cut.ownBufferPieces;
       if (sizeCountsEveryRank(call.kind.collective())) slice.blockStride = call.count;  // AG, RS, all-to-all
       storage->push_back(slice);
     }

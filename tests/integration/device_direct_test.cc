@@ -162,7 +162,7 @@ TEST_P(DeviceDirectRanks, ReduceStraightOutOfThePeersDeviceBuffers) {
 // checks each call's path): chunks of one element, empty chunks, integer and 8-bit types.
 // plain(rank): on memory that cannot be exported, so that every direct call of that rank goes
 // through the communicator's own buffers. `ownBufferBytes`: WEFT_OWN_DEVICE_BUFFER_BYTES, 0 for
-// the default.
+// the default; with it, some strided pieces must have moved their blocks in 2-D copies.
 std::string gridGoesDirect(int n, const std::function<bool(int rank)>& plain, size_t ownBufferBytes = 0) {
   return describeFailures(runRankProcesses(
       n,
@@ -176,6 +176,10 @@ std::string gridGoesDirect(int n, const std::function<bool(int rank)>& plain, si
         r.wrong = runStreamOrderedGrid(device, rank, n, id);
         r.kernels = device.cpu().kernelLaunches();
         r.imports = device.cpu().imports();
+        if (ownBufferBytes && device.cpu().streamCopies2D() == 0) {
+          fprintf(stderr, "rank %d: no strided piece moved its blocks in a 2-D copy\n", rank);
+          return 9;
+        }
         return verdict(rank, r, true);
       },
       300));
@@ -198,6 +202,31 @@ TEST_P(DeviceDirectRanks, TheGridInPiecesOfTheOwnBuffersGoesDirect) {
   EXPECT_EQ(gridGoesDirect(
                 GetParam(), [](int) { return true; }, 64 << 10),
             "");
+}
+
+// Buffers that cannot be exported (cudaMalloc's, a caching allocator's) on every rank: each
+// rank copies its input into device buffers of its own that the peers map, and its result out
+// of them; still direct. The sizes grow then shrink, so the own buffers grow once, and the
+// first call's sizes sit below the direct path's default threshold.
+TEST_P(DeviceDirectRanks, ThroughOwnBuffersWhereTheMemoryCannotBeExported) {
+  RankSetup setup;
+  setup.plain = true;
+  setup.counts = {1000, 3 * kCount, 7};
+  EXPECT_EQ(runRanks(
+                GetParam(), [&](int) { return setup; }, true, /*everyCall=*/true),
+            "");
+}
+
+// One rank on memory it cannot export, the others on ncclMemAlloc's: all direct, each the way
+// its memory allows.
+TEST_P(DeviceDirectRanks, OneRankThroughOwnBuffersTheOthersOnTheirs) {
+  const int n = GetParam();
+  auto setupFor = [&](int rank) {
+    RankSetup setup;
+    setup.plain = rank == n - 1;
+    return setup;
+  };
+  EXPECT_EQ(runRanks(n, setupFor, true), "");
 }
 
 INSTANTIATE_TEST_SUITE_P(Ranks, DeviceDirectRanks, ::testing::Values(2, 3));
@@ -311,68 +340,97 @@ TEST(DeviceDirect, ChainedCallsOfOneGroupThroughOwnBuffers) {
   EXPECT_EQ(ranks.device().imports(), static_cast<uint64_t>(n * (n - 1))) << "each rank's own buffers, mapped once";
 }
 
-// Rank r's call of `collective` (kCount-sized blocks of floats as `count` says) on device
-// buffers it allocates, its input written on its stream first, in place or not; the buffer its
-// result lands in (null where the call failed).
-char* callCollective(OneProcessRanks& ranks, StreamChecks& check, int r, Collective collective, bool inPlace,
-                     ncclRedOp_t op, unsigned seed, int root, size_t count) {
-  const int n = ranks.n;
-  const size_t block = count * sizeof(float);
-  cudaStream_t s = ranks.streams[r];
-  ncclComm_t comm = ranks.comms[r];
+// Where a rank's calls go: its device, communicator and stream, its rank and the rank count.
+struct RankSide {
+  TestDevice& device;
+  ncclComm_t comm;
+  cudaStream_t stream;
+  int rank;
+  int n;
+};
+RankSide sideOf(OneProcessRanks& ranks, int r) { return {ranks.cpu, ranks.comms[r], ranks.streams[r], r, ranks.n}; }
+
+// A call: blocks of `count` floats (the all-reduce's, broadcast's and reduce's whole buffer).
+struct CallSpec {
+  Collective collective;
+  bool inPlace;
+  ncclRedOp_t op;
+  unsigned seed;
+  int root;
+  size_t count;
+};
+
+// The rank's call on device buffers it allocates, its input written on its stream first (or,
+// with `hostInputs` and out of place, its input in host memory kept there; not for a gather or
+// scatter); the buffer its result lands in (null where the call failed).
+char* callCollective(const RankSide& side, StreamChecks& check, const CallSpec& c,
+                     std::vector<std::vector<char>>* hostInputs = nullptr) {
+  const int n = side.n, r = side.rank, root = c.root;
+  const size_t count = c.count, block = count * sizeof(float);
+  cudaStream_t s = side.stream;
+  ncclComm_t comm = side.comm;
+  auto input = [&](size_t elements, int owner = -1) -> char* {
+    if (!hostInputs || c.inPlace) return check.input(s, elements, ncclFloat32, c.op, c.seed, owner);
+    hostInputs->emplace_back(elements * sizeof(float));
+    fillInput(hostInputs->back().data(), elements, owner < 0 ? r : owner, ncclFloat32, c.op, c.seed);
+    return hostInputs->back().data();
+  };
   char *send = nullptr, *recv = nullptr;
   ncclResult_t result = ncclInternalError;
-  switch (collective) {
+  switch (c.collective) {
     case Collective::AllGather:
     case Collective::Gather:
       recv = check.deviceBuffer(n * block);
-      send = check.input(s, count, ncclFloat32, op, seed);
-      if (inPlace && (collective == Collective::AllGather || r == root)) {
-        ranks.cpu.copy(s, recv + r * block, send, block);
+      send = input(count);
+      if (c.inPlace && (c.collective == Collective::AllGather || r == root)) {
+        side.device.copy(s, recv + r * block, send, block);
         send = recv + r * block;
       }
-      result = collective == Collective::AllGather ? ncclAllGather(send, recv, count, ncclFloat32, comm, s)
-                                                   : ncclGather(send, recv, count, ncclFloat32, root, comm, s);
+      result = c.collective == Collective::AllGather ? ncclAllGather(send, recv, count, ncclFloat32, comm, s)
+                                                     : ncclGather(send, recv, count, ncclFloat32, root, comm, s);
       break;
     case Collective::ReduceScatter:
-      send = check.input(s, n * count, ncclFloat32, op, seed);
-      recv = inPlace ? send + r * block : check.deviceBuffer(block);
-      result = ncclReduceScatter(send, recv, count, ncclFloat32, op, comm, s);
+      send = input(n * count);
+      recv = c.inPlace ? send + r * block : check.deviceBuffer(block);
+      result = ncclReduceScatter(send, recv, count, ncclFloat32, c.op, comm, s);
       break;
     case Collective::AllToAll:
-      send = check.input(s, n * count, ncclFloat32, op, seed);
-      recv = inPlace ? send : check.deviceBuffer(n * block);
+      send = input(n * count);
+      recv = c.inPlace ? send : check.deviceBuffer(n * block);
       result = ncclAlltoAll(send, recv, count, ncclFloat32, comm, s);
       break;
     case Collective::Scatter:
-      send = check.input(s, n * count, ncclFloat32, op, seed, root);
-      recv = inPlace && r == root ? send + r * block : check.deviceBuffer(block);
+      send = input(n * count, root);
+      recv = c.inPlace && r == root ? send + r * block : check.deviceBuffer(block);
       result = ncclScatter(send, recv, count, ncclFloat32, root, comm, s);
       break;
     default:  // all-reduce, broadcast, reduce
-      send = check.input(s, count, ncclFloat32, op, seed);
-      recv = inPlace ? send : check.deviceBuffer(block);
-      result = collective == Collective::AllReduce   ? ncclAllReduce(send, recv, count, ncclFloat32, op, comm, s)
-               : collective == Collective::Broadcast ? ncclBroadcast(send, recv, count, ncclFloat32, root, comm, s)
-                                                     : ncclReduce(send, recv, count, ncclFloat32, op, root, comm, s);
+      send = input(count);
+      recv = c.inPlace ? send : check.deviceBuffer(block);
+      result = c.collective == Collective::AllReduce ? ncclAllReduce(send, recv, count, ncclFloat32, c.op, comm, s)
+               : c.collective == Collective::Broadcast
+                   ? ncclBroadcast(send, recv, count, ncclFloat32, root, comm, s)
+                   : ncclReduce(send, recv, count, ncclFloat32, c.op, root, comm, s);
   }
-  EXPECT_EQ(result, ncclSuccess) << collectiveName(collective) << ", rank " << r;
+  EXPECT_EQ(result, ncclSuccess) << collectiveName(c.collective) << ", rank " << r;
   return result == ncclSuccess ? recv : nullptr;
 }
 
-// Queues the reads of rank r's result of callCollective against the reference.
-void expectResult(OneProcessRanks& ranks, StreamChecks& check, int r, Collective collective, const char* result,
-                  ncclRedOp_t op, unsigned seed, int root, size_t count, const std::string& label) {
-  const int n = ranks.n;
-  const size_t block = count * sizeof(float);
-  cudaStream_t s = ranks.streams[r];
+// Queues the reads of the rank's result of callCollective against the reference.
+void expectResult(const RankSide& side, StreamChecks& check, const CallSpec& c, const char* result,
+                  const std::string& label) {
+  const int n = side.n, r = side.rank, root = c.root;
+  const size_t count = c.count, block = count * sizeof(float);
+  const ncclRedOp_t op = c.op;
+  const unsigned seed = c.seed;
+  cudaStream_t s = side.stream;
   auto inputOf = [&](int owner, size_t first) {
     return [=](size_t i) { return inputValue(owner, first + i, ncclFloat32, op, seed); };
   };
-  switch (collective) {
+  switch (c.collective) {
     case Collective::AllGather:
     case Collective::Gather:
-      if (collective == Collective::AllGather || r == root)
+      if (c.collective == Collective::AllGather || r == root)
         for (int q = 0; q < n; ++q)
           check.expect(s, result + q * block, count, ncclFloat32, inputOf(q, 0), 1, ncclSum, label);
       break;
@@ -390,7 +448,7 @@ void expectResult(OneProcessRanks& ranks, StreamChecks& check, int r, Collective
           [=](size_t i) { return expectedReduction(n, r * count + i, ncclFloat32, op, seed); }, n, op, label);
       break;
     default:  // all-reduce; reduce at the root
-      if (collective == Collective::AllReduce || r == root)
+      if (c.collective == Collective::AllReduce || r == root)
         check.expect(
             s, result, count, ncclFloat32, [=](size_t i) { return expectedReduction(n, i, ncclFloat32, op, seed); }, n,
             op, label);
@@ -422,13 +480,13 @@ TEST(DeviceDirect, EachCollectiveOfTheDirectPathGoesDirect) {
           EXPECT_EQ(ranks.comms[r]->direct.ownDevice.base, nullptr) << "rank " << r << ": " << label;
         // In a group the calls reach the streams at ncclGroupEnd: the results are read after it.
         ASSERT_EQ(ncclGroupStart(), ncclSuccess);
+        const CallSpec spec{collective, inPlace, op, seed, root, kCount};
         for (int r = 0; r < n; ++r) {
-          results[r] = callCollective(ranks, checks[r], r, collective, inPlace, op, seed, root, kCount);
+          results[r] = callCollective(sideOf(ranks, r), checks[r], spec);
           ASSERT_NE(results[r], nullptr) << label;
         }
         ASSERT_EQ(ncclGroupEnd(), ncclSuccess);
-        for (int r = 0; r < n; ++r)
-          expectResult(ranks, checks[r], r, collective, results[r], op, seed, root, kCount, label);
+        for (int r = 0; r < n; ++r) expectResult(sideOf(ranks, r), checks[r], spec, results[r], label);
         for (int r = 0; r < n; ++r) {
           ranks.cpu.synchronize(ranks.streams[r]);
           EXPECT_EQ(checks[r].mismatches(), 0u) << "rank " << r << ": " << label;
@@ -480,69 +538,97 @@ TEST(DeviceDirect, BuffersNoPeerTouchesMayBeAnyDeviceMemory) {
   EXPECT_EQ(ranks.device().imports(), static_cast<uint64_t>(n * (n - 1)));
 }
 
-}  // namespace
+// The pieces a call of `count` floats a block is cut into with own device buffers of `ownBytes`
+// (runtime/exec/staging_slices.h's rule, restated: whole 4 KiB where that fits). `everyBlock`:
+// the count is each rank's block (all-gather, reduce-scatter, all-to-all).
+uint64_t piecesOf(size_t count, size_t ownBytes, int n, bool everyBlock) {
+  const size_t align = 4096 / sizeof(float);
+  size_t most = ownBytes / (sizeof(float) * (everyBlock ? n : 1));
+  if (most >= align) most = most / align * align;
+  const size_t pieces = (count + most - 1) / most;
+  size_t elements = (count + pieces - 1) / pieces;
+  if (most >= align) elements = std::min((elements + align - 1) / align * align, most);
+  return (count + elements - 1) / elements;
+}
+
+bool everyBlock(Collective c) {
+  return c == Collective::AllGather || c == Collective::ReduceScatter || c == Collective::AllToAll;
+}
+
+// The communicator's collective records after sequence `after`: those that ran direct and the
+// others (the direct path's own exchanges left out).
+std::pair<uint64_t, uint64_t> directAndOtherRuns(ncclComm_t comm, uint64_t after) {
+  uint64_t direct = 0, other = 0;
+  for (const CollectiveRecord* entry : comm->exec.records.entries())
+    if (entry->sequence > after && std::string(entry->algorithm) != "direct descriptor exchange")
+      ++(std::string(entry->algorithm) == "direct" ? direct : other);
+  return {direct, other};
+}
+uint64_t lastSequenceOf(ncclComm_t comm) {
+  const auto entries = comm->exec.records.entries();
+  return entries.empty() ? 0 : entries.back()->sequence;
+}
+
+constexpr Collective kCutCollectives[] = {Collective::AllReduce, Collective::Broadcast,     Collective::Reduce,
+                                          Collective::AllGather, Collective::ReduceScatter, Collective::AllToAll};
 
 // Calls larger than the communicator's own device buffers (WEFT_OWN_DEVICE_BUFFER_BYTES, here
 // 256 KiB) on one host where every rank has a device are cut into pieces that fit
-// (runtime/exec/staging_slices.h); every piece goes direct. A rank on memory that cannot be
-// exported copies each piece through its own buffers, a strided piece's blocks in one 2-D copy; a
-// rank on ncclMemAlloc's memory goes direct on its own buffers, its peers reaching its strided
-// blocks through moved mappings. Four placements: all exportable, none, one rank not (so that
-// ranks with strided and with contiguous buffers meet in one call), and no rank able to map its
-// peers' buffers (then every piece is staged as it runs, a strided piece's blocks copied to and
-// from its staging places in one 2-D copy). Results against the reference, every element of the
-// strided buffers checked; each call ran in the pieces expected, on the path expected.
+// (runtime/exec/staging_slices.h); every piece goes direct, although each is smaller than
+// WEFT_DIRECT_MIN_BYTES (the default, 1 MiB: the whole call is not). A rank on memory that cannot
+// be exported copies each piece through its own buffers, a strided piece's blocks in one 2-D
+// copy; a rank on ncclMemAlloc's memory goes direct on its own buffers, its peers reaching its
+// strided blocks through moved mappings. Placements: all exportable, none, one rank not (ranks
+// with strided and with contiguous buffers meet in one call), no rank able to map its peers'
+// buffers (every piece staged as it runs, a strided piece's blocks copied to and from its staging
+// places in one 2-D copy), and rank 0's inputs in host memory (its pieces staged as they are
+// enqueued, strided ones without their stride, the others left in place: every rank must still
+// agree to try the direct path, then all stage). Results against the reference, every element
+// of the strided buffers checked; each call ran in the pieces expected, on the path expected.
 class DeviceDirectPieces : public ::testing::TestWithParam<int> {};
 
 TEST_P(DeviceDirectPieces, CallsLargerThanTheOwnBuffersGoDirectInPieces) {
   constexpr int n = 3, root = 2;
   constexpr size_t ownBytes = 256 << 10, count = kCount;
   setenv("WEFT_OWN_DEVICE_BUFFER_BYTES", std::to_string(ownBytes).c_str(), 1);
-  setenv("WEFT_DIRECT_MIN_BYTES", "65536", 1);  // every piece (more than half the own buffers) goes direct
-  const int placement = GetParam();             // 0: all exportable, 1: none, 2: the last rank not, 3: no mapping
+  // 0: all exportable, 1: none, 2: the last rank not, 3: no mapping, 4: rank 0's inputs on the host
+  const int placement = GetParam();
   auto plainRank = [&](int r) { return placement == 1 || (placement == 2 && r == n - 1); };
-  const bool staged = placement == 3;
   OneProcessRanks ranks(n);
-  ranks.device().setImportable(!staged);
+  ranks.device().setImportable(placement != 3);
   unsetenv("WEFT_OWN_DEVICE_BUFFER_BYTES");
-  unsetenv("WEFT_DIRECT_MIN_BYTES");
   ASSERT_TRUE(ranks.ok);
+  std::vector<std::vector<char>> hostInputs;
   unsigned seed = 300;
-  for (Collective collective : {Collective::AllReduce, Collective::Broadcast, Collective::Reduce, Collective::AllGather,
-                                Collective::ReduceScatter, Collective::AllToAll})
+  for (Collective collective : kCutCollectives)
     for (bool inPlace : {false, true}) {
+      if (placement == 4 && inPlace) continue;  // an input on the host makes the output host memory too
       ++seed;
       const std::string label = std::string(collectiveName(collective)) + (inPlace ? " in place" : "") +
                                 ", placement " + std::to_string(placement);
-      const bool everyBlock = collective == Collective::AllGather || collective == Collective::ReduceScatter ||
-                              collective == Collective::AllToAll;
-      const size_t mostElements = everyBlock ? ownBytes / (n * sizeof(float)) : ownBytes / sizeof(float);
-      const uint64_t expectedPieces = (count + mostElements - 1) / mostElements;
-      const ncclRedOp_t op = collective == Collective::ReduceScatter ? ncclAvg : ncclSum;
+      const uint64_t expectedPieces = piecesOf(count, ownBytes, n, everyBlock(collective));
+      // Rank 0's input on the host stages every rank's pieces, but a broadcast's off the root.
+      const bool staged = placement == 3 || (placement == 4 && collective != Collective::Broadcast);
+      const CallSpec spec{collective, inPlace, collective == Collective::ReduceScatter ? ncclAvg : ncclSum,
+                          seed,       root,    count};
       std::vector<StreamChecks> checks = ranks.checksPerRank();
       std::vector<char*> results(n);
-      std::vector<uint64_t> lastSequence(n, 0);
-      for (int r = 0; r < n; ++r) {
-        const auto entries = ranks.comms[r]->exec.records.entries();
-        if (!entries.empty()) lastSequence[r] = entries.back()->sequence;
-      }
+      std::vector<uint64_t> lastSequence(n);
+      for (int r = 0; r < n; ++r) lastSequence[r] = lastSequenceOf(ranks.comms[r]);
       ASSERT_EQ(ncclGroupStart(), ncclSuccess);
       for (int r = 0; r < n; ++r) {
         ranks.cpu.allocatePlain(plainRank(r));
-        results[r] = callCollective(ranks, checks[r], r, collective, inPlace, op, seed, root, count);
+        results[r] =
+            callCollective(sideOf(ranks, r), checks[r], spec, placement == 4 && r == 0 ? &hostInputs : nullptr);
         ASSERT_NE(results[r], nullptr) << label;
       }
       ASSERT_EQ(ncclGroupEnd(), ncclSuccess);
       ranks.cpu.allocatePlain(false);
-      for (int r = 0; r < n; ++r)
-        expectResult(ranks, checks[r], r, collective, results[r], op, seed, root, count, label);
+      for (int r = 0; r < n; ++r) expectResult(sideOf(ranks, r), checks[r], spec, results[r], label);
       for (int r = 0; r < n; ++r) {
         ranks.cpu.synchronize(ranks.streams[r]);
         EXPECT_EQ(checks[r].mismatches(), 0u) << "rank " << r << ": " << label;
-        uint64_t directPieces = 0, otherCalls = 0;
-        for (const CollectiveRecord* entry : ranks.comms[r]->exec.records.entries())
-          if (entry->sequence > lastSequence[r] && std::string(entry->algorithm) != "direct descriptor exchange")
-            ++(std::string(entry->algorithm) == "direct" ? directPieces : otherCalls);
+        const auto [directPieces, otherCalls] = directAndOtherRuns(ranks.comms[r], lastSequence[r]);
         EXPECT_EQ(directPieces, staged ? 0 : expectedPieces) << "rank " << r << ": " << label;
         EXPECT_EQ(otherCalls, staged ? expectedPieces : 0) << "rank " << r << ": " << label;
         const auto& own = ranks.comms[r]->direct.ownDevice;
@@ -557,13 +643,63 @@ TEST_P(DeviceDirectPieces, CallsLargerThanTheOwnBuffersGoDirectInPieces) {
         }
       }
     }
-  if (staged)
+  ncclResult_t asyncError = ncclSuccess;
+  for (int r = 0; r < n; ++r) {
+    EXPECT_EQ(ncclCommGetAsyncError(ranks.comms[r], &asyncError), ncclSuccess);
+    EXPECT_EQ(asyncError, ncclSuccess) << "rank " << r;
+  }
+  if (placement == 3) {
     EXPECT_EQ(ranks.device().kernelLaunches(), 0u);
-  else
+  } else if (placement < 3) {  // (4: the broadcast's direct copies are copies, not kernels)
     EXPECT_GT(ranks.device().kernelLaunches(), 0u);
+  }
 }
 
-INSTANTIATE_TEST_SUITE_P(Placements, DeviceDirectPieces, ::testing::Values(0, 1, 2, 3));
+INSTANTIATE_TEST_SUITE_P(Placements, DeviceDirectPieces, ::testing::Values(0, 1, 2, 3, 4));
+
+// The same across rank processes (each maps its peers' buffers through the fd broker, not at
+// their own addresses): the last rank on memory that cannot be exported, the others on
+// ncclMemAlloc's, so that strided and contiguous layouts of one piece meet.
+TEST_P(DeviceDirectRanks, MixedMemoryGoesDirectInPiecesAcrossProcesses) {
+  const int n = GetParam();
+  constexpr size_t ownBytes = 256 << 10;
+  EXPECT_EQ(describeFailures(runRankProcesses(
+                n,
+                [&](int rank, const ncclUniqueId& id) {
+                  setenv("WEFT_OWN_DEVICE_BUFFER_BYTES", std::to_string(ownBytes).c_str(), 1);
+                  CpuTestDevice device;
+                  device.allocatePlain(rank == n - 1);
+                  ncclComm_t comm;
+                  if (ncclCommInitRank(&comm, n, id, rank) != ncclSuccess) return 1;
+                  cudaStream_t stream = device.createStream();
+                  int status = 0;
+                  unsigned seed = 700;
+                  for (Collective collective : kCutCollectives)
+                    for (bool inPlace : {false, true}) {
+                      const CallSpec spec{collective, inPlace, ncclSum, ++seed, 0, kCount};
+                      const std::string label = std::string(collectiveName(collective)) + (inPlace ? " in place" : "");
+                      const uint64_t before = lastSequenceOf(comm);
+                      const RankSide side{device, comm, stream, rank, n};
+                      StreamChecks check(device, rank);
+                      const char* result = callCollective(side, check, spec);
+                      if (!result) return 2;
+                      expectResult(side, check, spec, result, label);
+                      device.synchronize(stream);
+                      if (check.mismatches()) status = 3;
+                      const auto [direct, other] = directAndOtherRuns(comm, before);
+                      if (direct != piecesOf(kCount, ownBytes, n, everyBlock(collective)) || other) {
+                        fprintf(stderr, "rank %d: %s: %llu direct runs, %llu others\n", rank, label.c_str(),
+                                (unsigned long long)direct, (unsigned long long)other);
+                        status = 4;
+                      }
+                    }
+                  device.destroyStream(stream);
+                  if (ncclCommDestroy(comm) != ncclSuccess) status = 5;
+                  return status;
+                },
+                120)),
+            "");
+}
 
 // Host memory that every peer maps (weftMemAllocHost) on ranks that all have a device: the cut
 // does not depend on the memory, so the same pieces, each direct on the host, a peer reaching each
@@ -637,3 +773,5 @@ TEST(DeviceDirectPiecesOnHost, SharedHostMemoryGoesDirectInPiecesToo) {
     ncclMemFree(recvs[r]);
   }
 }
+
+}  // namespace

@@ -199,14 +199,29 @@ TEST_F(OwnBufferPiecesTest, AsManyPiecesAsTheLargerBufferNeedsOfEqualSizeButTheL
   }
   std::vector<CollectiveCall> storage;
   const std::vector<CollectiveCall>& cut = cutIntoStagingSlices({call(Collective::AllReduce, 40000)}, &storage);
-  ASSERT_EQ(cut.size(), 3u);  // 160000 bytes
-  const size_t counts[] = {13334, 13334, 13332};
+  // 160000 bytes: three pieces, each a whole number of 4 KiB (1024 floats) but the last.
+  ASSERT_EQ(cut.size(), 3u);
+  const size_t counts[] = {14336, 14336, 11328};
   for (size_t k = 0; k < 3; ++k) {
     EXPECT_EQ(cut[k].count, counts[k]) << "piece " << k;
-    EXPECT_EQ(cut[k].sendbuff, send.data() + k * 13334 * sizeof(float)) << "piece " << k;
+    EXPECT_EQ(cut[k].sendbuff, send.data() + k * 14336 * sizeof(float)) << "piece " << k;
     EXPECT_TRUE(cut[k].stagingSlice);
+    EXPECT_TRUE(cut[k].ownBufferPiece) << "direct whatever its size";
     EXPECT_EQ(cut[k].blockStride, 0u);
   }
+  // Own buffers smaller than 4 KiB a block: pieces as large as fit, unaligned.
+  comm.agreed.ownDeviceBufferBytes = 65536;
+  comm.nranks = 32;
+  comm.layout.ranks.resize(32);
+  comm.layout.localRanks.clear();
+  for (int r = 0; r < 32; ++r) {
+    comm.layout.ranks[r].cudaDevice = r;
+    comm.layout.localRanks.push_back(r);
+  }
+  storage.clear();
+  const std::vector<CollectiveCall>& small = cutIntoStagingSlices({call(Collective::AllGather, 1000)}, &storage);
+  ASSERT_EQ(small.size(), 2u) << "512 floats of each of 32 blocks fit";
+  EXPECT_EQ(small[0].count, 500u);
 }
 
 TEST_F(OwnBufferPiecesTest, AllGatherReduceScatterAndAllToAllPiecesFitWithEveryRanksBlock) {
@@ -216,9 +231,12 @@ TEST_F(OwnBufferPiecesTest, AllGatherReduceScatterAndAllToAllPiecesFitWithEveryR
     std::vector<CollectiveCall> storage;
     const std::vector<CollectiveCall>& cut = cutIntoStagingSlices({call(c, 4097)}, &storage);
     ASSERT_EQ(cut.size(), 2u) << collectiveName(c);
-    EXPECT_EQ(cut[0].count, 2049u);
-    EXPECT_EQ(cut[1].count, 2048u);
-    for (const CollectiveCall& piece : cut) {
+    EXPECT_EQ(cut[0].count, 3072u) << "a whole number of 4 KiB";
+    EXPECT_EQ(cut[1].count, 1025u);
+    for (size_t k = 0; k < 2; ++k) {
+      const CollectiveCall& piece = cut[k];
+      EXPECT_EQ(piece.sendbuff, send.data() + k * 3072 * sizeof(float)) << collectiveName(c) << " piece " << k;
+      EXPECT_EQ(piece.recvbuff, recv.data() + k * 3072 * sizeof(float)) << collectiveName(c) << " piece " << k;
       EXPECT_EQ(piece.blockStride, 4097u) << collectiveName(c);
       const BufferSpans own = bufferSpans(contiguousView(piece));
       EXPECT_LE(std::max(own.send, own.recv), 64u << 10) << collectiveName(c) << ": its blocks back to back fit";

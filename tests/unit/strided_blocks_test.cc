@@ -290,35 +290,45 @@ TEST(StridedBlocks, RingsMoveTheirRangesAndOthersGoThroughScratch) {
 // with no Scratch, and the peers' (owner >= 0) are left at block `rank` as if contiguous, for the
 // direct path to move its mapping of each peer's buffer (runtime/exec/direct_path.cc).
 TEST(StridedBlocks, DirectSchedulesMoveOnlyThisRanksRanges) {
-  for (Collective collective : {Collective::AllGather, Collective::ReduceScatter}) {
-    CollectiveShape shape = smallShape(collective);
-    const Schedule contiguous = buildCollectiveSchedule(Algorithm::Direct, shape);
-    shape.blockStride = 100;
-    Algorithm ran = Algorithm::Ring;
-    const Schedule strided = buildCollectiveSchedule(Algorithm::Direct, shape, &ran);
-    EXPECT_EQ(ran, Algorithm::Direct) << collectiveName(collective);
-    EXPECT_EQ(strided.scratchBytes, 0u) << collectiveName(collective);
-    ASSERT_EQ(strided.steps.size(), contiguous.steps.size()) << collectiveName(collective);
-    const BufferKind stridedKind = collective == Collective::AllGather ? BufferKind::Recv : BufferKind::Send;
-    size_t moved = 0;
-    for (size_t i = 0; i < strided.steps.size(); ++i) {
-      const Step &a = contiguous.steps[i], &b = strided.steps[i];
-      const BufferRange* before[] = {&a.src, &a.dst, &a.src2, &a.dst2};
-      const BufferRange* after[] = {&b.src, &b.dst, &b.src2, &b.dst2};
-      for (int k = 0; k < 4; ++k) {
-        const BufferRange &x = *before[k], &y = *after[k];
-        EXPECT_EQ(y.bytes, x.bytes);
-        EXPECT_EQ(y.owner, x.owner);
-        if (x.bytes && x.buffer == stridedKind && x.owner < 0) {
-          EXPECT_EQ(y.offset, x.offset / 32 * 400 + x.offset % 32) << collectiveName(collective) << " step " << i;
-          ++moved;
-        } else {
-          EXPECT_EQ(y.offset, x.offset) << collectiveName(collective) << " step " << i << ": not this rank's";
+  for (Collective collective : {Collective::AllGather, Collective::ReduceScatter, Collective::AllToAll})
+    for (int rank : {0, 1, 3})
+      for (bool inPlace : {false, true}) {
+        const std::string what =
+            std::string(collectiveName(collective)) + " rank " + std::to_string(rank) + (inPlace ? " in place" : "");
+        CollectiveShape shape = smallShape(collective);
+        shape.rank = rank;
+        shape.inPlace = inPlace;
+        const Schedule contiguous = buildCollectiveSchedule(Algorithm::Direct, shape);
+        shape.blockStride = 100;
+        Algorithm ran = Algorithm::Ring;
+        const Schedule strided = buildCollectiveSchedule(Algorithm::Direct, shape, &ran);
+        EXPECT_EQ(ran, Algorithm::Direct) << what;
+        EXPECT_EQ(strided.scratchBytes, 0u) << what;
+        ASSERT_EQ(strided.steps.size(), contiguous.steps.size()) << what;
+        auto isStrided = [&](BufferKind kind) {
+          return collective == Collective::AllToAll
+                     ? kind != BufferKind::Scratch
+                     : kind == (collective == Collective::AllGather ? BufferKind::Recv : BufferKind::Send);
+        };
+        size_t moved = 0;
+        for (size_t i = 0; i < strided.steps.size(); ++i) {
+          const Step &a = contiguous.steps[i], &b = strided.steps[i];
+          const BufferRange* before[] = {&a.src, &a.dst, &a.src2, &a.dst2};
+          const BufferRange* after[] = {&b.src, &b.dst, &b.src2, &b.dst2};
+          for (int k = 0; k < 4; ++k) {
+            const BufferRange &x = *before[k], &y = *after[k];
+            EXPECT_EQ(y.bytes, x.bytes) << what;
+            EXPECT_EQ(y.owner, x.owner) << what;
+            if (x.bytes && isStrided(x.buffer) && x.owner < 0) {
+              EXPECT_EQ(y.offset, x.offset / 32 * 400 + x.offset % 32) << what << " step " << i;
+              ++moved;
+            } else {
+              EXPECT_EQ(y.offset, x.offset) << what << " step " << i << ": not this rank's";
+            }
+          }
         }
+        EXPECT_GT(moved, 0u) << what;
       }
-    }
-    EXPECT_GT(moved, 0u) << collectiveName(collective);
-  }
 }
 
 }  // namespace

@@ -346,14 +346,14 @@ step "stream_order_cuda_test, 2 ranks, cudaMalloc buffers, direct in pieces of 6
   WEFT_TIMEOUT=30 NCCL_SOCKET_IFNAME=lo WEFT_TEST_DEVICE_ALLOC=cudaMalloc WEFT_DIRECT_MIN_BYTES=1 \
   WEFT_ONE_SHOT_MAX_BYTES=0 WEFT_OWN_DEVICE_BUFFER_BYTES=65536 NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=COLL \
   "$build/tests/stream_order_cuda_test" --gtest_color=no --gtest_filter='*/0'
-# 4099 elements of 8 bytes a block, 2 ranks: 65584 bytes, two pieces of at most 2050.
+# 4099 elements of 8 bytes a block, 2 ranks: 65584 bytes, two pieces (2560 elements, whole 4 KiB, and 1539).
 if grep -q '^\[  SKIPPED \] [0-9]' "$pieces_log"; then
   say "pieces through the own device buffers: not run (the test skipped)"
-elif grep -qE 'allgather: 2050 x .*algorithm direct' "$pieces_log" &&
-  grep -qE 'reducescatter: 2050 x .*algorithm direct' "$pieces_log"; then
-  say "pieces through the own device buffers: 8-byte all-gathers and reduce-scatters went direct in pieces of 2050 elements"
-elif grep -qE 'allgather: 2050 x ' "$pieces_log" && grep -qE 'reducescatter: 2050 x ' "$pieces_log"; then
-  say "pieces through the own device buffers: ran in pieces of 2050 elements, staged (see step 4d's path)"
+elif grep -qE 'allgather: 2560 x .*algorithm direct' "$pieces_log" &&
+  grep -qE 'reducescatter: 2560 x .*algorithm direct' "$pieces_log"; then
+  say "pieces through the own device buffers: 8-byte all-gathers and reduce-scatters went direct in pieces of 2560 elements"
+elif grep -qE 'allgather: 2560 x ' "$pieces_log" && grep -qE 'reducescatter: 2560 x ' "$pieces_log"; then
+  say "pieces through the own device buffers: ran in pieces of 2560 elements, staged (see step 4d's path)"
 else
   say "pieces through the own device buffers: FAILED: no pieces in the log"
   status=1
