@@ -12,8 +12,8 @@ Schedule buildCollectiveSchedule(Algorithm algorithm, const CollectiveShape& s, 
   const CollectiveAlgorithm* row = findCollectiveAlgorithm(s.collective, algorithm);
   // A strided slice or piece may run direct: withStridedBlocks moves this rank's ranges, and the
   // direct path moves its mapping of each peer's strided buffer (runtime/exec/direct_path.cc),
-  // since every range of the direct all-gather, reduce-scatter and all-to-all lies inside one
-  // block.
+  // since every range of the direct all-gather, reduce-scatter, all-to-all, gather and scatter
+  // lies inside one block.
   if (!row || (s.preScale && row->ignoresPreScale))
     row = findCollectiveAlgorithm(s.collective, defaultAlgorithm(s.collective));
   if (ran) *ran = row ? row->algorithm : defaultAlgorithm(s.collective);
@@ -27,9 +27,11 @@ Schedule buildCollectiveSchedule(Algorithm algorithm, const CollectiveShape& s, 
   const size_t block = s.count * s.elementSize, stride = s.blockStride * s.elementSize;
   switch (s.collective) {
     case Collective::AllGather:
+    case Collective::Gather:  // (off the root the schedule has no receive buffer)
       schedule = withStridedBlocks(std::move(schedule), BufferKind::Recv, block, stride, s.nranks);
       break;
     case Collective::ReduceScatter:
+    case Collective::Scatter:  // (off the root the schedule has no send buffer)
       schedule = withStridedBlocks(std::move(schedule), BufferKind::Send, block, stride, s.nranks);
       break;
     case Collective::AllToAll:  // both buffers strided

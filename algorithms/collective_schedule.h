@@ -26,8 +26,9 @@ struct CollectiveShape {
   int channels = 1;                     // ring channels (CostModel::ringChannels); only the
                                         // all-reduce, all-gather and reduce-scatter rings use it
   size_t pieceChunkBytes = 0;           // the ring all-reduce's pieces (RingAllReduceParams); 0: none
-  // All-gather (its receive buffer) and reduce-scatter (its send buffer): elements from one
-  // rank's block to the next, when not `count` (algorithms/builders/strided_blocks.h); 0: count.
+  // A buffer of nranks blocks (an all-gather's receive, a reduce-scatter's send, both of an
+  // all-to-all, the root's of a gather or scatter): elements from one rank's block to the next,
+  // when not `count` (algorithms/builders/strided_blocks.h); 0: count.
   size_t blockStride = 0;
 };
 

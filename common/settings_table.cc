@@ -122,17 +122,16 @@ constexpr std::array<SettingSpec, static_cast<size_t>(Setting::Count)> kSettings
      "mailboxes; 0 turns it off"},
     {Setting::WeftStagingSliceBytes, "WEFT_STAGING_SLICE_BYTES", Size, "4194304", 0, kNoLimit, 4096, nullptr, true,
      false,
-     "bytes a rank of the slices (nranks times this, at most 8 a call; of an all-gather, reduce-scatter or "
-     "all-to-all, this much of every rank's block) into which all-reduces, broadcasts, reduces, all-gathers, "
-     "reduce-scatters and all-to-alls of two slices or more between hosts are cut where some rank has a CUDA device, "
-     "so that device buffers are "
-     "staged slice by slice, the copies overlapping the network; 0 stages calls whole"},
+     "bytes a rank of the slices (nranks times this, at most 8 a call; of a collective with a block per rank, "
+     "this much of every block) into which collectives of two slices or more between hosts are cut where some "
+     "rank has a CUDA device, so that device buffers are staged slice by slice, the copies overlapping the "
+     "network; 0 stages calls whole"},
     {Setting::WeftOwnDeviceBufferBytes, "WEFT_OWN_DEVICE_BUFFER_BYTES", Size, "268435456", 65536, kNoLimit, 4096,
      nullptr, true, false,
      "most bytes of each of a communicator's own device buffers, through which device calls on memory that "
      "cannot be exported (cudaMalloc's) go direct between ranks of one host; where every rank has a device, "
-     "all-reduces, broadcasts, reduces, all-gathers, reduce-scatters and all-to-alls on one host that go direct "
-     "and whose larger buffer is larger are cut into pieces that fit, each a call of its own"},
+     "collectives on one host that go direct and whose larger buffer is larger are cut into pieces that fit, "
+     "each a call of its own"},
     {Setting::WeftCompression, "WEFT_COMPRESSION", String, nullptr, 0, 0, 0, nullptr, true, false,
      "opt-in gradient compression of ncclAllReduce (fp16, bf16, int8, int4, sign, topk:RATIO, "
      "...)"},

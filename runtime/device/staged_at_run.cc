@@ -35,19 +35,30 @@ ncclResult_t stageAtRun(const CollectiveCall& call, RunBuffers* buffers) {
 
 namespace {
 
-// The bytes of one rank's block where `call` is a strided slice or piece of `collective` (whose
-// strided buffer is the reduce-scatter's input, the all-gather's output, both of the all-to-all's);
-// 0 otherwise.
+// The bytes of one rank's block where `call` is a strided slice or piece of `collective` on a
+// rank that has its strided buffer (the reduce-scatter's input, the all-gather's output, both of
+// the all-to-all's, the root's of a gather or scatter); 0 otherwise.
 size_t stridedBlockBytes(const CollectiveCall& call, Collective collective) {
   if (!call.blockStride || call.kind.isPointToPoint() || call.kind.collective() != collective) return 0;
+  const bool rooted = collective == Collective::Gather || collective == Collective::Scatter;
+  if (rooted && call.comm->rank != call.root) return 0;
   return call.count * dataTypeSize(call.datatype);
+}
+
+// The input's strided blocks, and the result's (0: not strided).
+size_t stridedInputBlockBytes(const CollectiveCall& call) {
+  return std::max({stridedBlockBytes(call, Collective::ReduceScatter), stridedBlockBytes(call, Collective::AllToAll),
+                   stridedBlockBytes(call, Collective::Scatter)});
+}
+size_t stridedResultBlockBytes(const CollectiveCall& call) {
+  return std::max({stridedBlockBytes(call, Collective::AllGather), stridedBlockBytes(call, Collective::AllToAll),
+                   stridedBlockBytes(call, Collective::Gather)});
 }
 
 }  // namespace
 
 ncclResult_t copyInputToContiguous(const DeviceWork& work, const CollectiveCall& call, char* place) {
-  if (const size_t block =
-          std::max(stridedBlockBytes(call, Collective::ReduceScatter), stridedBlockBytes(call, Collective::AllToAll)))
+  if (const size_t block = stridedInputBlockBytes(call))
     return work.api->copy2DAsync(place, block, call.sendbuff, blockStrideBytes(call), block,
                                  static_cast<size_t>(call.comm->nranks), work.stream);
   const size_t bytes = bufferSpans(call).send;
@@ -55,8 +66,7 @@ ncclResult_t copyInputToContiguous(const DeviceWork& work, const CollectiveCall&
 }
 
 ncclResult_t copyResultFromContiguous(const DeviceWork& work, const CollectiveCall& call, const char* place) {
-  if (const size_t block =
-          std::max(stridedBlockBytes(call, Collective::AllGather), stridedBlockBytes(call, Collective::AllToAll)))
+  if (const size_t block = stridedResultBlockBytes(call))
     return work.api->copy2DAsync(call.recvbuff, blockStrideBytes(call), place, block, block,
                                  static_cast<size_t>(call.comm->nranks), work.stream);
   const size_t bytes = bufferSpans(call).recv;

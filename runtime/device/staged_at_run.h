@@ -19,9 +19,10 @@ ncclResult_t deviceWorkOf(ncclComm* comm, const DeviceWork** out);
 ncclResult_t stageAtRun(const CollectiveCall& call, RunBuffers* buffers);
 
 // The copies between a call's buffers and a contiguous place it runs on instead (its staging
-// places, the own device buffers), queued on the work stream. A strided reduce-scatter's input
-// and a strided all-gather's output (CollectiveCall::blockStride) move their nranks blocks in one
-// 2-D copy; the place holds them back to back, as contiguousView(call) runs them.
+// places, the own device buffers), queued on the work stream. A strided buffer of nranks blocks
+// (CollectiveCall::blockStride: a reduce-scatter's or scatter's input, an all-gather's or gather's
+// output, both of an all-to-all) moves its blocks in one 2-D copy; the place holds them back to
+// back, as contiguousView(call) runs them.
 ncclResult_t copyInputToContiguous(const DeviceWork& work, const CollectiveCall& call, char* place);
 ncclResult_t copyResultFromContiguous(const DeviceWork& work, const CollectiveCall& call, const char* place);
 

@@ -57,7 +57,8 @@ size_t layOutStaging(const std::vector<const CollectiveCall*>& callers, StreamBa
     char* recv = static_cast<char*>(caller.recvbuff);
     const bool sendOnDevice = onDevice(send, spans.send);
     const bool recvOnDevice = onDevice(recv, spans.recv);
-    const bool gathers = !caller.kind.isPointToPoint() && caller.kind.collective() == Collective::AllGather;
+    const bool gathers = !caller.kind.isPointToPoint() && (caller.kind.collective() == Collective::AllGather ||
+                                                           caller.kind.collective() == Collective::Gather);
     const bool exchanges = !caller.kind.isPointToPoint() && caller.kind.collective() == Collective::AllToAll;
     if (caller.blockStride && (exchanges ? sendOnDevice || recvOnDevice : gathers ? recvOnDevice : sendOnDevice)) {
       // A strided slice or piece (runtime/exec/staging_slices.h): its blocks go into one
@@ -164,6 +165,7 @@ struct CommCalls {
   std::vector<const CollectiveCall*> calls;
   bool pointToPoint = false;          // holds the communicator's sends and receives
   std::vector<cudaStream_t> streams;  // of all the communicator's calls in the group
+  size_t groupCalls = 0;              // of the communicator in the group, slices and pieces counted
   bool device = false;
   StreamBatch* batch = nullptr;
 };
@@ -223,6 +225,7 @@ ncclResult_t prepareBatch(CommCalls& share, DeviceApi* device) {
   for (const CollectiveCall* call : share.calls) {
     batch->calls.push_back(*call);
     batch->calls.back().callerSendbuff = call->sendbuff;
+    batch->calls.back().callsInGroup = share.groupCalls;
     DeviceBuffers direct;
     if (leaveForDirectPath(*call, device, &direct)) {
       batch->deviceBuffers.push_back(direct);
@@ -270,6 +273,8 @@ std::vector<CommCalls> sharesOf(const std::vector<CollectiveCall>& calls) {
       onStreams.push_back(call.comm);
   for (CommCalls& share : shares) {
     share.device = std::find(onStreams.begin(), onStreams.end(), share.comm) != onStreams.end();
+    share.groupCalls = static_cast<size_t>(
+        std::count_if(calls.begin(), calls.end(), [&](const CollectiveCall& c) { return c.comm == share.comm; }));
     for (const CollectiveCall& call : calls)
       if (call.comm == share.comm &&
           std::find(share.streams.begin(), share.streams.end(), call.stream) == share.streams.end())

@@ -16,13 +16,13 @@ namespace weft {
 bool callIsInPlace(const CollectiveCall& call) {
   const char* send = static_cast<const char*>(call.sendbuff);
   const char* recv = static_cast<const char*>(call.recvbuff);
-  const size_t block = call.count * dataTypeSize(call.datatype), stride = blockStrideBytes(call);
+  const size_t stride = blockStrideBytes(call);
   const int rank = call.comm->rank;
   switch (call.kind.collective()) {
     case Collective::AllGather: return recv && send == recv + static_cast<size_t>(rank) * stride;
     case Collective::ReduceScatter: return send && recv == send + static_cast<size_t>(rank) * stride;
-    case Collective::Gather: return rank == call.root && recv && send == recv + call.root * block;
-    case Collective::Scatter: return rank == call.root && send && recv == send + call.root * block;
+    case Collective::Gather: return rank == call.root && recv && send == recv + call.root * stride;
+    case Collective::Scatter: return rank == call.root && send && recv == send + call.root * stride;
     default: return send == recv;
   }
 }
@@ -34,7 +34,8 @@ CollectiveCall contiguousView(const CollectiveCall& call) {
   view.blockStride = 0;
   if (inPlace && call.kind.collective() != Collective::AllToAll) {  // an all-to-all in place: one pointer
     const size_t ownBlock = static_cast<size_t>(call.comm->rank) * call.count * dataTypeSize(call.datatype);
-    if (call.kind.collective() == Collective::AllGather)
+    const Collective collective = call.kind.collective();
+    if (collective == Collective::AllGather || collective == Collective::Gather)
       view.sendbuff = static_cast<const char*>(call.recvbuff) + ownBlock;
     else
       view.recvbuff = const_cast<char*>(static_cast<const char*>(call.sendbuff)) + ownBlock;

@@ -21,7 +21,9 @@ bool callIsInPlace(const CollectiveCall& call);
 // in place where the call is. Its buffer pointers serve the plan's key only (the run's are in
 // RunBuffers); never copy through them. Any other call: itself.
 CollectiveCall contiguousView(const CollectiveCall& call);
-// True when the schedule names BufferKind::Send for memory that is also Recv (same pointer).
+// True when the schedule names BufferKind::Send for memory that is also Recv (same pointer): an
+// all-reduce, broadcast or reduce in place. The others' builders handle in place themselves
+// (block offsets; an all-to-all in place names only Recv and Scratch).
 bool sendAliasesRecv(const CollectiveCall& call);
 
 // The collective and size (as nccl-tests counts it) the cost model sees for `call`.

@@ -35,7 +35,6 @@ size_t blockStrideBytes(const CollectiveCall& call) {
 
 BufferSpans bufferSpans(const CollectiveCall& call) {
   const size_t block = call.count * dataTypeSize(call.datatype);
-  const size_t all = block * static_cast<size_t>(call.comm->nranks);
   const size_t strided = block ? blockStrideBytes(call) * static_cast<size_t>(call.comm->nranks - 1) + block : 0;
   const bool root = call.comm->rank == call.root;
   if (call.kind.isPointToPoint()) return call.kind.isSend() ? BufferSpans{block, 0} : BufferSpans{0, block};
@@ -46,8 +45,8 @@ BufferSpans bufferSpans(const CollectiveCall& call) {
     case Collective::AllGather: return {block, strided};
     case Collective::ReduceScatter: return {strided, block};
     case Collective::AllToAll: return {strided, strided};
-    case Collective::Gather: return {block, root ? all : 0};
-    case Collective::Scatter: return {root ? all : 0, block};
+    case Collective::Gather: return {block, root ? strided : 0};
+    case Collective::Scatter: return {root ? strided : 0, block};
     default: return {block, block};
   }
 }
@@ -387,7 +386,8 @@ void serveDumpRequest(ncclComm* comm) {
 }
 
 ncclResult_t runCollectives(const std::vector<CollectiveCall>& calls) {
-  if (calls.size() == 1 && oneShotEligible(calls.front())) return runOneShot(calls.front());
+  if (calls.size() == 1 && calls.front().callsInGroup <= 1 && oneShotEligible(calls.front()))
+    return runOneShot(calls.front());
   std::vector<CommQueue> queues = queuesFor(calls);
   std::vector<ncclComm*> comms;
   for (auto& q : queues) {

@@ -85,8 +85,15 @@ struct CollectiveCall {
   // Such a piece cut to fit the own device buffers: it may go direct whatever its size, since the
   // whole call could (every rank agrees, however it stages the piece).
   bool ownBufferPiece = false;
-  // Such a slice or piece of an all-gather (in its receive buffer) or reduce-scatter (in its send
-  // buffer): elements from one rank's block to the next, the whole call's count; 0: count.
+  // Calls on this communicator in the ncclGroupEnd that made this one, a cut call's slices or
+  // pieces counted (0: not counted, one). A rank whose calls are stream-ordered runs them in
+  // several batches, so a batch of one call is not a lone call: only a lone call may take the
+  // one-shot all-reduce, which every rank must agree on (runCollectives).
+  size_t callsInGroup = 0;
+  // Such a slice or piece of a collective with a block per rank, in its buffer of nranks blocks
+  // (an all-gather's receive, a reduce-scatter's send, both of an all-to-all, the root's of a
+  // gather or scatter): elements from one rank's block to the next, the whole call's count;
+  // 0: count.
   size_t blockStride = 0;
   // weftAllReduceCompressed: the codec, its seed, and the caller's error-feedback residual
   // (count floats, or null). Calls without it may still be compressed by WEFT_COMPRESSION.
@@ -119,8 +126,8 @@ struct BufferSpans {
   size_t recv = 0;
 };
 BufferSpans bufferSpans(const CollectiveCall& call);
-// Bytes from one rank's block to the next in an all-gather's receive buffer or a
-// reduce-scatter's send buffer (the block's size, unless the call is a strided staging slice).
+// Bytes from one rank's block to the next in a buffer of nranks blocks (the block's size, unless
+// the call is a strided slice or piece: CollectiveCall::blockStride).
 size_t blockStrideBytes(const CollectiveCall& call);
 // Whether two byte ranges share memory (an empty one shares none).
 bool rangesOverlap(const void* a, size_t aBytes, const void* b, size_t bBytes);

@@ -206,17 +206,20 @@ bool stageIntoOwnBuffers(ncclComm* comm, const CollectiveCall& call, DirectDescr
   return true;
 }
 
-// For a strided piece (an all-gather's, reduce-scatter's or all-to-all's): the direct schedule
-// names block `rank` of a peer's strided buffer, the only one of it this rank touches, at
-// rank x block, as in a contiguous buffer. Where the peer's blocks lie further apart (its own buffers, not the own
+// For a strided piece (of a collective with a block per rank): the direct schedule names block
+// `rank` of a peer's strided buffer, the only one of it this rank touches, at rank x block, as in
+// a contiguous buffer. Where the peer's blocks lie further apart (its own buffers, not the own
 // device buffers), the mapping is moved so that the schedule's offset lands on that block.
 void reachPeersStridedBlocks(const CollectiveCall& call) {
   ncclComm* comm = call.comm;
   if (!call.blockStride) return;
   const size_t block = call.count * dataTypeSize(call.datatype);
-  // Peers' blocks this rank writes (all-gather, all-to-all) or reads (reduce-scatter).
-  std::vector<char*>& strided =
-      call.kind.collective() == Collective::ReduceScatter ? comm->direct.peerSendBuffers : comm->direct.peerRecvBuffers;
+  // Peers' blocks this rank writes (all-gather, all-to-all, gather) or reads (reduce-scatter,
+  // scatter).
+  const Collective collective = call.kind.collective();
+  std::vector<char*>& strided = collective == Collective::ReduceScatter || collective == Collective::Scatter
+                                    ? comm->direct.peerSendBuffers
+                                    : comm->direct.peerRecvBuffers;
   for (int p = 0; p < comm->nranks; ++p) {
     const uint64_t stride = comm->direct.descriptors[p].blockStrideBytes;
     if (p != comm->rank && stride && strided[p]) strided[p] += static_cast<size_t>(comm->rank) * (stride - block);

@@ -13,22 +13,11 @@ namespace weft {
 
 namespace {
 
-// Collectives cut into slices: those over contiguous elements of every buffer, and the
-// all-gather, reduce-scatter and all-to-all, whose slice k is elements [k*s, (k+1)*s) of every
-// rank's block, so that its blocks lie a whole block apart in one buffer (both, for the
-// all-to-all: CollectiveCall::blockStride).
-bool cutsIntoSlices(const CollectiveCall& call) {
-  if (call.kind.isPointToPoint()) return false;
-  switch (call.kind.collective()) {
-    case Collective::AllReduce:
-    case Collective::Broadcast:
-    case Collective::Reduce:
-    case Collective::AllGather:
-    case Collective::ReduceScatter:
-    case Collective::AllToAll: return true;
-    default: return false;
-  }
-}
+// Every collective is cut: those over contiguous elements of every buffer into consecutive
+// elements, those of a block per rank (all-gather, reduce-scatter, all-to-all, gather, scatter)
+// into elements [k*s, (k+1)*s) of every block, so that a slice's blocks lie a whole block apart
+// (CollectiveCall::blockStride). Sends and receives are not.
+bool cutsIntoSlices(const CollectiveCall& call) { return !call.kind.isPointToPoint(); }
 
 // The bytes of `call` that a slice's size is measured against, and a slice of them:
 // WEFT_STAGING_SLICE_BYTES a rank. Each slice is a collective of its own, whose start-up (a
@@ -55,8 +44,15 @@ Cut evenPieces(const CollectiveCall& call, size_t mostElements) {
   const size_t align = std::max<size_t>(4096 / dataTypeSize(call.datatype), 1);
   if (mostElements >= align) mostElements = mostElements / align * align;
   const size_t pieces = (call.count + mostElements - 1) / mostElements;
-  size_t elements = (call.count + pieces - 1) / pieces;
-  if (mostElements >= align) elements = std::min((elements + align - 1) / align * align, mostElements);
+  const size_t balanced = (call.count + pieces - 1) / pieces;
+  size_t elements = balanced;
+  if (mostElements >= align) {
+    // Rounded up, unless that leaves a last piece under half the others (each piece costs a
+    // handshake and a batch): then balanced, unaligned.
+    const size_t rounded = std::min((balanced + align - 1) / align * align, mostElements);
+    const size_t last = call.count - (call.count - 1) / rounded * rounded;
+    if (2 * last >= rounded) elements = rounded;
+  }
   return {elements, (call.count + elements - 1) / elements};
 }
 

@@ -538,21 +538,15 @@ TEST(DeviceDirect, BuffersNoPeerTouchesMayBeAnyDeviceMemory) {
   EXPECT_EQ(ranks.device().imports(), static_cast<uint64_t>(n * (n - 1)));
 }
 
-// The pieces a call of `count` floats a block is cut into with own device buffers of `ownBytes`
-// (runtime/exec/staging_slices.h's rule, restated: whole 4 KiB where that fits). `everyBlock`:
-// the count is each rank's block (all-gather, reduce-scatter, all-to-all).
-uint64_t piecesOf(size_t count, size_t ownBytes, int n, bool everyBlock) {
-  const size_t align = 4096 / sizeof(float);
-  size_t most = ownBytes / (sizeof(float) * (everyBlock ? n : 1));
-  if (most >= align) most = most / align * align;
-  const size_t pieces = (count + most - 1) / most;
-  size_t elements = (count + pieces - 1) / pieces;
-  if (most >= align) elements = std::min((elements + align - 1) / align * align, most);
-  return (count + elements - 1) / elements;
-}
+// The pieces a call of kCount floats (a block) is cut into with own device buffers of 256 KiB
+// (worked out by hand from runtime/exec/staging_slices.h's rule): an all-reduce's, broadcast's or
+// reduce's at most 65536 floats, 5 pieces of 53248 (whole 4 KiB) but the last; a block per rank,
+// on 3 ranks at most 21845 of each block, 13 pieces of 20480, on 2 ranks 32768, 9 of 29696.
+uint64_t piecesOf(int n, bool everyBlock) { return !everyBlock ? 5 : n == 3 ? 13 : 9; }
 
 bool everyBlock(Collective c) {
-  return c == Collective::AllGather || c == Collective::ReduceScatter || c == Collective::AllToAll;
+  return c == Collective::AllGather || c == Collective::ReduceScatter || c == Collective::AllToAll ||
+         c == Collective::Gather || c == Collective::Scatter;
 }
 
 // The communicator's collective records after sequence `after`: those that ran direct and the
@@ -570,7 +564,8 @@ uint64_t lastSequenceOf(ncclComm_t comm) {
 }
 
 constexpr Collective kCutCollectives[] = {Collective::AllReduce, Collective::Broadcast,     Collective::Reduce,
-                                          Collective::AllGather, Collective::ReduceScatter, Collective::AllToAll};
+                                          Collective::AllGather, Collective::ReduceScatter, Collective::AllToAll,
+                                          Collective::Gather,    Collective::Scatter};
 
 // Calls larger than the communicator's own device buffers (WEFT_OWN_DEVICE_BUFFER_BYTES, here
 // 256 KiB) on one host where every rank has a device are cut into pieces that fit
@@ -599,6 +594,7 @@ TEST_P(DeviceDirectPieces, CallsLargerThanTheOwnBuffersGoDirectInPieces) {
   unsetenv("WEFT_OWN_DEVICE_BUFFER_BYTES");
   ASSERT_TRUE(ranks.ok);
   std::vector<std::vector<char>> hostInputs;
+  bool ownBuffersMade = false;  // by an all-to-all in place
   unsigned seed = 300;
   for (Collective collective : kCutCollectives)
     for (bool inPlace : {false, true}) {
@@ -606,9 +602,11 @@ TEST_P(DeviceDirectPieces, CallsLargerThanTheOwnBuffersGoDirectInPieces) {
       ++seed;
       const std::string label = std::string(collectiveName(collective)) + (inPlace ? " in place" : "") +
                                 ", placement " + std::to_string(placement);
-      const uint64_t expectedPieces = piecesOf(count, ownBytes, n, everyBlock(collective));
-      // Rank 0's input on the host stages every rank's pieces, but a broadcast's off the root.
-      const bool staged = placement == 3 || (placement == 4 && collective != Collective::Broadcast);
+      const uint64_t expectedPieces = piecesOf(n, everyBlock(collective));
+      // Rank 0's input on the host stages every rank's pieces, but a broadcast's or scatter's, whose
+      // input off the root nobody reads.
+      const bool staged = placement == 3 ||
+                          (placement == 4 && collective != Collective::Broadcast && collective != Collective::Scatter);
       const CallSpec spec{collective, inPlace, collective == Collective::ReduceScatter ? ncclAvg : ncclSum,
                           seed,       root,    count};
       std::vector<StreamChecks> checks = ranks.checksPerRank();
@@ -634,14 +632,15 @@ TEST_P(DeviceDirectPieces, CallsLargerThanTheOwnBuffersGoDirectInPieces) {
         const auto& own = ranks.comms[r]->direct.ownDevice;
         if (staged) continue;
         // An all-to-all in place goes through the own buffers on any memory (its direct schedule
-        // needs the buffers apart); it comes last.
-        if (plainRank(r) || (collective == Collective::AllToAll && inPlace)) {
+        // needs the buffers apart); they stay.
+        if (plainRank(r) || ownBuffersMade || (collective == Collective::AllToAll && inPlace)) {
           EXPECT_NE(own.base, nullptr) << "rank " << r << ": " << label;
           EXPECT_LE(own.areaBytes, ownBytes) << "rank " << r << ": " << label;
         } else {
           EXPECT_EQ(own.base, nullptr) << "rank " << r << ": its own memory can be mapped: " << label;
         }
       }
+      ownBuffersMade = ownBuffersMade || (!staged && collective == Collective::AllToAll && inPlace);
     }
   ncclResult_t asyncError = ncclSuccess;
   for (int r = 0; r < n; ++r) {
@@ -687,7 +686,7 @@ TEST_P(DeviceDirectRanks, MixedMemoryGoesDirectInPiecesAcrossProcesses) {
                       device.synchronize(stream);
                       if (check.mismatches()) status = 3;
                       const auto [direct, other] = directAndOtherRuns(comm, before);
-                      if (direct != piecesOf(kCount, ownBytes, n, everyBlock(collective)) || other) {
+                      if (direct != piecesOf(n, everyBlock(collective)) || other) {
                         fprintf(stderr, "rank %d: %s: %llu direct runs, %llu others\n", rank, label.c_str(),
                                 (unsigned long long)direct, (unsigned long long)other);
                         status = 4;
@@ -724,7 +723,7 @@ TEST(DeviceDirectPiecesOnHost, SharedHostMemoryGoesDirectInPiecesToo) {
       ++seed;
       const std::string label = std::string(collectiveName(collective)) + (inPlace ? " in place" : "");
       const ncclRedOp_t op = collective == Collective::ReduceScatter ? ncclAvg : ncclSum;
-      const uint64_t expectedPieces = (count + ownBytes / (n * sizeof(float)) - 1) / (ownBytes / (n * sizeof(float)));
+      const uint64_t expectedPieces = piecesOf(n, true);
       std::vector<uint64_t> lastSequence(n, 0);
       std::vector<const char*> results(n);
       ASSERT_EQ(ncclGroupStart(), ncclSuccess);
@@ -772,6 +771,60 @@ TEST(DeviceDirectPiecesOnHost, SharedHostMemoryGoesDirectInPiecesToo) {
     ncclMemFree(sends[r]);
     ncclMemFree(recvs[r]);
   }
+}
+
+// A group of a small all-reduce (the one-shot's size) and one cut into pieces, on one rank in host
+// memory and on the others in device memory: the device ranks run each call in a batch of its
+// own, the host rank all of them in one run. Only a lone call may take the one-shot exchange, so
+// none does here; were the device ranks to take it, they would wait in the mailboxes while the
+// host rank waits in the direct path's exchange (until WEFT_TIMEOUT).
+TEST(DeviceDirectPiecesOnHost, ASmallAllReduceBesideACutOneIsNotOneShot) {
+  constexpr int n = 3;
+  constexpr size_t small = 100, large = kCount;
+  setenv("WEFT_OWN_DEVICE_BUFFER_BYTES", std::to_string(256 << 10).c_str(), 1);
+  setenv("WEFT_TIMEOUT", "20", 1);  // read when a wait outlasts it: set for the whole test
+  OneProcessRanks ranks(n);
+  unsetenv("WEFT_OWN_DEVICE_BUFFER_BYTES");
+  ASSERT_TRUE(ranks.ok);
+  std::vector<StreamChecks> checks = ranks.checksPerRank();
+  std::vector<std::vector<float>> host(2);  // rank 0's, in place
+  host[0].resize(small);
+  host[1].resize(large);
+  std::vector<std::vector<char*>> device(n);
+  const unsigned seeds[] = {61, 62};
+  const size_t counts[] = {small, large};
+  ASSERT_EQ(ncclGroupStart(), ncclSuccess);
+  for (int r = 0; r < n; ++r)
+    for (int k = 0; k < 2; ++k) {
+      char* buffer = nullptr;
+      if (r == 0) {
+        fillInput(host[k].data(), counts[k], r, ncclFloat32, ncclSum, seeds[k]);
+        buffer = reinterpret_cast<char*>(host[k].data());
+      } else {
+        buffer = checks[r].input(ranks.streams[r], counts[k], ncclFloat32, ncclSum, seeds[k]);
+        device[r].push_back(buffer);
+      }
+      ASSERT_EQ(ncclAllReduce(buffer, buffer, counts[k], ncclFloat32, ncclSum, ranks.comms[r], ranks.streams[r]),
+                ncclSuccess);
+    }
+  ASSERT_EQ(ncclGroupEnd(), ncclSuccess);
+  for (int k = 0; k < 2; ++k) {
+    EXPECT_EQ(countMismatches(host[k].data(), counts[k], n, ncclFloat32, ncclSum, seeds[k], "host rank"), 0u);
+    for (int r = 1; r < n; ++r)
+      checks[r].expect(
+          ranks.streams[r], device[r][k], counts[k], ncclFloat32,
+          [=](size_t i) { return expectedReduction(n, i, ncclFloat32, ncclSum, seeds[k]); }, n, ncclSum, "device rank");
+  }
+  for (int r = 1; r < n; ++r) {
+    ranks.cpu.synchronize(ranks.streams[r]);
+    EXPECT_EQ(checks[r].mismatches(), 0u) << "rank " << r;
+  }
+  for (int r = 0; r < n; ++r) {
+    ncclResult_t asyncError = ncclSuccess;
+    EXPECT_EQ(ncclCommGetAsyncError(ranks.comms[r], &asyncError), ncclSuccess);
+    EXPECT_EQ(asyncError, ncclSuccess) << "rank " << r << ": " << ncclGetLastError(ranks.comms[r]);
+  }
+  unsetenv("WEFT_TIMEOUT");
 }
 
 }  // namespace

@@ -51,7 +51,8 @@ struct Call {
 
 bool blockPerRank(const Call& c) {
   return c.collective == Collective::AllGather || c.collective == Collective::ReduceScatter ||
-         c.collective == Collective::AllToAll;
+         c.collective == Collective::AllToAll || c.collective == Collective::Gather ||
+         c.collective == Collective::Scatter;
 }
 
 // The slices the library cuts `c` into on `n` ranks (staging_slices.h's rule, restated; an
@@ -109,14 +110,16 @@ class RankCalls {
     // in place, the other buffer is this rank's block of it.
     const bool gathers = c.collective == Collective::AllGather;
     const bool exchanges = c.collective == Collective::AllToAll;
+    const bool rootGathers = c.collective == Collective::Gather, rootScatters = c.collective == Collective::Scatter;
     const size_t sendCount =
-        c.collective == Collective::ReduceScatter || exchanges || (gathers && c.inPlace) ? n_ * c.count : c.count;
-    const size_t recvBytes = gathers || exchanges ? n_ * bytes : bytes;
+        c.collective == Collective::ReduceScatter || exchanges || rootScatters || (gathers && c.inPlace) ? n_ * c.count
+                                                                                                         : c.count;
+    const size_t recvBytes = gathers || exchanges || rootGathers ? n_ * bytes : bytes;
     const bool sendOnHost = !device_ || (c.stridedOnHost && c.collective == Collective::ReduceScatter);
     const bool recvOnHost = !device_ || (c.stridedOnHost && (gathers || exchanges));
     char* send = nullptr;
     if (!sendOnHost) {
-      send = checks_->input(stream, sendCount, c.type, c.op, seed);
+      send = checks_->input(stream, sendCount, c.type, c.op, seed, rootScatters ? c.root : -1);
     } else {
       send = hostBuffer(sendCount * dataTypeSize(c.type));
       fillInput(send, sendCount, rank_, c.type, c.op, seed);
@@ -140,6 +143,10 @@ class RankCalls {
       r = ncclReduceScatter(send, recv, c.count, c.type, c.op, comm_, stream);
     } else if (exchanges) {
       r = ncclAlltoAll(send, recv, c.count, c.type, comm_, stream);
+    } else if (rootGathers) {
+      r = ncclGather(send, recv, c.count, c.type, c.root, comm_, stream);
+    } else if (rootScatters) {
+      r = ncclScatter(send, recv, c.count, c.type, c.root, comm_, stream);
     } else {
       r = ncclReduce(send, recv, c.count, c.type, c.op, c.root, comm_, stream);
     }
@@ -172,6 +179,15 @@ class RankCalls {
     } else if (c.collective == Collective::ReduceScatter) {
       const size_t first = rank_ * c.count;
       expected = [=](size_t i) { return expectedReduction(n, first + i, c.type, c.op, seed); };
+    } else if (rootGathers) {  // at the root, block q: rank q's input
+      if (rank_ != c.root) return true;
+      const size_t count = c.count;
+      expected = [=](size_t i) { return inputValue(static_cast<int>(i / count), i % count, c.type, c.op, seed); };
+      reduced = 1;
+    } else if (rootScatters) {  // the root's block for this rank
+      const size_t first = rank_ * c.count;
+      expected = [=](size_t i) { return inputValue(c.root, first + i, c.type, c.op, seed); };
+      reduced = 1;
     } else if (exchanges) {  // block q: rank q's input block for this rank
       const size_t count = c.count, first = rank_ * c.count;
       expected = [=](size_t i) {
@@ -183,7 +199,7 @@ class RankCalls {
     } else {
       return true;  // a reduce's output off the root: nothing to check
     }
-    const size_t resultCount = gathers || exchanges ? n_ * c.count : c.count;
+    const size_t resultCount = gathers || exchanges || rootGathers ? n_ * c.count : c.count;
     pending_.push_back([=, this] {
       if (!recvOnHost) {
         checks_->expect(stream, recv, resultCount, c.type, expected, reduced, c.op, label);
@@ -318,9 +334,10 @@ std::vector<std::vector<Call>> callsFor(int n) {
   return groups;
 }
 
-// All-gathers, reduce-scatters and all-to-alls, whose slices are strided: in place and not, a
-// tail slice, more than 8 slices' worth, 8-byte and 2-byte types, a group with calls that are not
-// cut, and on device ranks strided buffers on host memory beside device ones.
+// All-gathers, reduce-scatters, all-to-alls, gathers and scatters, whose slices are strided (at
+// the root, for the last two): in place and not, a tail slice, more than 8 slices' worth, 8-byte
+// and 2-byte types, a group with calls that are not cut, and on device ranks strided buffers on
+// host memory beside device ones.
 std::vector<std::vector<Call>> stridedCalls() {
   return {
       {{Collective::AllGather, ncclFloat32, 30001}},
@@ -339,6 +356,11 @@ std::vector<std::vector<Call>> stridedCalls() {
        {Collective::AllReduce, ncclFloat32, 300, ncclSum},
        {Collective::AllToAll, ncclFloat32, 20000, ncclSum, 0, true}},
       {{Collective::AllToAll, ncclFloat32, 30001, ncclSum, 0, false, PointToPoint::None, false, true}},
+      {{Collective::Gather, ncclFloat32, 30001, ncclSum, 1}},
+      {{Collective::Scatter, ncclFloat64, 20000, ncclSum, 0}},
+      {{Collective::Gather, ncclFloat16, 40000, ncclSum, 0},
+       {Collective::AllReduce, ncclFloat32, 300, ncclSum},
+       {Collective::Scatter, ncclFloat32, 30001, ncclSum, 1}},
   };
 }
 

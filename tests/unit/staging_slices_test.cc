@@ -123,9 +123,27 @@ TEST_F(StagingSlicesTest, SlicesOfInPlaceAllGathersAndReduceScattersStayInPlace)
   }
 }
 
+// A gather's or scatter's block per rank lies in the root's buffer: sliced like an all-gather's
+// (receive) or reduce-scatter's (send), strided at the root only.
+TEST_F(StagingSlicesTest, GathersAndScattersAreCutStridedAtTheRoot) {
+  for (Collective c : {Collective::Gather, Collective::Scatter}) {
+    EXPECT_EQ(stagingSliceCount(call(c, 511)), 1u) << collectiveName(c);
+    EXPECT_EQ(stagingSliceCount(call(c, 1 << 16)), 8u) << collectiveName(c);
+    std::vector<CollectiveCall> storage;
+    for (int rank : {0, 1}) {  // the root is 1
+      comm.rank = rank;
+      const std::vector<CollectiveCall>& cut = cutIntoStagingSlices({call(c, 1001)}, &storage);
+      ASSERT_EQ(cut.size(), 4u) << collectiveName(c);
+      const BufferSpans spans = bufferSpans(cut[1]);
+      const size_t strided = rank == 1 ? (3 * 1001 + 251) * sizeof(float) : 0;
+      EXPECT_EQ(c == Collective::Gather ? spans.recv : spans.send, strided) << collectiveName(c) << " rank " << rank;
+      EXPECT_EQ(c == Collective::Gather ? spans.send : spans.recv, 251 * sizeof(float)) << collectiveName(c);
+    }
+    comm.rank = 0;
+  }
+}
+
 TEST_F(StagingSlicesTest, OtherCollectivesOneHostNoDeviceOrScaledOperatorsAreNotCut) {
-  for (Collective c : {Collective::Gather, Collective::Scatter})
-    EXPECT_EQ(stagingSliceCount(call(c, 1 << 16)), 1u) << collectiveName(c) << ": not cut";
   CollectiveCall preMulSum = call(Collective::AllReduce, 1 << 16);
   preMulSum.op = static_cast<ncclRedOp_t>(ncclNumOps);
   EXPECT_EQ(stagingSliceCount(preMulSum), 1u) << "its scalar may be device memory, staged whole";
@@ -171,7 +189,7 @@ TEST_F(StagingSlicesTest, SlicesCoverTheCallInOrderOverTheSameBuffers) {
 }
 
 TEST_F(StagingSlicesTest, CallsNoneOfWhichIsCutAreReturnedAsTheyAre) {
-  std::vector<CollectiveCall> calls = {call(Collective::AllReduce, 100), call(Collective::Gather, 1 << 16)};
+  std::vector<CollectiveCall> calls = {call(Collective::AllReduce, 100), call(Collective::Gather, 100)};
   std::vector<CollectiveCall> storage;
   EXPECT_EQ(&cutIntoStagingSlices(calls, &storage), &calls);
   EXPECT_TRUE(storage.empty());
@@ -209,6 +227,12 @@ TEST_F(OwnBufferPiecesTest, AsManyPiecesAsTheLargerBufferNeedsOfEqualSizeButTheL
     EXPECT_TRUE(cut[k].ownBufferPiece) << "direct whatever its size";
     EXPECT_EQ(cut[k].blockStride, 0u);
   }
+  // Rounded up to 16384, 262145 floats would leave a last piece of 1: balanced instead.
+  storage.clear();
+  const std::vector<CollectiveCall>& tail = cutIntoStagingSlices({call(Collective::AllReduce, 262145)}, &storage);
+  ASSERT_EQ(tail.size(), 17u);
+  EXPECT_EQ(tail[0].count, 15421u);
+  EXPECT_EQ(tail[16].count, 262145u - 16 * 15421u);
   // Own buffers smaller than 4 KiB a block: pieces as large as fit, unaligned.
   comm.agreed.ownDeviceBufferBytes = 65536;
   comm.nranks = 32;
@@ -231,12 +255,13 @@ TEST_F(OwnBufferPiecesTest, AllGatherReduceScatterAndAllToAllPiecesFitWithEveryR
     std::vector<CollectiveCall> storage;
     const std::vector<CollectiveCall>& cut = cutIntoStagingSlices({call(c, 4097)}, &storage);
     ASSERT_EQ(cut.size(), 2u) << collectiveName(c);
-    EXPECT_EQ(cut[0].count, 3072u) << "a whole number of 4 KiB";
-    EXPECT_EQ(cut[1].count, 1025u);
+    // 3072 (whole 4 KiB) would leave a last piece of 1025, under half: balanced instead.
+    EXPECT_EQ(cut[0].count, 2049u);
+    EXPECT_EQ(cut[1].count, 2048u);
     for (size_t k = 0; k < 2; ++k) {
       const CollectiveCall& piece = cut[k];
-      EXPECT_EQ(piece.sendbuff, send.data() + k * 3072 * sizeof(float)) << collectiveName(c) << " piece " << k;
-      EXPECT_EQ(piece.recvbuff, recv.data() + k * 3072 * sizeof(float)) << collectiveName(c) << " piece " << k;
+      EXPECT_EQ(piece.sendbuff, send.data() + k * 2049 * sizeof(float)) << collectiveName(c) << " piece " << k;
+      EXPECT_EQ(piece.recvbuff, recv.data() + k * 2049 * sizeof(float)) << collectiveName(c) << " piece " << k;
       EXPECT_EQ(piece.blockStride, 4097u) << collectiveName(c);
       const BufferSpans own = bufferSpans(contiguousView(piece));
       EXPECT_LE(std::max(own.send, own.recv), 64u << 10) << collectiveName(c) << ": its blocks back to back fit";
@@ -246,8 +271,6 @@ TEST_F(OwnBufferPiecesTest, AllGatherReduceScatterAndAllToAllPiecesFitWithEveryR
 
 TEST_F(OwnBufferPiecesTest, OnlyCallsThatEveryRankMayTakeDirectAreCut) {
   const size_t large = 1 << 16;  // 256 KiB of floats
-  for (Collective c : {Collective::Gather, Collective::Scatter})
-    EXPECT_EQ(stagingSliceCount(call(c, large)), 1u) << collectiveName(c) << ": not cut";
   CollectiveCall preMulSum = call(Collective::AllReduce, large);
   preMulSum.op = static_cast<ncclRedOp_t>(ncclNumOps);
   EXPECT_EQ(stagingSliceCount(preMulSum), 1u) << "its scalar may be device memory, staged whole";

@@ -1,9 +1,10 @@
-// Strided all-gathers, reduce-scatters and all-to-alls (algorithms/builders/strided_blocks.h):
-// slice k of a call of C elements a rank, its blocks C elements apart. Every algorithm is run by the simulator
-// with real data, half the ranks on the strided buffers of the whole call and the other half on
-// contiguous buffers of the slice alone (a staged rank), so that a message the strided form
-// changed would fail the run. Results are checked against a reference computed here, and every
-// element outside the slice must be left as it was.
+// Strided all-gathers, reduce-scatters, all-to-alls, gathers and scatters
+// (algorithms/builders/strided_blocks.h): slice k of a call of C elements a rank, its blocks C
+// elements apart. Every algorithm is run by the simulator with real data, half the ranks on the
+// strided buffers of the whole call and the other half on contiguous buffers of the slice alone (a
+// staged rank), so that a message the strided form changed would fail the run. Results are
+// checked against a reference computed here, and every element outside the slice must be left as
+// it was.
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -55,15 +56,52 @@ struct Rank {
 int32_t input(int rank, size_t element) { return static_cast<int32_t>(rank * 1000 + element % 997) - 400; }
 
 // Runs every rank's schedule on its buffers in the simulator, int32 elements; `scalars`: each
-// rank's PreMulSum factor, or none.
-SimulationResult simulateRanks(const std::vector<Rank>& ranks, const std::vector<Schedule>& schedules,
-                               std::vector<std::vector<char>> scalars = {}) {
+// rank's PreMulSum factor, or none. False (and a failure) where the run failed.
+bool simulated(const std::vector<Rank>& ranks, const std::vector<Schedule>& schedules, const std::string& what,
+               std::vector<std::vector<char>> scalars = {}) {
   SimulationOptions options;
   options.type = ncclInt32;
   options.scalars = std::move(scalars);
   std::vector<SimulatedBuffers> buffers;
   for (const Rank& m : ranks) buffers.push_back(m.buffers);
-  return simulate(schedules, buffers, options);
+  const SimulationResult result = simulate(schedules, buffers, options);
+  EXPECT_TRUE(result.ok) << what << ": " << result.error;
+  return result.ok;
+}
+
+// A shape of int32 elements: `count` of them a block (or the buffer), `stride` apart (0: back to
+// back).
+CollectiveShape shapeOf(Collective collective, size_t count, int rank, int n, bool inPlace, size_t stride) {
+  CollectiveShape shape;
+  shape.collective = collective;
+  shape.count = count;
+  shape.elementSize = sizeof(int32_t);
+  shape.rank = rank;
+  shape.nranks = n;
+  shape.inPlace = inPlace;
+  shape.blockStride = stride;
+  return shape;
+}
+
+// Where rank r's slice lies in its buffer of n blocks: on the even ranks in the whole call's
+// blocks of C elements, from element k0 of each (strided); on the odd ones in blocks of the slice's
+// s elements, back to back.
+struct SliceLayout {
+  bool strided;
+  size_t block, skip;
+};
+SliceLayout layoutOf(int r, size_t C, size_t s, size_t k0) {
+  const bool strided = r % 2 == 0;
+  return {strided, strided ? C : s, strided ? k0 : 0};
+}
+
+// `algorithm`'s schedule for `shape`; false (and a failure) where another algorithm was built.
+bool buildInto(std::vector<Schedule>& schedules, Algorithm algorithm, const CollectiveShape& shape,
+               const std::string& what) {
+  Algorithm ran = algorithm;
+  schedules.push_back(buildCollectiveSchedule(algorithm, shape, &ran));
+  EXPECT_EQ(ran, algorithm) << what;
+  return ran == algorithm;
 }
 
 // The ring order: 0..n-1, or a fixed permutation. The nodes: equal nodes of 2 where n allows (the
@@ -108,7 +146,7 @@ void check(const Case& c) {
   std::vector<Schedule> schedules;
   for (int r = 0; r < n; ++r) {
     Rank& m = ranks[r];
-    const bool strided = r % 2 == 0;
+    const auto [strided, block, skip] = layoutOf(r, C, s, k0);  // the big buffer: n blocks
     CollectiveShape shape{.collective = c.collective,
                           .count = s,
                           .elementSize = es,
@@ -122,8 +160,6 @@ void check(const Case& c) {
                           .channels = c.channels};
     const int32_t scalar = 1 + r % 3;
     scalars.emplace_back(reinterpret_cast<const char*>(&scalar), reinterpret_cast<const char*>(&scalar + 1));
-    // The big buffer: n blocks (of C elements where strided, of s where contiguous).
-    const size_t block = strided ? C : s, skip = strided ? k0 : 0;
     std::vector<int32_t>& big = gathers ? m.recv : m.send;
     std::vector<int32_t>& small = gathers ? m.send : m.recv;
     big.assign(n * block, kUntouched);
@@ -142,18 +178,14 @@ void check(const Case& c) {
     m.buffers.sendBytes = gathers ? smallBytes : bigBytes;
     m.buffers.recvBytes = gathers ? bigBytes : smallBytes;
     if (strided) shape.blockStride = C;
-    Algorithm ran = c.algorithm;
-    schedules.push_back(buildCollectiveSchedule(c.algorithm, shape, &ran));
-    ASSERT_EQ(ran, c.algorithm) << c.describe();
+    if (!buildInto(schedules, c.algorithm, shape, c.describe())) return;
   }
   if (c.op != Operator::PreMulSum) scalars.clear();
-  const SimulationResult result = simulateRanks(ranks, schedules, std::move(scalars));
-  ASSERT_TRUE(result.ok) << c.describe() << ": " << result.error;
+  if (!simulated(ranks, schedules, c.describe(), std::move(scalars))) return;
 
   for (int r = 0; r < n; ++r) {
     const Rank& m = ranks[r];
-    const bool strided = r % 2 == 0;
-    const size_t block = strided ? C : s, skip = strided ? k0 : 0;
+    const auto [strided, block, skip] = layoutOf(r, C, s, k0);
     const std::vector<int32_t>& big = gathers ? m.recv : m.send;
     for (int q = 0; q < n; ++q)
       for (size_t i = 0; i < block; ++i) {
@@ -187,8 +219,7 @@ void checkAllToAll(Algorithm algorithm, int n, size_t C, size_t k0, size_t s, bo
   std::vector<Schedule> schedules;
   for (int r = 0; r < n; ++r) {
     Rank& m = ranks[r];
-    const bool strided = r % 2 == 0;
-    const size_t block = strided ? C : s, skip = strided ? k0 : 0;
+    const auto [strided, block, skip] = layoutOf(r, C, s, k0);
     m.send.assign(n * block, kUntouched);
     m.recv.assign(n * block, kUntouched);
     std::vector<int32_t>& in = inPlace ? m.recv : m.send;
@@ -197,24 +228,13 @@ void checkAllToAll(Algorithm algorithm, int n, size_t C, size_t k0, size_t s, bo
     m.buffers.send = reinterpret_cast<const char*>(in.data() + skip);
     m.buffers.recv = reinterpret_cast<char*>(m.recv.data() + skip);
     m.buffers.sendBytes = m.buffers.recvBytes = ((n - 1) * block + s) * es;
-    CollectiveShape shape;
-    shape.collective = Collective::AllToAll;
-    shape.count = s;
-    shape.elementSize = es;
-    shape.rank = r;
-    shape.nranks = n;
-    shape.inPlace = inPlace;
-    if (strided) shape.blockStride = C;
-    Algorithm ran = algorithm;
-    schedules.push_back(buildCollectiveSchedule(algorithm, shape, &ran));
-    ASSERT_EQ(ran, algorithm) << what;
+    const CollectiveShape shape = shapeOf(Collective::AllToAll, s, r, n, inPlace, strided ? C : 0);
+    if (!buildInto(schedules, algorithm, shape, what)) return;
   }
-  const SimulationResult result = simulateRanks(ranks, schedules);
-  ASSERT_TRUE(result.ok) << what << ": " << result.error;
+  if (!simulated(ranks, schedules, what)) return;
   for (int r = 0; r < n; ++r) {
     const Rank& m = ranks[r];
-    const bool strided = r % 2 == 0;
-    const size_t block = strided ? C : s, skip = strided ? k0 : 0;
+    const auto [strided, block, skip] = layoutOf(r, C, s, k0);
     for (int q = 0; q < n; ++q)
       for (size_t i = 0; i < block; ++i) {
         const bool inSlice = i >= skip && i < skip + s;
@@ -225,6 +245,74 @@ void checkAllToAll(Algorithm algorithm, int n, size_t C, size_t k0, size_t s, bo
         ASSERT_EQ(m.send[q * block + i], sent) << what << ": rank " << r << " send block " << q << " element " << i;
       }
   }
+}
+
+// A gather's or scatter's slice: the root's buffer of n blocks strided on the even ranks (when
+// the root is one), back to back on the odd ones; every rank's own block contiguous.
+void checkRooted(Collective collective, Algorithm algorithm, int n, int root, size_t C, size_t k0, size_t s,
+                 bool inPlace) {
+  const bool gathers = collective == Collective::Gather;
+  const std::string what = std::string(collectiveName(collective)) + " " + algorithmName(algorithm) +
+                           " n=" + std::to_string(n) + " root " + std::to_string(root) + " slice [" +
+                           std::to_string(k0) + ", +" + std::to_string(s) + ")" + (inPlace ? " in place" : "");
+  const size_t es = sizeof(int32_t);
+  std::vector<Rank> ranks(n);
+  std::vector<Schedule> schedules;
+  for (int r = 0; r < n; ++r) {
+    Rank& m = ranks[r];
+    const auto [strided, block, skip] = layoutOf(r, C, s, k0);
+    const bool isRoot = r == root, own = inPlace && isRoot;
+    std::vector<int32_t>& big = gathers ? m.recv : m.send;
+    std::vector<int32_t>& small = gathers ? m.send : m.recv;
+    big.assign(isRoot ? n * block : 0, kUntouched);
+    small.assign(s, kUntouched);
+    for (size_t i = 0; i < s; ++i) {
+      if (gathers) (own ? big[r * block + skip + i] : small[i]) = input(r, k0 + i);
+      if (!gathers && isRoot)
+        for (int q = 0; q < n; ++q) big[q * block + skip + i] = input(r, q * C + k0 + i);
+    }
+    int32_t* bigSlice = isRoot ? big.data() + skip : nullptr;
+    int32_t* smallSlice = own ? bigSlice + r * block : small.data();
+    m.buffers.send = reinterpret_cast<const char*>(gathers ? smallSlice : bigSlice);
+    m.buffers.recv = reinterpret_cast<char*>(gathers ? bigSlice : smallSlice);
+    const size_t bigBytes = isRoot ? ((n - 1) * block + s) * es : 0;
+    m.buffers.sendBytes = gathers ? s * es : bigBytes;
+    m.buffers.recvBytes = gathers ? bigBytes : s * es;
+    CollectiveShape shape = shapeOf(collective, s, r, n, own, strided ? C : 0);
+    shape.root = root;
+    if (!buildInto(schedules, algorithm, shape, what)) return;
+  }
+  if (!simulated(ranks, schedules, what)) return;
+  for (int r = 0; r < n; ++r) {
+    const Rank& m = ranks[r];
+    const auto [strided, block, skip] = layoutOf(r, C, s, k0);
+    if (r == root) {
+      const std::vector<int32_t>& big = gathers ? m.recv : m.send;
+      for (int q = 0; q < n; ++q)
+        for (size_t i = 0; i < block; ++i) {
+          const bool inSlice = i >= skip && i < skip + s;
+          const int32_t expected = !inSlice  ? kUntouched
+                                   : gathers ? input(q, k0 + i - skip)
+                                             : input(r, q * C + k0 + i - skip);
+          ASSERT_EQ(big[q * block + i], expected) << what << ": root block " << q << " element " << i;
+        }
+      if (inPlace) continue;
+    }
+    if (gathers) continue;  // a gather's input, read only
+    for (size_t i = 0; i < s; ++i)
+      ASSERT_EQ(m.recv[i], input(root, r * C + k0 + i)) << what << ": rank " << r << " element " << i;
+  }
+}
+
+TEST(StridedBlocks, GatherAndScatterOnSlicesOfALargerCall) {
+  for (Collective collective : {Collective::Gather, Collective::Scatter})
+    for (int n : {1, 2, 3, 4, 5})
+      for (int root = 0; root < n; ++root)
+        for (bool inPlace : {false, true})
+          for (const auto& [first, count] : std::vector<std::pair<size_t, size_t>>{{7, 7}, {14, 5}, {3, 1}}) {
+            checkRooted(collective, Algorithm::Linear, n, root, 19, first, count, inPlace);
+            if (HasFatalFailure()) return;
+          }
 }
 
 TEST(StridedBlocks, EveryAllToAllAlgorithmOnSlicesOfALargerCall) {
@@ -258,15 +346,7 @@ TEST(StridedBlocks, EveryAllGatherAndReduceScatterAlgorithmOnSlicesOfALargerCall
 }
 
 // Rank 1 of 4, blocks of 8 floats (32 bytes), not strided.
-CollectiveShape smallShape(Collective collective) {
-  CollectiveShape shape;
-  shape.collective = collective;
-  shape.count = 8;
-  shape.elementSize = 4;
-  shape.rank = 1;
-  shape.nranks = 4;
-  return shape;
-}
+CollectiveShape smallShape(Collective collective) { return shapeOf(collective, 8, 1, 4, false, 0); }
 
 TEST(StridedBlocks, RingsMoveTheirRangesAndOthersGoThroughScratch) {
   CollectiveShape shape = smallShape(Collective::AllGather);
