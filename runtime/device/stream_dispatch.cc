@@ -200,7 +200,7 @@ bool leaveForDirectPath(const CollectiveCall& call, DeviceApi* device, DeviceBuf
     out->throughOwnBuffers = true;  // received there, copied out after the run
     return spans.recv <= call.comm->agreed.ownDeviceBufferBytes;
   }
-  if (!directPathEligible(call) || call.op >= ncclNumOps || oneShotEligible(call) || compressedAllReduceWanted(call) ||
+  if (!directPathEligible(call) || call.op >= ncclNumOps || takesOneShot(call) || compressedAllReduceWanted(call) ||
       (spans.send && !onDevice(call.sendbuff, spans.send)) || (spans.recv && !onDevice(call.recvbuff, spans.recv)))
     return false;
   // Exported are only the buffers peers read or write; the others only this rank's kernels touch.
@@ -227,7 +227,7 @@ ncclResult_t prepareBatch(CommCalls& share, DeviceApi* device) {
     batch->calls.back().callerSendbuff = call->sendbuff;
     batch->calls.back().callsInGroup = share.groupCalls;
     DeviceBuffers direct;
-    if (leaveForDirectPath(*call, device, &direct)) {
+    if (leaveForDirectPath(batch->calls.back(), device, &direct)) {  // (the copy knows its group)
       batch->deviceBuffers.push_back(direct);
       batch->calls.back().deviceBuffers = &batch->deviceBuffers.back();
     }

@@ -386,8 +386,7 @@ void serveDumpRequest(ncclComm* comm) {
 }
 
 ncclResult_t runCollectives(const std::vector<CollectiveCall>& calls) {
-  if (calls.size() == 1 && calls.front().callsInGroup <= 1 && oneShotEligible(calls.front()))
-    return runOneShot(calls.front());
+  if (calls.size() == 1 && takesOneShot(calls.front())) return runOneShot(calls.front());
   std::vector<CommQueue> queues = queuesFor(calls);
   std::vector<ncclComm*> comms;
   for (auto& q : queues) {

@@ -79,6 +79,8 @@ bool oneShotEligible(const CollectiveCall& call) {
          !compressedAllReduceWanted(call);
 }
 
+bool takesOneShot(const CollectiveCall& call) { return call.callsInGroup <= 1 && oneShotEligible(call); }
+
 ncclResult_t prepareOneShot(const CollectiveCall& call, const std::vector<PeerTraffic>** traffic) {
   ncclComm* comm = call.comm;
   OneShotState& state = comm->exec.oneShot;

@@ -37,6 +37,9 @@ struct OneShotState {
 // built-in operator, every rank on this host and joined by shared memory, no algorithm forced
 // (WEFT_ALGO, NCCL_ALGO) and no compression.
 bool oneShotEligible(const CollectiveCall& call);
+// Whether the call takes the one-shot exchange: eligible, and alone on its communicator in its
+// group (CollectiveCall::callsInGroup), which every rank sees alike however it batches its calls.
+bool takesOneShot(const CollectiveCall& call);
 // Connects every peer on the first call (each must have a mailbox) and sets *traffic to what
 // the call's record counts.
 ncclResult_t prepareOneShot(const CollectiveCall& call, const std::vector<PeerTraffic>** traffic);

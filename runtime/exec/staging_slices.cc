@@ -22,8 +22,8 @@ bool cutsIntoSlices(const CollectiveCall& call) { return !call.kind.isPointToPoi
 // The bytes of `call` that a slice's size is measured against, and a slice of them:
 // WEFT_STAGING_SLICE_BYTES a rank. Each slice is a collective of its own, whose start-up (a
 // ring's 2(n-1) steps) grows with the rank count; a slice of n times a few MiB keeps each step's
-// message large beside its latency. Of an all-gather or reduce-scatter, whose count is one
-// rank's block, a slice is WEFT_STAGING_SLICE_BYTES of every block.
+// message large beside its latency. Of a collective with a block per rank (whose count is one
+// rank's block), a slice is WEFT_STAGING_SLICE_BYTES of every block.
 size_t sliceBytes(const CollectiveCall& call) {
   const size_t perRank = call.comm->agreed.stagingSliceBytes;
   return sizeCountsEveryRank(call.kind.collective()) ? perRank
@@ -44,15 +44,9 @@ Cut evenPieces(const CollectiveCall& call, size_t mostElements) {
   const size_t align = std::max<size_t>(4096 / dataTypeSize(call.datatype), 1);
   if (mostElements >= align) mostElements = mostElements / align * align;
   const size_t pieces = (call.count + mostElements - 1) / mostElements;
-  const size_t balanced = (call.count + pieces - 1) / pieces;
-  size_t elements = balanced;
-  if (mostElements >= align) {
-    // Rounded up, unless that leaves a last piece under half the others (each piece costs a
-    // handshake and a batch): then balanced, unaligned.
-    const size_t rounded = std::min((balanced + align - 1) / align * align, mostElements);
-    const size_t last = call.count - (call.count - 1) / rounded * rounded;
-    if (2 * last >= rounded) elements = rounded;
-  }
+  size_t elements = (call.count + pieces - 1) / pieces;
+  // Rounding up keeps the number of pieces (at most mostElements each); only the last is smaller.
+  if (mostElements >= align) elements = std::min((elements + align - 1) / align * align, mostElements);
   return {elements, (call.count + elements - 1) / elements};
 }
 
@@ -129,7 +123,7 @@ const std::vector<CollectiveCall>& cutIntoStagingSlices(const std::vector<Collec
       slice.recvbuff = advanced(call.recvbuff, first * elementSize);
       slice.stagingSlice = true;
       slice.ownBufferPiece = cut.ownBufferPieces;
-      if (sizeCountsEveryRank(call.kind.collective())) slice.blockStride = call.count;  // AG, RS, all-to-all
+      if (sizeCountsEveryRank(call.kind.collective())) slice.blockStride = call.count;  // a block per rank
       storage->push_back(slice);
     }
   }

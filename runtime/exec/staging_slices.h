@@ -27,8 +27,7 @@
 // (WEFT_OWN_DEVICE_BUFFER_BYTES, runtime/exec/direct_path.h) is cut into pieces that fit, so
 // that a rank on memory that cannot be exported goes direct through them piece by piece rather
 // than staging the whole call through host memory. Pieces are as many as needed, of equal size
-// (but the last; whole 4 KiB where that leaves a last piece of at least half the others), and
-// strided like slices.
+// (but the last; whole 4 KiB where that fits), and strided like slices.
 #pragma once
 
 #include <cstddef>

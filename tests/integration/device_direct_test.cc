@@ -361,8 +361,8 @@ struct CallSpec {
 };
 
 // The rank's call on device buffers it allocates, its input written on its stream first (or,
-// with `hostInputs` and out of place, its input in host memory kept there; not for a gather or
-// scatter); the buffer its result lands in (null where the call failed).
+// with `hostInputs` and out of place, its input in host memory kept there); the buffer its result
+// lands in (null where the call failed).
 char* callCollective(const RankSide& side, StreamChecks& check, const CallSpec& c,
                      std::vector<std::vector<char>>* hostInputs = nullptr) {
   const int n = side.n, r = side.rank, root = c.root;

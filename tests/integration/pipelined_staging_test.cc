@@ -125,6 +125,9 @@ class RankCalls {
       fillInput(send, sendCount, rank_, c.type, c.op, seed);
     }
     char* recv = c.inPlace ? send : recvOnHost ? hostBuffer(recvBytes) : checks_->deviceBuffer(recvBytes);
+    // Off the root, a gather's output and a scatter's input are ignored: null, as NCCL allows.
+    if (rootGathers && rank_ != c.root) recv = nullptr;
+    if (rootScatters && rank_ != c.root) send = nullptr;
     if (c.inPlace && gathers) send = recv + rank_ * bytes;
     if (c.inPlace && c.collective == Collective::ReduceScatter) recv = send + rank_ * bytes;
     const int next = (rank_ + 1) % n_, previous = (rank_ + n_ - 1) % n_;

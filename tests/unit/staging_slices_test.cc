@@ -227,12 +227,12 @@ TEST_F(OwnBufferPiecesTest, AsManyPiecesAsTheLargerBufferNeedsOfEqualSizeButTheL
     EXPECT_TRUE(cut[k].ownBufferPiece) << "direct whatever its size";
     EXPECT_EQ(cut[k].blockStride, 0u);
   }
-  // Rounded up to 16384, 262145 floats would leave a last piece of 1: balanced instead.
+  // Rounded up, the pieces are as many as balanced ones would be; only the last is smaller.
   storage.clear();
   const std::vector<CollectiveCall>& tail = cutIntoStagingSlices({call(Collective::AllReduce, 262145)}, &storage);
   ASSERT_EQ(tail.size(), 17u);
-  EXPECT_EQ(tail[0].count, 15421u);
-  EXPECT_EQ(tail[16].count, 262145u - 16 * 15421u);
+  EXPECT_EQ(tail[0].count, 16384u);
+  EXPECT_EQ(tail[16].count, 1u);
   // Own buffers smaller than 4 KiB a block: pieces as large as fit, unaligned.
   comm.agreed.ownDeviceBufferBytes = 65536;
   comm.nranks = 32;
@@ -255,13 +255,12 @@ TEST_F(OwnBufferPiecesTest, AllGatherReduceScatterAndAllToAllPiecesFitWithEveryR
     std::vector<CollectiveCall> storage;
     const std::vector<CollectiveCall>& cut = cutIntoStagingSlices({call(c, 4097)}, &storage);
     ASSERT_EQ(cut.size(), 2u) << collectiveName(c);
-    // 3072 (whole 4 KiB) would leave a last piece of 1025, under half: balanced instead.
-    EXPECT_EQ(cut[0].count, 2049u);
-    EXPECT_EQ(cut[1].count, 2048u);
+    EXPECT_EQ(cut[0].count, 3072u) << "a whole number of 4 KiB";
+    EXPECT_EQ(cut[1].count, 1025u);
     for (size_t k = 0; k < 2; ++k) {
       const CollectiveCall& piece = cut[k];
-      EXPECT_EQ(piece.sendbuff, send.data() + k * 2049 * sizeof(float)) << collectiveName(c) << " piece " << k;
-      EXPECT_EQ(piece.recvbuff, recv.data() + k * 2049 * sizeof(float)) << collectiveName(c) << " piece " << k;
+      EXPECT_EQ(piece.sendbuff, send.data() + k * 3072 * sizeof(float)) << collectiveName(c) << " piece " << k;
+      EXPECT_EQ(piece.recvbuff, recv.data() + k * 3072 * sizeof(float)) << collectiveName(c) << " piece " << k;
       EXPECT_EQ(piece.blockStride, 4097u) << collectiveName(c);
       const BufferSpans own = bufferSpans(contiguousView(piece));
       EXPECT_LE(std::max(own.send, own.recv), 64u << 10) << collectiveName(c) << ": its blocks back to back fit";
