@@ -544,6 +544,15 @@ TEST(DeviceDirect, BuffersNoPeerTouchesMayBeAnyDeviceMemory) {
 // on 3 ranks at most 21845 of each block, 13 pieces of 20480, on 2 ranks 32768, 9 of 29696.
 uint64_t piecesOf(int n, bool everyBlock) { return !everyBlock ? 5 : n == 3 ? 13 : 9; }
 
+// A count whose pieces are all equal, on 3 ranks with own buffers of 256 KiB: 5 x 53248 and
+// 13 x 20480. In one process, pieces of unequal size make two ranks write one address of a
+// rank's own buffers in consecutive pieces (the chunks move); the direct path's barrier orders
+// those writes, but it goes through the shared-memory transport, whose segment each side maps
+// at an address of its own, which ThreadSanitizer cannot pair, so it reports a race. Unequal
+// pieces run across processes (MixedMemoryGoesDirectInPiecesAcrossProcesses), where it does
+// not look.
+constexpr size_t kEqualPiecesCount = 266240;
+
 bool everyBlock(Collective c) {
   return c == Collective::AllGather || c == Collective::ReduceScatter || c == Collective::AllToAll ||
          c == Collective::Gather || c == Collective::Scatter;
@@ -584,7 +593,7 @@ class DeviceDirectPieces : public ::testing::TestWithParam<int> {};
 
 TEST_P(DeviceDirectPieces, CallsLargerThanTheOwnBuffersGoDirectInPieces) {
   constexpr int n = 3, root = 2;
-  constexpr size_t ownBytes = 256 << 10, count = kCount;
+  constexpr size_t ownBytes = 256 << 10, count = kEqualPiecesCount;
   setenv("WEFT_OWN_DEVICE_BUFFER_BYTES", std::to_string(ownBytes).c_str(), 1);
   // 0: all exportable, 1: none, 2: the last rank not, 3: no mapping, 4: rank 0's inputs on the host
   const int placement = GetParam();
