@@ -20,6 +20,15 @@ const char* collectiveName(Collective collective) {
 // algorithmName, algorithmApplies, defaultAlgorithm and algorithmsOf read the registry
 // (algorithms/algorithm_registry.cc).
 
+bool sendHoldsRankBlocks(Collective collective) {
+  return collective == Collective::ReduceScatter || collective == Collective::AllToAll ||
+         collective == Collective::Scatter;
+}
+
+bool recvHoldsRankBlocks(Collective collective) {
+  return collective == Collective::AllGather || collective == Collective::AllToAll || collective == Collective::Gather;
+}
+
 bool sizeCountsEveryRank(Collective collective) {
   switch (collective) {
     case Collective::AllGather:

@@ -49,6 +49,11 @@ const char* algorithmsOf(Collective collective);
 // (all-gather, reduce-scatter, all-to-all, gather, scatter: count is per rank) rather than the
 // count itself.
 bool sizeCountsEveryRank(Collective collective);
+// Which buffer of such a collective holds a block per rank, its count elements each (a gather's
+// receive and a scatter's send only at the root): the buffers a slice of the call is strided in
+// (CollectiveShape::blockStride). Both, for the all-to-all.
+bool sendHoldsRankBlocks(Collective collective);  // reduce-scatter, all-to-all, scatter
+bool recvHoldsRankBlocks(Collective collective);  // all-gather, all-to-all, gather
 
 // nccl-tests' bus bandwidth factor: busbw = factor * size / time, where size is the buffer the
 // perf tool reports (all-gather: the gathered output, reduce-scatter: the input, all-to-all:

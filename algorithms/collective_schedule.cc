@@ -25,21 +25,11 @@ Schedule buildCollectiveSchedule(Algorithm algorithm, const CollectiveShape& s, 
   // peers wrote.
   const size_t scratchBefore = schedule.scratchBytes;
   const size_t block = s.count * s.elementSize, stride = s.blockStride * s.elementSize;
-  switch (s.collective) {
-    case Collective::AllGather:
-    case Collective::Gather:  // (off the root the schedule has no receive buffer)
-      schedule = withStridedBlocks(std::move(schedule), BufferKind::Recv, block, stride, s.nranks);
-      break;
-    case Collective::ReduceScatter:
-    case Collective::Scatter:  // (off the root the schedule has no send buffer)
-      schedule = withStridedBlocks(std::move(schedule), BufferKind::Send, block, stride, s.nranks);
-      break;
-    case Collective::AllToAll:  // both buffers strided
-      schedule = withStridedBlocks(withStridedBlocks(std::move(schedule), BufferKind::Send, block, stride, s.nranks),
-                                   BufferKind::Recv, block, stride, s.nranks);
-      break;
-    default: break;
-  }
+  // (Off the root, a gather's or scatter's schedule has no such buffer: nothing moves.)
+  if (sendHoldsRankBlocks(s.collective))
+    schedule = withStridedBlocks(std::move(schedule), BufferKind::Send, block, stride, s.nranks);
+  if (recvHoldsRankBlocks(s.collective))
+    schedule = withStridedBlocks(std::move(schedule), BufferKind::Recv, block, stride, s.nranks);
   assert(row->algorithm != Algorithm::Direct || schedule.scratchBytes == scratchBefore);
   (void)scratchBefore;
   return schedule;

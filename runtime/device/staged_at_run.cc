@@ -1,7 +1,6 @@
 #include "runtime/device/staged_at_run.h"
 
-#include <algorithm>
-
+#include "algorithms/algorithm.h"
 #include "common/dtype.h"
 #include "common/status.h"
 #include "runtime/comm/communicator.h"
@@ -35,30 +34,19 @@ ncclResult_t stageAtRun(const CollectiveCall& call, RunBuffers* buffers) {
 
 namespace {
 
-// The bytes of one rank's block where `call` is a strided slice or piece of `collective` on a
-// rank that has its strided buffer (the reduce-scatter's input, the all-gather's output, both of
-// the all-to-all's, the root's of a gather or scatter); 0 otherwise.
-size_t stridedBlockBytes(const CollectiveCall& call, Collective collective) {
-  if (!call.blockStride || call.kind.isPointToPoint() || call.kind.collective() != collective) return 0;
+// The bytes of one rank's block where `call` is a strided slice or piece and the buffer `holds`
+// rank blocks on this rank (runtime/exec/staging_slices.h); 0 otherwise.
+size_t stridedBlockBytes(const CollectiveCall& call, bool (*holds)(Collective)) {
+  if (!call.blockStride || call.kind.isPointToPoint() || !holds(call.kind.collective())) return 0;
+  const Collective collective = call.kind.collective();
   const bool rooted = collective == Collective::Gather || collective == Collective::Scatter;
-  if (rooted && call.comm->rank != call.root) return 0;
-  return call.count * dataTypeSize(call.datatype);
-}
-
-// The input's strided blocks, and the result's (0: not strided).
-size_t stridedInputBlockBytes(const CollectiveCall& call) {
-  return std::max({stridedBlockBytes(call, Collective::ReduceScatter), stridedBlockBytes(call, Collective::AllToAll),
-                   stridedBlockBytes(call, Collective::Scatter)});
-}
-size_t stridedResultBlockBytes(const CollectiveCall& call) {
-  return std::max({stridedBlockBytes(call, Collective::AllGather), stridedBlockBytes(call, Collective::AllToAll),
-                   stridedBlockBytes(call, Collective::Gather)});
+  return rooted && call.comm->rank != call.root ? 0 : call.count * dataTypeSize(call.datatype);
 }
 
 }  // namespace
 
 ncclResult_t copyInputToContiguous(const DeviceWork& work, const CollectiveCall& call, char* place) {
-  if (const size_t block = stridedInputBlockBytes(call))
+  if (const size_t block = stridedBlockBytes(call, sendHoldsRankBlocks))
     return work.api->copy2DAsync(place, block, call.sendbuff, blockStrideBytes(call), block,
                                  static_cast<size_t>(call.comm->nranks), work.stream);
   const size_t bytes = bufferSpans(call).send;
@@ -66,7 +54,7 @@ ncclResult_t copyInputToContiguous(const DeviceWork& work, const CollectiveCall&
 }
 
 ncclResult_t copyResultFromContiguous(const DeviceWork& work, const CollectiveCall& call, const char* place) {
-  if (const size_t block = stridedResultBlockBytes(call))
+  if (const size_t block = stridedBlockBytes(call, recvHoldsRankBlocks))
     return work.api->copy2DAsync(call.recvbuff, blockStrideBytes(call), place, block, block,
                                  static_cast<size_t>(call.comm->nranks), work.stream);
   const size_t bytes = bufferSpans(call).recv;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "algorithms/algorithm.h"
 #include "common/dtype.h"
 #include "common/status.h"
 #include "runtime/comm/communicator.h"
@@ -57,10 +58,11 @@ size_t layOutStaging(const std::vector<const CollectiveCall*>& callers, StreamBa
     char* recv = static_cast<char*>(caller.recvbuff);
     const bool sendOnDevice = onDevice(send, spans.send);
     const bool recvOnDevice = onDevice(recv, spans.recv);
-    const bool gathers = !caller.kind.isPointToPoint() && (caller.kind.collective() == Collective::AllGather ||
-                                                           caller.kind.collective() == Collective::Gather);
-    const bool exchanges = !caller.kind.isPointToPoint() && caller.kind.collective() == Collective::AllToAll;
-    if (caller.blockStride && (exchanges ? sendOnDevice || recvOnDevice : gathers ? recvOnDevice : sendOnDevice)) {
+    // Which buffers hold a block per rank: strided in a slice or piece.
+    const bool sendBlocks = !caller.kind.isPointToPoint() && sendHoldsRankBlocks(caller.kind.collective());
+    const bool recvBlocks = !caller.kind.isPointToPoint() && recvHoldsRankBlocks(caller.kind.collective());
+    const bool exchanges = sendBlocks && recvBlocks, gathers = recvBlocks && !sendBlocks;
+    if (caller.blockStride && ((sendBlocks && sendOnDevice) || (recvBlocks && recvOnDevice))) {
       // A strided slice or piece (runtime/exec/staging_slices.h): its blocks go into one
       // contiguous area, and the staged call is the contiguous call. A piece left in place for
       // the direct path keeps its stride: it is staged only if it cannot go direct, and then

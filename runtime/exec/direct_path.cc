@@ -216,10 +216,8 @@ void reachPeersStridedBlocks(const CollectiveCall& call) {
   const size_t block = call.count * dataTypeSize(call.datatype);
   // Peers' blocks this rank writes (all-gather, all-to-all, gather) or reads (reduce-scatter,
   // scatter).
-  const Collective collective = call.kind.collective();
-  std::vector<char*>& strided = collective == Collective::ReduceScatter || collective == Collective::Scatter
-                                    ? comm->direct.peerSendBuffers
-                                    : comm->direct.peerRecvBuffers;
+  std::vector<char*>& strided =
+      recvHoldsRankBlocks(call.kind.collective()) ? comm->direct.peerRecvBuffers : comm->direct.peerSendBuffers;
   for (int p = 0; p < comm->nranks; ++p) {
     const uint64_t stride = comm->direct.descriptors[p].blockStrideBytes;
     if (p != comm->rank && stride && strided[p]) strided[p] += static_cast<size_t>(comm->rank) * (stride - block);
